@@ -1,0 +1,46 @@
+# The two set-up commands: `make run` (the whole suite on a simulated site) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEBS   := etcd-server postgresql ipmitool openipmi
+PACKAGES := common shipyard_api promenade_api drydock_api sitesim
+
+.PHONY: run test lint typecheck unit debs venv clean
+
+run: venv debs
+	$(BIN)/berth up
+
+test: venv debs lint typecheck
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+unit: venv
+	$(BIN)/pytest -q -m 'not slow' tests/unit
+
+lint: venv
+	$(BIN)/ruff check $(PACKAGES) tests bench
+
+typecheck: venv
+	$(BIN)/mypy $(PACKAGES)
+
+venv: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Debian packages the simulated site and the tests need (etcd, PostgreSQL, IPMI tools).
+debs:
+	@missing=""; \
+	for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "missing Debian packages (run as root to install):$$missing"; fi; \
+	fi
+
+clean:
+	rm -rf $(VENV) .berth build *.egg-info

@@ -1,0 +1,1 @@
+"""What Shipyard, Promenade and Drydock share: status bodies, errors, the app factory, auth."""

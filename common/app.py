@@ -1,0 +1,222 @@
+"""The Falcon app factory every service uses: middleware, error rendering, common routes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import falcon
+import yaml
+
+from common.auth import Authenticator
+from common.context import (
+    END_USER_HEADER,
+    MARKER_HEADER,
+    REQUEST_ID_HEADER,
+    RequestContext,
+    current_marker,
+    valid_uuid,
+)
+from common.errors import BY_CODE, BerthError, InternalError, PayloadTooLarge
+from common import policy
+from common.policy import Policy
+from common.status import Message, status_body
+
+LOG = logging.getLogger(__name__)
+ACCESS_LOG = logging.getLogger("berth.access")
+API_PREFIX = "/api/v1.0"
+
+HealthCheck = Callable[[], Message]
+
+
+@dataclass
+class ServiceSpec:
+    """What a service hands the factory: its routes, policy, health checks and limits."""
+
+    name: str
+    routes: Sequence[tuple[str, object]]
+    policy: Policy
+    authenticator: Authenticator
+    health_checks: Sequence[HealthCheck] = ()
+    max_body_bytes: int = 10 * 1024 * 1024
+    extra_middleware: Sequence[object] = field(default_factory=list)
+
+
+class ServiceApp(falcon.App):  # type: ignore[misc]
+    """A falcon.App that remembers the routes it was given (checked against OpenAPI)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.berth_routes: list[tuple[str, object]] = []
+
+    def add_route(self, uri_template: str, resource: object, **kwargs: Any) -> None:
+        super().add_route(uri_template, resource, **kwargs)
+        self.berth_routes.append((uri_template, resource))
+
+
+class ContextMiddleware:
+    """Marker, request id, end user, auth, body limit and the JSON access log."""
+
+    def __init__(self, spec: ServiceSpec) -> None:
+        self._spec = spec
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        marker = req.get_header(MARKER_HEADER)
+        ctx = RequestContext(marker=marker if valid_uuid(marker) else str(uuid.uuid4()))
+        ctx.end_user = req.get_header(END_USER_HEADER)
+        ctx.token = req.get_header("X-Auth-Token")
+        identity = self._spec.authenticator.authenticate(req.headers)
+        if identity is not None:
+            ctx.user, ctx.roles, ctx.authenticated = identity.user, list(identity.roles), True
+            ctx.end_user = ctx.end_user or identity.user
+        req.context.berth = ctx
+        req.context.policy = self._spec.policy
+        req.context.max_body_bytes = self._spec.max_body_bytes
+        req.context.started = time.monotonic()
+        current_marker.set(ctx.marker)
+        resp.set_header(MARKER_HEADER, ctx.marker)
+        resp.set_header(REQUEST_ID_HEADER, ctx.request_id)
+        length = req.content_length
+        if length is not None and length > self._spec.max_body_bytes:
+            raise PayloadTooLarge(
+                f"Body of {length} bytes exceeds the limit of {self._spec.max_body_bytes} bytes"
+            )
+
+    def process_response(self, req: falcon.Request, resp: falcon.Response, resource: object,
+                         req_succeeded: bool) -> None:
+        ctx: RequestContext | None = getattr(req.context, "berth", None)
+        if ctx is None:
+            return
+        resp.set_header(MARKER_HEADER, ctx.marker)
+        resp.set_header(REQUEST_ID_HEADER, ctx.request_id)
+        elapsed = time.monotonic() - getattr(req.context, "started", time.monotonic())
+        ACCESS_LOG.info(
+            "%s %s %s", req.method, req.relative_uri, resp.status,
+            extra={"fields": {
+                "service": self._spec.name, "method": req.method, "path": req.path,
+                "status": resp.status_code if hasattr(resp, "status_code") else str(resp.status),
+                "request_id": ctx.request_id, "user": ctx.user, "end_user": ctx.end_user,
+                "duration_ms": round(elapsed * 1000, 2),
+            }},
+        )
+
+
+def _render(resp: falcon.Response, body: dict[str, Any]) -> None:
+    resp.status = falcon.code_to_http_status(body["code"])
+    resp.content_type = falcon.MEDIA_JSON
+    resp.text = json.dumps(body)
+
+
+def handle_berth_error(req: falcon.Request, resp: falcon.Response, ex: BerthError,
+                       params: dict[str, Any]) -> None:
+    if ex.code >= 500:
+        LOG.error("%s: %s", ex.instance_reason, ex.message)
+    _render(resp, ex.to_status())
+
+
+def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError,
+                      params: dict[str, Any]) -> None:
+    cls = BY_CODE.get(ex.status_code, BerthError)
+    text = ex.description or ex.title or cls.title
+    if ex.status_code == 404 and not ex.description:
+        text = f"No route for {req.method} {req.path}"
+    if ex.status_code == 405 and not ex.description:
+        text = f"Method {req.method} is not allowed on {req.path}"
+    err = cls(text)
+    body = err.to_status()
+    body["code"] = ex.status_code
+    for name, value in (ex.headers or {}).items():
+        resp.set_header(name, value)
+    _render(resp, body)
+
+
+def handle_unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception,
+                      params: dict[str, Any]) -> None:
+    LOG.exception("Unexpected error on %s %s", req.method, req.path)
+    _render(resp, InternalError("An unexpected error occurred; see the service log").to_status())
+
+
+class VersionsResource:
+    auth_required = False
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = {"v1.0": {"path": API_PREFIX, "status": "stable"}}
+
+
+class HealthResource:
+    auth_required = False
+
+    def __init__(self, checks: Sequence[HealthCheck]) -> None:
+        self._checks = checks
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        failed = [m for m in run_checks(self._checks) if m["error"]]
+        if failed:
+            _render(resp, status_body(503, "Unhealthy", reason="ServiceUnavailable",
+                                      messages=failed, retry=True))
+        else:
+            resp.status = falcon.HTTP_204
+
+
+class ExtendedHealthResource:
+    def __init__(self, service: str, checks: Sequence[HealthCheck]) -> None:
+        self._rule = f"{service}:get_health_extended"
+        self._checks = checks
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        policy.check(req, self._rule)
+        messages = run_checks(self._checks)
+        bad = any(m["error"] for m in messages)
+        _render(resp, status_body(503 if bad else 200, "Unhealthy" if bad else "Healthy",
+                                  reason="ServiceUnavailable" if bad else "Success",
+                                  messages=messages, retry=bad))
+
+
+def run_checks(checks: Sequence[HealthCheck]) -> list[Message]:
+    out = []
+    for check in checks:
+        try:
+            out.append(check())
+        except Exception as exc:  # a failing check is a health result, not a crash
+            name = getattr(check, "__name__", "check")
+            out.append({"message": f"{name}: {exc}", "error": True, "kind": "HealthMessage",
+                        "name": name})
+    return out
+
+
+def load_openapi(service: str) -> dict[str, Any]:
+    text = resources.files("schemas").joinpath("openapi", f"{service}.yaml").read_text()
+    doc: dict[str, Any] = yaml.safe_load(text)
+    return doc
+
+
+class OpenApiResource:
+    auth_required = False
+
+    def __init__(self, service: str) -> None:
+        self._doc = load_openapi(service)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self._doc
+
+
+def create_service_app(spec: ServiceSpec) -> ServiceApp:
+    """Build the service's WSGI app: common routes first, then the service's own."""
+    app = ServiceApp(middleware=[ContextMiddleware(spec), *spec.extra_middleware])
+    app.req_options.strip_url_path_trailing_slash = True
+    app.add_error_handler(Exception, handle_unexpected)
+    app.add_error_handler(falcon.HTTPError, handle_http_error)
+    app.add_error_handler(BerthError, handle_berth_error)
+    app.add_route("/versions", VersionsResource())
+    app.add_route(f"{API_PREFIX}/health", HealthResource(spec.health_checks))
+    app.add_route(f"{API_PREFIX}/health/extended", ExtendedHealthResource(spec.name, spec.health_checks))
+    app.add_route(f"{API_PREFIX}/openapi.json", OpenApiResource(spec.name))
+    for template, resource in spec.routes:
+        app.add_route(template, resource)
+    return app

@@ -1,0 +1,80 @@
+"""Shared oslo.config options (auth, database, logging, peers, limits) and config loading."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from oslo_config import cfg
+
+API_OPTS = [
+    cfg.IntOpt("max_body_bytes", default=10 * 1024 * 1024, min=1,
+               help="Largest request body accepted; larger bodies get 413."),
+    cfg.StrOpt("service_name", default="berth", help="Name used in logs."),
+]
+AUTH_OPTS = [
+    cfg.StrOpt("strategy", default="token", choices=["token", "keystone", "noauth"],
+               help="token: static tokens from token_file; keystone: keystonemiddleware; "
+                    "noauth: no authentication (only when set explicitly)."),
+    cfg.StrOpt("token_file", default="etc/tokens.yaml",
+               help="YAML mapping token -> {user, roles} for the token strategy."),
+    cfg.StrOpt("service_token", default="", secret=True,
+               help="Token this service sends to its peers."),
+]
+DATABASE_OPTS = [
+    cfg.StrOpt("connection", default="", secret=True,
+               help="SQLAlchemy URL (sqlite:///path or postgresql+psycopg://...)."),
+]
+LOGGING_OPTS = [
+    cfg.StrOpt("level", default="INFO", help="Root log level."),
+    cfg.BoolOpt("json", default=True, help="Write log lines as JSON."),
+]
+PEER_OPTS = [
+    cfg.StrOpt("shipyard_url", default="http://127.0.0.1:9000", help="Shipyard base URL."),
+    cfg.StrOpt("promenade_url", default="http://127.0.0.1:9001", help="Promenade base URL."),
+    cfg.StrOpt("drydock_url", default="http://127.0.0.1:9002", help="Drydock base URL."),
+    cfg.FloatOpt("connect_timeout", default=5.0, min=0.1, help="Connect timeout (s)."),
+    cfg.FloatOpt("read_timeout", default=60.0, min=0.1, help="Read timeout (s)."),
+    cfg.IntOpt("retries", default=3, min=0, help="Retries of idempotent calls."),
+    cfg.FloatOpt("backoff", default=0.5, min=0.0, help="First retry delay (s), doubled."),
+]
+DESIGN_OPTS = [
+    cfg.IntOpt("max_document_bytes", default=20 * 1024 * 1024, min=1,
+               help="Largest design document set accepted."),
+    cfg.IntOpt("cache_size", default=32, min=0, help="Resolved design references cached."),
+    cfg.FloatOpt("cache_ttl", default=30.0, min=0, help="Seconds a resolved reference is kept."),
+]
+
+GROUPS: list[tuple[str, list[cfg.Opt]]] = [
+    ("api", API_OPTS),
+    ("auth", AUTH_OPTS),
+    ("database", DATABASE_OPTS),
+    ("logging", LOGGING_OPTS),
+    ("peers", PEER_OPTS),
+    ("design", DESIGN_OPTS),
+]
+
+
+def register_common(conf: cfg.ConfigOpts) -> None:
+    """Register the shared option groups on `conf`."""
+    for group, opts in GROUPS:
+        conf.register_opts(opts, group=group)
+
+
+def load_conf(
+    service: str,
+    groups: Sequence[tuple[str, list[cfg.Opt]]] = (),
+    config_file: str | None = None,
+) -> cfg.ConfigOpts:
+    """A fresh ConfigOpts for `service`, read from its env var or `etc/<svc>/<svc>.conf`."""
+    conf = cfg.ConfigOpts()
+    register_common(conf)
+    for group, opts in groups:
+        conf.register_opts(opts, group=group)
+    path = config_file or os.environ.get(f"{service.upper()}_CONFIG_FILE") or str(
+        Path("etc") / service / f"{service}.conf"
+    )
+    files = [path] if Path(path).exists() else []
+    conf([], project=service, default_config_files=files, default_config_dirs=[])
+    return conf

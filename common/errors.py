@@ -1,0 +1,142 @@
+"""The one error hierarchy of Berth; the app factory renders each as a status body.
+
+    BerthError (500 InternalError, retry)
+    ├── BadRequest (400)
+    │   └── ValidationFailed (400, every violation as a ValidationMessage)
+    ├── Unauthenticated (401)
+    ├── Forbidden (403)
+    ├── NotFound (404)
+    ├── MethodNotAllowed (405)
+    ├── Conflict (409)
+    ├── PayloadTooLarge (413)
+    ├── UnsupportedMediaType (415)
+    ├── InternalError (500)
+    ├── BadGateway (502, carries the peer's status body)
+    └── ServiceUnavailable (503, retry)
+
+Services subclass these for the reasons their specs name (e.g. Promenade's DrainNodeError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from common.status import Message, simple_message, status_body
+
+
+class BerthError(Exception):
+    """Base of every error Berth raises on purpose."""
+
+    code: ClassVar[int] = 500
+    reason: ClassVar[str] = "InternalError"
+    title: ClassVar[str] = "Internal error"
+    retry: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        messages: Iterable[Message] = (),
+        title: str | None = None,
+        reason: str | None = None,
+        retry: bool | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.message = message or self.title
+        self.messages: list[Message] = list(messages)
+        if not self.messages:
+            self.messages = [simple_message(self.message)]
+        self.instance_title = title or self.title
+        self.instance_reason = reason or self.reason
+        self.instance_retry = self.retry if retry is None else retry
+        self.details = details or {}
+        super().__init__(self.message)
+
+    def to_status(self) -> dict[str, Any]:
+        """Render this error as a status body."""
+        return status_body(
+            self.code,
+            self.instance_title,
+            reason=self.instance_reason,
+            messages=self.messages,
+            retry=self.instance_retry,
+            extra=self.details,
+        )
+
+
+class BadRequest(BerthError):
+    code, reason, title, retry = 400, "BadRequest", "Bad request", False
+
+
+class ValidationFailed(BadRequest):
+    reason, title = "ValidationFailure", "Validation failed"
+
+
+class Unauthenticated(BerthError):
+    code, reason, title, retry = 401, "Unauthenticated", "Authentication required", False
+
+
+class Forbidden(BerthError):
+    code, reason, title, retry = 403, "Forbidden", "Forbidden", False
+
+
+class NotFound(BerthError):
+    code, reason, title, retry = 404, "NotFound", "Not found", False
+
+
+class MethodNotAllowed(BerthError):
+    code, reason, title, retry = 405, "MethodNotAllowed", "Method not allowed", False
+
+
+class Conflict(BerthError):
+    code, reason, title, retry = 409, "Conflict", "Conflict", False
+
+
+class PayloadTooLarge(BerthError):
+    code, reason, title, retry = 413, "PayloadTooLarge", "Request body too large", False
+
+
+class UnsupportedMediaType(BerthError):
+    code, reason, title, retry = 415, "UnsupportedMediaType", "Unsupported media type", False
+
+
+class InternalError(BerthError):
+    code, reason, title, retry = 500, "InternalError", "Internal error", True
+
+
+class BadGateway(BerthError):
+    """A peer service or external system failed; `peer_status` keeps its status body."""
+
+    code, reason, title, retry = 502, "BadGateway", "Upstream service failed", True
+
+    def __init__(
+        self, message: str | None = None, *, peer_status: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.peer_status = peer_status
+        if peer_status and "messages" not in kwargs:
+            kwargs["messages"] = [simple_message(message or self.title)] + list(
+                (peer_status.get("details") or {}).get("messageList") or []
+            )
+        super().__init__(message, **kwargs)
+        if peer_status:
+            self.details.setdefault("peer_status", peer_status)
+
+
+class ServiceUnavailable(BerthError):
+    code, reason, title, retry = 503, "ServiceUnavailable", "Service unavailable", True
+
+
+class Timeout(BerthError):
+    """An external system did not answer in time (a 504-style upstream timeout)."""
+
+    code, reason, title, retry = 504, "GatewayTimeout", "Upstream timed out", True
+
+
+BY_CODE: dict[int, type[BerthError]] = {
+    cls.code: cls
+    for cls in (BadRequest, Unauthenticated, Forbidden, NotFound, MethodNotAllowed, Conflict,
+                PayloadTooLarge, UnsupportedMediaType, InternalError, BadGateway,
+                ServiceUnavailable, Timeout)
+}

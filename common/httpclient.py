@@ -1,0 +1,149 @@
+"""Service-to-service HTTP: one session per peer, timeouts, bounded retries, context forwarding.
+
+Retries (exponential backoff with jitter) apply to connection errors and 502/503/504 for
+idempotent methods, and to POST only when the call carries an Idempotency-Key. A peer's
+status body becomes one of our errors; a peer that never answers becomes BadGateway.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import requests
+
+from common.context import RequestContext
+from common.errors import BY_CODE, BadGateway, BerthError, ServiceUnavailable, Timeout
+from common.status import is_status_body, simple_message
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+RETRY_CODES = frozenset({502, 503, 504})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+class ServiceClient:
+    """Calls one peer service; raise on non-2xx, return the decoded JSON (or None)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        name: str = "peer",
+        token: str | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.name = name
+        self._token = token
+        self._timeouts = (connect_timeout, read_timeout)
+        self._retries = retries
+        self._backoff = backoff
+        self._session = session or requests.Session()
+        self._sleep = sleep
+        self._jitter = jitter
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        ctx: RequestContext | None = None,
+        json_body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
+        """Send one call (with retries where safe) and return its decoded JSON body."""
+        response = self.raw(method, path, ctx=ctx, json_body=json_body, params=params,
+                            headers=headers, idempotency_key=idempotency_key,
+                            read_timeout=read_timeout)
+        if response.status_code >= 400:
+            raise self._error(response)
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return response.text
+
+    def raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        ctx: RequestContext | None = None,
+        json_body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> requests.Response:
+        """Send one call with retries; return the final response, whatever its code."""
+        method = method.upper()
+        all_headers = {"Accept": "application/json"}
+        if ctx is not None:
+            all_headers.update(ctx.headers())
+        if self._token:
+            all_headers["X-Auth-Token"] = self._token
+        if idempotency_key:
+            all_headers[IDEMPOTENCY_HEADER] = idempotency_key
+        all_headers.update(headers or {})
+        data = None
+        if json_body is not None:
+            data = json.dumps(json_body)
+            all_headers["Content-Type"] = "application/json"
+        retryable = method in IDEMPOTENT or IDEMPOTENCY_HEADER in all_headers
+        attempts = 1 + (self._retries if retryable else 0)
+        timeouts = (self._timeouts[0], read_timeout or self._timeouts[1])
+        url = f"{self.base_url}{path}"
+        last_error: BerthError | None = None
+        for attempt in range(attempts):
+            if attempt:
+                self._sleep(self._backoff * (2 ** (attempt - 1)) * (1 + self._jitter()))
+            try:
+                response = self._session.request(method, url, data=data, params=params,
+                                                 headers=all_headers, timeout=timeouts)
+            except requests.Timeout as exc:
+                last_error = Timeout(f"{self.name} did not answer {method} {path} in time: {exc}")
+                if method not in IDEMPOTENT and IDEMPOTENCY_HEADER not in all_headers:
+                    break
+                continue
+            except requests.RequestException as exc:
+                last_error = BadGateway(f"{self.name} unreachable for {method} {path}: {exc}")
+                continue
+            if response.status_code in RETRY_CODES and attempt + 1 < attempts:
+                continue
+            return response
+        assert last_error is not None or attempts == 0
+        raise last_error or ServiceUnavailable(f"{self.name} gave no answer")
+
+    def _error(self, response: requests.Response) -> BerthError:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        code = response.status_code
+        if code >= 500:
+            peer = body if is_status_body(body) else None
+            message = (peer or {}).get("message") or f"{self.name} answered {code}"
+            err = BadGateway(f"{self.name}: {message}", peer_status=peer)
+            err.details.setdefault("peer_code", code)
+            return err
+        cls = BY_CODE.get(code, BerthError)
+        if is_status_body(body):
+            messages = body.get("details", {}).get("messageList") or [
+                simple_message(str(body.get("message")))
+            ]
+            return cls(f"{self.name}: {body.get('message')}", messages=messages,
+                       reason=body.get("reason"), details={"peer_status": body})
+        return cls(f"{self.name} answered {code}: {response.text[:500]}")

@@ -1,0 +1,1 @@
+"""drydock_api package."""

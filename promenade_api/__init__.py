@@ -1,0 +1,1 @@
+"""promenade_api package."""

@@ -1,0 +1,1 @@
+"""shipyard_api package."""
