@@ -14,6 +14,7 @@ from typing import Any
 import falcon
 import yaml
 
+from common import policy
 from common.auth import Authenticator
 from common.context import (
     END_USER_HEADER,
@@ -24,7 +25,6 @@ from common.context import (
     valid_uuid,
 )
 from common.errors import BY_CODE, BerthError, InternalError, PayloadTooLarge
-from common import policy
 from common.policy import Policy
 from common.status import Message, status_body
 
@@ -48,7 +48,7 @@ class ServiceSpec:
     extra_middleware: Sequence[object] = field(default_factory=list)
 
 
-class ServiceApp(falcon.App):  # type: ignore[misc]
+class ServiceApp(falcon.App):  # type: ignore[misc,type-arg]
     """A falcon.App that remembers the routes it was given (checked against OpenAPI)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -68,7 +68,7 @@ class ContextMiddleware:
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         marker = req.get_header(MARKER_HEADER)
-        ctx = RequestContext(marker=marker if valid_uuid(marker) else str(uuid.uuid4()))
+        ctx = RequestContext(marker=marker if marker and valid_uuid(marker) else str(uuid.uuid4()))
         ctx.end_user = req.get_header(END_USER_HEADER)
         ctx.token = req.get_header("X-Auth-Token")
         identity = self._spec.authenticator.authenticate(req.headers)
@@ -131,8 +131,10 @@ def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTT
     err = cls(text)
     body = err.to_status()
     body["code"] = ex.status_code
-    for name, value in (ex.headers or {}).items():
-        resp.set_header(name, value)
+    headers = ex.headers or {}
+    pairs = list(headers.items()) if isinstance(headers, dict) else list(headers)
+    for pair in pairs:
+        resp.set_header(str(pair[0]), str(pair[1]))
     _render(resp, body)
 
 
@@ -215,8 +217,30 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
     app.add_error_handler(BerthError, handle_berth_error)
     app.add_route("/versions", VersionsResource())
     app.add_route(f"{API_PREFIX}/health", HealthResource(spec.health_checks))
-    app.add_route(f"{API_PREFIX}/health/extended", ExtendedHealthResource(spec.name, spec.health_checks))
+    app.add_route(f"{API_PREFIX}/health/extended",
+                  ExtendedHealthResource(spec.name, spec.health_checks))
     app.add_route(f"{API_PREFIX}/openapi.json", OpenApiResource(spec.name))
     for template, resource in spec.routes:
         app.add_route(template, resource)
+    return app
+
+
+def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
+                 rules: Sequence[Any], checks: Sequence[HealthCheck] = ()) -> ServiceSpec:
+    """A ServiceSpec whose policy, authenticator and body limit come from `conf`."""
+    from common.auth import make_authenticator
+
+    return ServiceSpec(name=name, routes=routes, policy=Policy(conf, rules),
+                       authenticator=make_authenticator(conf), health_checks=checks,
+                       max_body_bytes=conf.api.max_body_bytes)
+
+
+def wsgi_entry(conf: Any, app: ServiceApp) -> Any:
+    """The callable gunicorn serves: keystonemiddleware in front when configured."""
+    from common.auth import wrap_keystone
+    from common.logging import setup_logging
+
+    setup_logging(conf.logging.level, conf.logging.json)
+    if conf.auth.strategy == "keystone":
+        return wrap_keystone(app, conf)
     return app

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from oslo_config import cfg
 
-API_OPTS = [
+API_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_body_bytes", default=10 * 1024 * 1024, min=1,
                help="Largest request body accepted; larger bodies get 413."),
     cfg.StrOpt("service_name", default="berth", help="Name used in logs."),
 ]
-AUTH_OPTS = [
+AUTH_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("strategy", default="token", choices=["token", "keystone", "noauth"],
                help="token: static tokens from token_file; keystone: keystonemiddleware; "
                     "noauth: no authentication (only when set explicitly)."),
@@ -22,15 +22,15 @@ AUTH_OPTS = [
     cfg.StrOpt("service_token", default="", secret=True,
                help="Token this service sends to its peers."),
 ]
-DATABASE_OPTS = [
+DATABASE_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("connection", default="", secret=True,
                help="SQLAlchemy URL (sqlite:///path or postgresql+psycopg://...)."),
 ]
-LOGGING_OPTS = [
+LOGGING_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("level", default="INFO", help="Root log level."),
     cfg.BoolOpt("json", default=True, help="Write log lines as JSON."),
 ]
-PEER_OPTS = [
+PEER_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("shipyard_url", default="http://127.0.0.1:9000", help="Shipyard base URL."),
     cfg.StrOpt("promenade_url", default="http://127.0.0.1:9001", help="Promenade base URL."),
     cfg.StrOpt("drydock_url", default="http://127.0.0.1:9002", help="Drydock base URL."),
@@ -39,7 +39,7 @@ PEER_OPTS = [
     cfg.IntOpt("retries", default=3, min=0, help="Retries of idempotent calls."),
     cfg.FloatOpt("backoff", default=0.5, min=0.0, help="First retry delay (s), doubled."),
 ]
-DESIGN_OPTS = [
+DESIGN_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_document_bytes", default=20 * 1024 * 1024, min=1,
                help="Largest design document set accepted."),
     cfg.IntOpt("cache_size", default=32, min=0, help="Resolved design references cached."),

@@ -147,3 +147,14 @@ class ServiceClient:
             return cls(f"{self.name}: {body.get('message')}", messages=messages,
                        reason=body.get("reason"), details={"peer_status": body})
         return cls(f"{self.name} answered {code}: {response.text[:500]}")
+
+
+def peer_client(conf: Any, peer: str) -> ServiceClient:
+    """A client for `peer` (shipyard|promenade|drydock) configured from `[peers]`."""
+    peers = conf.peers
+    return ServiceClient(
+        getattr(peers, f"{peer}_url"), name=peer.capitalize(),
+        token=conf.auth.service_token or None,
+        connect_timeout=peers.connect_timeout, read_timeout=peers.read_timeout,
+        retries=peers.retries, backoff=peers.backoff,
+    )

@@ -1,0 +1,117 @@
+"""Deckhand-style documents: safe multi-document YAML parsing and JSON Schema validation."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from common.errors import BadRequest, PayloadTooLarge, ValidationFailed
+from common.status import Message, validation_message
+
+Document = dict[str, Any]
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+
+
+def parse_documents(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
+    """Parse multi-document YAML safely; oversize → 413, malformed → 400 naming the line."""
+    size = len(text.encode() if isinstance(text, str) else text)
+    if size > max_bytes:
+        raise PayloadTooLarge(f"Documents of {size} bytes exceed the limit of {max_bytes} bytes")
+    try:
+        loaded = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise BadRequest(f"Malformed YAML{where}: {exc.problem or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"Malformed YAML: {exc}") from exc
+    bad = [i for i, d in enumerate(loaded) if not isinstance(d, dict)]
+    if bad:
+        raise BadRequest(f"Documents must be mappings; document(s) {bad} are not")
+    return loaded
+
+
+def doc_ref(doc: Document) -> dict[str, str]:
+    """How a ValidationMessage names a document."""
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    return {"schema": str(doc.get("schema", "")), "name": str((meta or {}).get("name", ""))}
+
+
+def schema_file_name(schema: str) -> str:
+    return schema.replace("/", "_") + ".yaml"
+
+
+@functools.lru_cache(maxsize=64)
+def load_schema(schema: str) -> dict[str, Any] | None:
+    """The JSON Schema for a document kind, or None when Berth has none for it."""
+    path = resources.files("schemas").joinpath("documents", schema_file_name(schema))
+    if not path.is_file():
+        return None
+    loaded: dict[str, Any] = yaml.safe_load(path.read_text())
+    return loaded
+
+
+BASE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["schema", "metadata", "data"],
+    "properties": {
+        "schema": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/v\d+$"},
+        "metadata": {
+            "type": "object",
+            "required": ["schema", "name"],
+            "properties": {"name": {"type": "string", "minLength": 1},
+                           "schema": {"type": "string"}},
+        },
+    },
+}
+
+
+def _errors(schema: dict[str, Any], instance: Any) -> Iterator[jsonschema.ValidationError]:
+    validator = jsonschema.Draft202012Validator(schema)
+    yield from sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+
+
+def validate_documents(docs: Iterable[Document]) -> list[Message]:
+    """Every schema violation of every document, each a ValidationMessage naming it."""
+    messages: list[Message] = []
+    seen: set[tuple[str, str]] = set()
+    for doc in docs:
+        ref = doc_ref(doc)
+        for err in _errors(BASE_SCHEMA, doc):
+            messages.append(_message(err, ref, "Document structure"))
+        key = (ref["schema"], ref["name"])
+        if key in seen:
+            messages.append(validation_message(
+                f"Duplicate document {ref['schema']} {ref['name']}",
+                name="DuplicateDocument", documents=[ref]))
+        seen.add(key)
+        schema = load_schema(ref["schema"]) if ref["schema"] else None
+        if schema is not None and isinstance(doc.get("data"), (dict, list, str)):
+            for err in _errors(schema, doc.get("data")):
+                messages.append(_message(err, ref, ref["schema"]))
+    return messages
+
+
+def _message(err: jsonschema.ValidationError, ref: dict[str, str], check: str) -> Message:
+    path = "/".join(str(p) for p in err.absolute_path) or "(root)"
+    return validation_message(
+        f"{ref['schema']} {ref['name']}: {path}: {err.message}",
+        name=f"SchemaValidation: {check}", documents=[ref], diagnostic=path)
+
+
+def require_valid(docs: list[Document]) -> None:
+    """Raise 400 listing every violation when any document is invalid."""
+    messages = validate_documents(docs)
+    if messages:
+        raise ValidationFailed("Documents failed validation", messages=messages)
+
+
+def select(docs: Iterable[Document], schema: str, name: str | None = None) -> list[Document]:
+    """Documents of one kind (and name), in order."""
+    return [d for d in docs if d.get("schema") == schema
+            and (name is None or doc_ref(d)["name"] == name)]

@@ -1,0 +1,52 @@
+"""Run a service's WSGI app under gunicorn (the `<svc>-api` console scripts)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+
+class _Gunicorn(BaseApplication):  # type: ignore[misc]
+    def __init__(self, loader: Callable[[], Any], options: dict[str, Any]) -> None:
+        self._loader = loader
+        self._options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            if value is not None and key in self.cfg.settings:
+                self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        return self._loader()
+
+
+def run(service: str, loader: Callable[[], Any], default_port: int,
+        argv: Sequence[str] | None = None) -> None:
+    """Parse the command line and serve `loader()` with gunicorn."""
+    parser = argparse.ArgumentParser(prog=f"{service}-api",
+                                     description=f"Run the {service} API under gunicorn.")
+    parser.add_argument("--bind", default=f"127.0.0.1:{default_port}")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--timeout", type=int, default=3900,
+                        help="Worker timeout (s); Promenade's drain may take an hour.")
+    parser.add_argument("--config-file", default=None)
+    parser.add_argument("--pid-file", default=None)
+    args = parser.parse_args(argv)
+    if args.config_file:
+        os.environ[f"{service.upper()}_CONFIG_FILE"] = os.path.abspath(args.config_file)
+    _Gunicorn(loader, {
+        "bind": args.bind,
+        "workers": args.workers,
+        "threads": args.threads,
+        "worker_class": "gthread",
+        "timeout": args.timeout,
+        "pidfile": args.pid_file,
+        "accesslog": None,
+        "proc_name": f"{service}-api",
+    }).run()

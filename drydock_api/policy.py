@@ -1,0 +1,39 @@
+"""Drydock's policy rules: tasks per action, nodes, node filters, validation."""
+
+from __future__ import annotations
+
+from oslo_policy import policy
+
+from common.policy import ADMIN, READER, rule
+
+P = "/api/v1.0"
+ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes", "prepare_nodes",
+           "deploy_nodes", "destroy_nodes", "relabel_nodes")
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """Rule defaults (also the `drydock` namespace of oslopolicy-sample-generator)."""
+    rules = [
+        rule("drydock:get_health_extended", READER, "Extended health", f"{P}/health/extended",
+             "GET"),
+        rule("drydock:list_tasks", READER, "List tasks", f"{P}/tasks", "GET"),
+        rule("drydock:get_task", READER, "Show a task", f"{P}/tasks/{{task_id}}", "GET"),
+        rule("drydock:terminate_task", ADMIN, "Terminate a task",
+             f"{P}/tasks/{{task_id}}/terminate", "POST"),
+        rule("drydock:node_filter", READER, "Resolve a node filter", f"{P}/nodefilter", "POST"),
+        rule("drydock:list_nodes", READER, "List nodes", f"{P}/nodes", "GET"),
+        rule("drydock:get_node", READER, "Show a node", f"{P}/nodes/{{name}}", "GET"),
+        rule("drydock:update_node", ADMIN, "Retire or unretire a node", f"{P}/nodes/{{name}}",
+             "PATCH"),
+        rule("drydock:provide_node", ADMIN, "Make a torn-down node available",
+             f"{P}/nodes/{{name}}/provide", "POST"),
+        rule("drydock:reboot_node", ADMIN, "Manage reboot requests",
+             f"{P}/nodes/{{name}}/reboot", "POST"),
+        rule("drydock:get_reboot", READER, "List reboot requests",
+             f"{P}/nodes/{{name}}/reboot", "GET"),
+        rule("drydock:validate_design", ADMIN, "Validate a design", f"{P}/validatedesign",
+             "POST"),
+    ]
+    rules += [rule(f"drydock:{a}", ADMIN, f"Create a {a} task", f"{P}/tasks", "POST")
+              for a in ACTIONS]
+    return rules

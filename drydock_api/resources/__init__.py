@@ -1,0 +1,1 @@
+"""Drydock's thin Falcon resources: parse, call the domain, render."""

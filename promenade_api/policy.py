@@ -1,0 +1,37 @@
+"""Promenade's policy rules, one per endpoint of the teardown spec."""
+
+from __future__ import annotations
+
+from oslo_policy import policy
+
+from common.policy import ADMIN, READER, rule
+
+P = "/api/v1.0"
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """Rule defaults (also the `promenade` namespace of oslopolicy-sample-generator)."""
+    return [
+        rule("promenade:get_health_extended", READER, "Extended health", f"{P}/health/extended",
+             "GET"),
+        rule("promenade:decommission_node", ADMIN, "Decommission a node",
+             f"{P}/nodes/{{node_id}}/decommission", "POST"),
+        rule("promenade:drain_node", ADMIN, "Drain a node", f"{P}/nodes/{{node_id}}/drain",
+             "POST"),
+        rule("promenade:clear_labels", ADMIN, "Clear a node's labels",
+             f"{P}/nodes/{{node_id}}/clear-labels", "POST"),
+        rule("promenade:remove_etcd", ADMIN, "Remove a node's etcd members",
+             f"{P}/nodes/{{node_id}}/remove-etcd", "POST"),
+        rule("promenade:shutdown_kubelet", ADMIN, "Shut down a node's kubelet",
+             f"{P}/nodes/{{node_id}}/shutdown-kubelet", "POST"),
+        rule("promenade:remove_from_cluster", ADMIN, "Delete a node from Kubernetes",
+             f"{P}/nodes/{{node_id}}/remove-from-cluster", "POST"),
+        rule("promenade:get_etcd_health", READER, "etcd member health",
+             f"{P}/etcd-cluster-health-statuses", "GET"),
+        rule("promenade:get_node", READER, "Operator view of a node", f"{P}/nodes/{{node_id}}",
+             "GET"),
+        rule("promenade:update_node_labels", ADMIN, "Replace a node's labels",
+             f"{P}/node-labels/{{node_id}}", "PUT"),
+        rule("promenade:validate_design", ADMIN, "Validate a design", f"{P}/validatedesign",
+             "POST"),
+    ]

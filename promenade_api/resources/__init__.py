@@ -1,0 +1,1 @@
+"""Promenade's thin Falcon resources: parse, call the domain, render."""

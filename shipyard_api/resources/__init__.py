@@ -1,0 +1,1 @@
+"""Shipyard's thin Falcon resources: parse, call the domain, render."""

@@ -1,0 +1,8 @@
+"""Shared pytest configuration: fixture plugins of the simulated site and services."""
+
+import importlib.util
+
+pytest_plugins = [
+    name for name in ("tests.fixtures.site", "tests.fixtures.services")
+    if importlib.util.find_spec(name) is not None
+]

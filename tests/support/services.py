@@ -1,0 +1,61 @@
+"""Run a Berth service as a real gunicorn process from its console script, for tests."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from tests.support.procs import Proc, free_port, http_ok, wait_until
+
+BIN = Path(sys.executable).parent
+
+
+def write_tokens(path: Path) -> dict[str, str]:
+    """A token file with an admin, a reader and a role-less token; returns the tokens."""
+    tokens = {"admin": secrets.token_hex(8), "reader": secrets.token_hex(8),
+              "nobody": secrets.token_hex(8)}
+    path.write_text(yaml.safe_dump({
+        tokens["admin"]: {"user": "admin", "roles": ["admin"]},
+        tokens["reader"]: {"user": "reader", "roles": ["reader"]},
+        tokens["nobody"]: {"user": "nobody", "roles": []},
+    }))
+    return tokens
+
+
+def write_conf(path: Path, sections: Mapping[str, Mapping[str, object]]) -> None:
+    lines = []
+    for section, options in sections.items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {v}" for k, v in options.items()]
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+class ServiceProcess:
+    """One service under gunicorn on a free port; `url` is its base URL."""
+
+    def __init__(self, service: str, workdir: Path,
+                 sections: Mapping[str, Mapping[str, object]], *, workers: int = 1,
+                 port: int | None = None) -> None:
+        self.service = service
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.conf_path = workdir / f"{service}.conf"
+        write_conf(self.conf_path, sections)
+        self.proc = Proc(
+            [str(BIN / f"{service}-api"), "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(workers), "--config-file", str(self.conf_path)],
+            log=workdir / f"{service}.log", cwd=str(workdir))
+        try:
+            wait_until(lambda: http_ok(f"{self.url}/versions"), timeout=30,
+                       what=f"{service}-api on {self.port}")
+        except TimeoutError:
+            self.proc.stop()
+            raise RuntimeError(f"{service}-api did not start:\n{self.proc.output()}") from None
+
+    def stop(self) -> None:
+        self.proc.stop()
