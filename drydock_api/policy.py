@@ -31,7 +31,7 @@ def list_rules() -> list[policy.RuleDefault]:
              f"{P}/nodes/{{name}}/reboot", "POST"),
         rule("drydock:get_reboot", READER, "List reboot requests",
              f"{P}/nodes/{{name}}/reboot", "GET"),
-        rule("drydock:validate_design", ADMIN, "Validate a design", f"{P}/validatedesign",
+        rule("drydock:validatedesign", ADMIN, "Validate a design", f"{P}/validatedesign",
              "POST"),
     ]
     rules += [rule(f"drydock:{a}", ADMIN, f"Create a {a} task", f"{P}/tasks", "POST")
