@@ -1,0 +1,134 @@
+"""Design references: file://, http:// and deckhand+http:// resolved; bad ones refused."""
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from common.context import RequestContext
+from common.designref import DesignResolver, href_of
+from common.documents import parse_documents, validate_documents
+from common.errors import BadRequest, NotFound, PayloadTooLarge
+
+DOCS = """---
+schema: drydock/Region/v1
+metadata: {schema: metadata/Document/v1, name: site}
+data: {}
+---
+schema: deckhand/Passphrase/v1
+metadata: {schema: metadata/Document/v1, name: bmc}
+data: secret
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            seen.append((self.path, dict(self.headers)))
+            if self.path.startswith("/missing"):
+                self.send_response(404)
+                self.end_headers()
+                return
+            body = DOCS.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-yaml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{httpd.server_address[1]}", seen
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_file_reference(tmp_path):
+    path = tmp_path / "design.yaml"
+    path.write_text(DOCS)
+    docs = DesignResolver().resolve({"rel": "design", "href": f"file://{path}",
+                                     "type": "application/x-yaml"})
+    assert [d["metadata"]["name"] for d in docs] == ["site", "bmc"]
+
+
+def test_http_reference(server):
+    host, _ = server
+    docs = DesignResolver().resolve(f"http://{host}/design.yaml")
+    assert len(docs) == 2
+
+
+def test_deckhand_http_reference_forwards_marker(server):
+    host, seen = server
+    ctx = RequestContext(token="tok")
+    docs = DesignResolver().resolve(
+        f"deckhand+http://{host}/api/v1.0/revisions/1/rendered-documents", ctx)
+    assert docs[0]["schema"] == "drydock/Region/v1"
+    path, headers = seen[-1]
+    assert path == "/api/v1.0/revisions/1/rendered-documents"
+    assert headers["X-Context-Marker"] == ctx.marker and headers["X-Auth-Token"] == "tok"
+
+
+def test_results_are_cached_by_href(server):
+    host, seen = server
+    resolver = DesignResolver()
+    before = len(seen)
+    resolver.resolve(f"http://{host}/cached.yaml")
+    resolver.resolve(f"http://{host}/cached.yaml")
+    assert len(seen) == before + 1
+
+
+def test_missing_http_document_is_404(server):
+    host, _ = server
+    with pytest.raises(NotFound):
+        DesignResolver().resolve(f"http://{host}/missing.yaml")
+
+
+@pytest.mark.parametrize("ref", ["ftp://x/y", "s3://bucket/x", "/no/scheme"])
+def test_unknown_scheme_is_400(ref):
+    with pytest.raises(BadRequest) as info:
+        DesignResolver().resolve(ref)
+    assert info.value.code == 400
+
+
+@pytest.mark.parametrize("ref", [None, "", {"rel": "design"}, {"href": ""}])
+def test_missing_reference_is_400_missing_design_ref(ref):
+    with pytest.raises(BadRequest) as info:
+        href_of(ref)
+    assert info.value.instance_reason == "MissingDesignRef"
+
+
+def test_malformed_yaml_is_400_naming_the_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("schema: a/B/v1\nmetadata: {name: x\ndata: [\n")
+    with pytest.raises(BadRequest, match="line"):
+        DesignResolver().resolve(f"file://{path}")
+
+
+def test_oversize_documents_are_refused(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text(DOCS * 50)
+    with pytest.raises(PayloadTooLarge):
+        DesignResolver(max_bytes=100).resolve(f"file://{path}")
+
+
+def test_validation_names_every_bad_document():
+    docs = parse_documents("""---
+schema: drydock/Region/v1
+data: {}
+---
+schema: not-a-schema
+metadata: {schema: metadata/Document/v1, name: x}
+data: {}
+""")
+    messages = validate_documents(docs)
+    assert len(messages) == 2
+    assert all(m["kind"] == "ValidationMessage" and m["error"] for m in messages)
+    assert {m["documents"][0]["schema"] for m in messages} == {"drydock/Region/v1",
+                                                              "not-a-schema"}
