@@ -13,6 +13,7 @@ from typing import Any
 
 import falcon
 import yaml
+from prometheus_client import CollectorRegistry
 
 from common import policy
 from common.auth import Authenticator
@@ -25,6 +26,7 @@ from common.context import (
     valid_uuid,
 )
 from common.errors import BY_CODE, BerthError, InternalError, PayloadTooLarge
+from common.metrics import MetricsResource, RequestMetrics
 from common.policy import Policy
 from common.status import Message, status_body
 
@@ -46,6 +48,7 @@ class ServiceSpec:
     health_checks: Sequence[HealthCheck] = ()
     max_body_bytes: int = 10 * 1024 * 1024
     extra_middleware: Sequence[object] = field(default_factory=list)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
 
 class ServiceApp(falcon.App):  # type: ignore[misc,type-arg]
@@ -210,7 +213,8 @@ class OpenApiResource:
 
 def create_service_app(spec: ServiceSpec) -> ServiceApp:
     """Build the service's WSGI app: common routes first, then the service's own."""
-    app = ServiceApp(middleware=[ContextMiddleware(spec), *spec.extra_middleware])
+    app = ServiceApp(middleware=[ContextMiddleware(spec), RequestMetrics(spec.name, spec.registry),
+                                 *spec.extra_middleware])
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, handle_unexpected)
     app.add_error_handler(falcon.HTTPError, handle_http_error)
@@ -220,6 +224,7 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
     app.add_route(f"{API_PREFIX}/health/extended",
                   ExtendedHealthResource(spec.name, spec.health_checks))
     app.add_route(f"{API_PREFIX}/openapi.json", OpenApiResource(spec.name))
+    app.add_route("/metrics", MetricsResource(spec.registry))
     for template, resource in spec.routes:
         app.add_route(template, resource)
     return app

@@ -169,3 +169,13 @@ def test_versions_and_health_are_open():
         "v1.0": {"path": "/api/v1.0", "status": "stable"}}
     assert client.simulate_get("/api/v1.0/health").status_code == 204
     assert json.loads(client.simulate_get("/api/v1.0/openapi.json").text)["openapi"]
+
+
+def test_metrics_count_requests_by_route_and_code():
+    client, _ = make_client()
+    client.simulate_get("/api/v1.0/things", headers=ADMIN_H)
+    client.simulate_get("/api/v1.0/things")
+    text = client.simulate_get("/metrics").text
+    assert ('berth_http_requests_total{code="200",method="GET",route="/api/v1.0/things",'
+            'service="shipyard"} 1.0') in text
+    assert 'code="401",method="GET",route="/api/v1.0/things"' in text
