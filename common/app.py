@@ -57,6 +57,7 @@ class ServiceApp(falcon.App):  # type: ignore[misc,type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.berth_routes: list[tuple[str, object]] = []
+        self.berth_spec: ServiceSpec | None = None
 
     def add_route(self, uri_template: str, resource: object, **kwargs: Any) -> None:
         super().add_route(uri_template, resource, **kwargs)
@@ -215,6 +216,7 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
     """Build the service's WSGI app: common routes first, then the service's own."""
     app = ServiceApp(middleware=[ContextMiddleware(spec), RequestMetrics(spec.name, spec.registry),
                                  *spec.extra_middleware])
+    app.berth_spec = spec
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, handle_unexpected)
     app.add_error_handler(falcon.HTTPError, handle_http_error)
