@@ -1,0 +1,158 @@
+"""The background loop: simulated kubelets, pod lifecycle, garbage collection and PDB status."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import TYPE_CHECKING, Any
+
+from sitesim.kubeapi import disruption, factories, pods, scheduling, workloads
+from sitesim.kubeapi.resources import BY_GROUP_PLURAL, RESOURCES
+
+if TYPE_CHECKING:
+    from sitesim.kubeapi.cluster import KubeCluster
+
+LOG = logging.getLogger(__name__)
+Obj = dict[str, Any]
+NODES = BY_GROUP_PLURAL[("", "nodes")]
+PODS = BY_GROUP_PLURAL[("", "pods")]
+PDBS = BY_GROUP_PLURAL[("policy", "poddisruptionbudgets")]
+DECOMMISSION_LABEL = "promenade-decomission"
+
+
+def run_controllers(cluster: KubeCluster) -> None:
+    """Reconcile on every change and when timers fall due, until the cluster stops."""
+    while not cluster.stopping.is_set():
+        cluster.kick.clear()
+        next_due: float | None = None
+        try:
+            next_due = reconcile(cluster)
+            cluster.flush_callbacks()
+        except Exception:  # the loop must survive one bad object
+            LOG.exception("kube controllers: reconcile failed")
+        wait = cluster.timings.controller_interval
+        if next_due is not None:
+            wait = max(0.0, min(wait, next_due - cluster.clock()))
+        cluster.kick.wait(wait)
+
+
+def reconcile(cluster: KubeCluster) -> float | None:
+    """One pass of every controller; returns when the next timer falls due."""
+    with cluster.lock:
+        for name in [n["metadata"]["name"] for n in cluster.store.iter(NODES)]:
+            _kubelet(cluster, name)
+        _garbage_collect(cluster)
+        for plural, step in (("deployments", workloads.reconcile_deployment),
+                             ("replicasets", workloads.reconcile_replicaset),
+                             ("statefulsets", workloads.reconcile_statefulset),
+                             ("daemonsets", workloads.reconcile_daemonset)):
+            for obj in list(cluster.store.iter(BY_GROUP_PLURAL[("apps", plural)])):
+                step(cluster, obj)
+        for pod in list(cluster.store.iter(PODS)):
+            _pod(cluster, pod)
+        for pdb in list(cluster.store.iter(PDBS)):
+            _pdb_status(cluster, pdb)
+        return _next_due(cluster)
+
+
+def _next_due(cluster: KubeCluster) -> float | None:
+    times = list(cluster.timers.terminate_at.values()) + list(cluster.timers.create_at.values())
+    for sim in cluster.nodes.values():
+        times += [t for t in (sim.shutdown_at, sim.unknown_at) if t is not None]
+    return min(times) if times else None
+
+
+def _shutdown_pod_running(cluster: KubeCluster, name: str) -> bool:
+    """The kubelet-shutdown DaemonSet's pod runs here (or no such DaemonSet exists)."""
+    shutdown_sets = [
+        ds for ds in cluster.store.iter(BY_GROUP_PLURAL[("apps", "daemonsets")])
+        if DECOMMISSION_LABEL in ((ds["spec"]["template"].get("spec") or {})
+                                  .get("nodeSelector") or {})]
+    if not shutdown_sets:
+        return True
+    uids = {ds["metadata"]["uid"] for ds in shutdown_sets}
+    return any(
+        p["spec"].get("nodeName") == name and (p.get("status") or {}).get("phase") == "Running"
+        and (factories.controller_of(p) or {}).get("uid") in uids
+        for p in cluster.store.iter(PODS))
+
+
+def _kubelet(cluster: KubeCluster, name: str) -> None:
+    """Stop the kubelet of a node being decommissioned; its Ready turns Unknown later."""
+    sim = cluster.nodes.get(name)
+    node = cluster.store.peek(NODES, "", name)
+    if sim is None or node is None:
+        return
+    labels = node["metadata"].get("labels") or {}
+    wants_shutdown = (labels.get(DECOMMISSION_LABEL) == "enabled" and sim.shutdown_enabled
+                      and sim.ready and cluster.hooks.fault("kube.kubelet_shutdown", name) is None)
+    now = cluster.clock()
+    if sim.kubelet_running:
+        if not wants_shutdown or not _shutdown_pod_running(cluster, name):
+            sim.shutdown_at = None
+        elif sim.shutdown_at is None:
+            sim.shutdown_at = now + cluster.timings.kubelet_shutdown_delay
+        elif now >= sim.shutdown_at:
+            sim.kubelet_running, sim.shutdown_at = False, None
+            sim.unknown_at = now + cluster.timings.not_ready_delay
+    elif sim.unknown_at is not None and now >= sim.unknown_at:
+        sim.unknown_at = None
+        sim.ready = False
+    cluster.sync_node_ready(name)
+
+
+def _garbage_collect(cluster: KubeCluster) -> None:
+    """Remove pods of deleted nodes and objects whose controller owner is gone."""
+    uids = {o["metadata"]["uid"] for res in RESOURCES for o in cluster.store.iter(res)}
+    nodes = {n["metadata"]["name"] for n in cluster.store.iter(NODES)}
+    for res in RESOURCES:
+        for obj in list(cluster.store.iter(res)):
+            owner = factories.controller_of(obj)
+            orphan = owner is not None and owner.get("kind") != "Node" \
+                and owner.get("uid") not in uids
+            node = (obj.get("spec") or {}).get("nodeName") if res.plural == "pods" else None
+            if orphan or (node and node not in nodes):
+                meta = obj["metadata"]
+                cluster.timers.terminate_at.pop(meta["uid"], None)
+                cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
+
+
+def _pod(cluster: KubeCluster, pod: Obj) -> None:
+    """Bind pending pods, mirror node readiness into pod readiness, finish terminations."""
+    if pod["metadata"].get("deletionTimestamp"):
+        pods.finish_termination(cluster, pod)
+        return
+    node_name = pod["spec"].get("nodeName")
+    if not node_name:
+        siblings: list[Obj] = []
+        node_name = scheduling.pick_node(cluster, pod["spec"], siblings)
+        if node_name is None:
+            return
+    node = cluster.store.peek(NODES, "", node_name)
+    if node is None:
+        return
+    ready = factories.node_ready_status(node) == "True"
+    updated = copy.deepcopy(pod)
+    updated["spec"]["nodeName"] = node_name
+    phase = (pod.get("status") or {}).get("phase")
+    if phase == "Pending" and ready:
+        pods.on_create(cluster, updated)
+    elif phase == "Running" and factories.is_pod_ready(pod) != ready:
+        for cond in updated["status"].get("conditions") or []:
+            if cond.get("type") in ("Ready", "ContainersReady"):
+                cond["status"] = "True" if ready else "False"
+        for status in updated["status"].get("containerStatuses") or []:
+            status["ready"] = ready
+    if updated != pod:
+        cluster.store.replace(PODS, updated, check_rv=False)
+
+
+def _pdb_status(cluster: KubeCluster, pdb: Obj) -> None:
+    budget = disruption.compute_budget(pdb, list(cluster.store.iter(PODS)),
+                                       pods.scale_lookup(cluster))
+    status = disruption.status_of(budget, int(pdb["metadata"].get("generation", 1)),
+                                  cluster.now(), pdb.get("status"))
+    if status != pdb.get("status"):
+        updated = copy.deepcopy(pdb)
+        updated["status"] = status
+        cluster.store.replace(PDBS, updated, check_rv=False)
