@@ -1,0 +1,132 @@
+"""IPMI BMCs built on pyghmi's `Bmc`: lanplus on UDP loopback ports, state in the site model."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pyghmi.ipmi import bmc as pyghmi_bmc
+from pyghmi.ipmi.private import session as ipmisession
+from pyghmi.ipmi.private.serversession import ServerSession
+
+from sitesim.model import SiteModel
+from sitesim.siteconfig import NodeSpec
+
+# IPMI boot device names (as pyghmi decodes them) -> the site model's names (Redfish-like).
+BOOT_FROM_IPMI = {"network": "pxe", "hd": "hdd", "optical": "cd", "setup": "biossetup",
+                  "floppy": "usb", "safe": "hdd", "default": "hdd"}
+BOOT_TO_IPMI = {"pxe": "network", "hdd": "hd", "cd": "optical", "biossetup": "setup",
+                "usb": "floppy"}
+CHASSIS_OPS = {0: "power_off", 1: "power_on", 2: "power_cycle", 3: "power_reset",
+               5: "graceful_shutdown"}
+CC_NOT_IN_STATE = 0xD5
+
+
+class _FallbackSession(ServerSession):  # type: ignore[misc]
+    """Answers 'unsupported' (RMCP+ 0x11) to auth algorithms other than HMAC-SHA1, so that
+    clients asking for cipher suite 17 fall back to suite 3, as with a suite-3-only BMC."""
+
+    def create_open_session_response(self, request: Any) -> bytearray:
+        data = bytearray(request)
+        if len(data) > 12 and data[12] != 1:
+            self.clientsessionid = data[4:8]
+            return bytearray([data[0], 0x11, 0, 0]) + data[4:8]
+        response: bytearray = super().create_open_session_response(request)
+        return response
+
+
+class SiteIpmiBmc(pyghmi_bmc.Bmc):  # type: ignore[misc]
+    """One node's IPMI BMC; chassis power and boot device read and write the site model."""
+
+    def __init__(self, model: SiteModel, node: NodeSpec, port: int) -> None:
+        super().__init__({node.bmc.user: node.bmc.password}, port=port, address="127.0.0.1")
+        self.model = model
+        self.node = node
+
+    def sessionless_data(self, data: Any, sockaddr: Any) -> None:
+        raw = bytearray(data)
+        if (len(raw) >= 22 and raw[0] == 6 and raw[2:4] == b"\xff\x07" and raw[4] == 6
+                and raw[5] == 16):
+            _FallbackSession(self.authdata, self.kg, sockaddr, self.serversocket, raw[16:],
+                             self.uuid, bmc=self)
+            return
+        super().sessionless_data(data, sockaddr)
+
+    def get_power_state(self) -> str:
+        self.model.record_call("ipmi", "get_power_state", self.node.name)
+        return "on" if self.model.is_on(self.node.name) else "off"
+
+    def control_chassis(self, request: Any, session: Any) -> None:
+        directive = request["data"][0] if request["data"] else -1
+        op = CHASSIS_OPS.get(directive)
+        name = self.node.name
+        if op is None:
+            session.send_ipmi_response(code=0xCC)
+            return
+        self.model.record_call("ipmi", op, name)
+        effect = self.model.fault("bmc.power", name)
+        if effect == "hang":
+            return  # no answer at all: the client times out
+        if effect == "fail":
+            session.send_ipmi_response(code=CC_NOT_IN_STATE)
+            return
+        apply_chassis(self.model, self.node, directive)
+        session.send_ipmi_response(code=0)
+
+    def get_boot_device(self) -> str:
+        return BOOT_TO_IPMI.get(self.model.boot_device(self.node.name), "default")
+
+    def set_boot_device(self, bootdevice: str) -> None:
+        self.model.record_call("ipmi", "set_boot", self.node.name)
+        self.model.set_boot_device(self.node.name, BOOT_FROM_IPMI.get(bootdevice, bootdevice))
+
+    def get_system_guid(self) -> Any:
+        return self.uuid
+
+    def close(self) -> None:
+        handlers = ipmisession.Session.bmc_handlers
+        handlers.pop(self.serversocket, None)
+        self.serversocket.close()
+
+
+def apply_chassis(model: SiteModel, node: NodeSpec, directive: int) -> None:
+    """Apply an IPMI chassis control directive (0 off, 1 on, 2 cycle, 3 reset, 5 soft off)."""
+    timings, name = model.spec.timings, node.name
+    if directive == 0:
+        model.set_power_later(name, False, timings.power)
+    elif directive == 1:
+        model.set_power_later(name, True, timings.power)
+    elif directive in (2, 3):
+        if model.is_on(name):
+            model.set_power(name, False)
+            model.set_power_later(name, True, timings.power)
+        elif directive == 3:
+            return
+        else:
+            model.set_power_later(name, True, timings.power)
+    elif directive == 5 and not node.bmc.ignore_graceful_shutdown:
+        model.set_power_later(name, False, timings.graceful_shutdown)
+
+
+class PyghmiBmcs:
+    """Every pyghmi BMC of a site, served by one listener thread."""
+
+    def __init__(self, model: SiteModel, nodes: list[tuple[NodeSpec, int]]) -> None:
+        self.bmcs = [SiteIpmiBmc(model, node, port) for node, port in nodes]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._listen, name="sitesim-ipmi", daemon=True)
+
+    def start(self) -> None:
+        if self.bmcs:
+            self._thread.start()
+
+    def _listen(self) -> None:
+        while not self._stop.is_set():
+            ipmisession.Session.wait_for_rsp(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        for bmc in self.bmcs:
+            bmc.close()

@@ -1,0 +1,281 @@
+"""Redfish BMCs: the real sushy-tools emulator, its systems backed by the site model.
+
+The emulator's Flask app is a module-level object of sushy-tools; its systems, storage and drive
+drivers are replaced (once per process) by drivers that find the site to serve in the WSGI
+environ, which `RedfishBmc` fills per request. `RedfishBmc` also adds Drive.SecureErase.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import tempfile
+import threading
+import uuid as uuidlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sitesim.model import SiteModel
+from sitesim.siteconfig import NodeSpec
+
+ENVIRON_KEY = "sitesim.redfish"
+STORAGE_ID = "1"
+ERASE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/]+)"
+                      r"/Actions/Drive\.SecureErase/?$")
+DRIVE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/]+)/?$")
+SYSTEM_RE = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/]+)")
+_INSTALL_LOCK = threading.Lock()
+
+
+def system_uuid(site: str, node: str) -> str:
+    """The Redfish System Id/UUID of a node (stable for a site and node name)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"sitesim:{site}:{node}"))
+
+
+class RedfishBackend:
+    """What the emulator's drivers need from one site: its systems, power, boot and drives."""
+
+    def __init__(self, model: SiteModel, nodes: list[NodeSpec]) -> None:
+        self.model = model
+        self.nodes = {system_uuid(model.spec.name, n.name): n for n in nodes}
+        self.by_name = {n.name: uid for uid, n in self.nodes.items()}
+
+    def node_of(self, identity: str) -> NodeSpec:
+        from sushy_tools import error
+        if identity in self.nodes:
+            return self.nodes[identity]
+        if identity in self.by_name:
+            return self.nodes[self.by_name[identity]]
+        raise error.NotFound(f"System {identity} was not found")
+
+    def set_power(self, identity: str, reset_type: str) -> None:
+        from sushy_tools import error
+        node = self.node_of(identity)
+        op = POWER_OPS.get(reset_type)
+        if op is None:
+            raise error.BadRequest(f"Reset type {reset_type} is not supported")
+        self.model.record_call("redfish", op, node.name)
+        effect = self.model.fault("bmc.power", node.name)
+        if effect == "hang":
+            self.model.wait_while_hung("bmc.power", node.name)
+        elif effect == "fail":
+            raise error.FishyError(f"BMC of {node.name} failed to apply {reset_type}")
+        self._apply(node, reset_type)
+
+    def _apply(self, node: NodeSpec, reset_type: str) -> None:
+        timings, name = self.model.spec.timings, node.name
+        if reset_type in ("On", "ForceOn", "PushPowerButton") and not self.model.is_on(name):
+            self.model.set_power_later(name, True, timings.power)
+        elif reset_type in ("ForceOff", "PushPowerButton"):
+            self.model.set_power_later(name, False, timings.power)
+        elif reset_type == "GracefulShutdown":
+            if not node.bmc.ignore_graceful_shutdown:
+                self.model.set_power_later(name, False, timings.graceful_shutdown)
+        elif reset_type in ("ForceRestart", "GracefulRestart", "PowerCycle"):
+            self.model.set_power(name, False)
+            self.model.set_power_later(name, True, timings.power)
+
+    def storage(self, identity: str) -> list[dict[str, Any]]:
+        node = self.node_of(identity)
+        return [{"Id": STORAGE_ID, "Name": "Local Storage Controller",
+                 "StorageControllers": [{"MemberId": "0", "Name": "Sitesim RAID",
+                                         "SpeedGbps": 12}],
+                 "Drives": [d.name for d in node.disks]}]
+
+    def drives(self, identity: str, storage_id: str) -> list[dict[str, Any]]:
+        from sushy_tools import error
+        node = self.node_of(identity)
+        if storage_id != STORAGE_ID:
+            raise error.NotFound(f"Storage {storage_id} was not found")
+        return [{"Id": d.name, "Name": d.name, "CapacityBytes": d.size_gb * 10**9,
+                 "Protocol": "SATA"} for d in node.disks]
+
+
+POWER_OPS = {
+    "On": "power_on", "ForceOn": "power_on", "ForceOff": "power_off",
+    "GracefulShutdown": "graceful_shutdown", "ForceRestart": "power_cycle",
+    "GracefulRestart": "power_cycle", "PowerCycle": "power_cycle",
+    "PushPowerButton": "power_button", "Nmi": "nmi",
+}
+
+
+def _backend() -> RedfishBackend:
+    import flask
+    backend: RedfishBackend = flask.request.environ[ENVIRON_KEY]
+    return backend
+
+
+def _install_drivers() -> Any:
+    """Put the site-aware drivers into the emulator app (once per process); return the app."""
+    from sushy_tools.emulator import main as emulator
+    from sushy_tools.emulator.resources import drives, storage
+    from sushy_tools.emulator.resources.systems.base import AbstractSystemsDriver
+
+    class SiteSystems(AbstractSystemsDriver):  # type: ignore[misc]
+        driver = "<sitesim>"
+
+        @property
+        def systems(self) -> list[str]:
+            return sorted(_backend().nodes)
+
+        def uuid(self, identity: str) -> str:
+            return _backend().by_name[_backend().node_of(identity).name]
+
+        def name(self, identity: str) -> str:
+            return _backend().node_of(identity).name
+
+        def get_power_state(self, identity: str) -> str:
+            backend = _backend()
+            node = backend.node_of(identity)
+            backend.model.record_call("redfish", "get_power_state", node.name)
+            return "On" if backend.model.is_on(node.name) else "Off"
+
+        def set_power_state(self, identity: str, state: str) -> None:
+            _backend().set_power(identity, state)
+
+        def get_boot_device(self, identity: str) -> str:
+            backend = _backend()
+            return REDFISH_BOOT.get(backend.model.boot_device(backend.node_of(identity).name),
+                                    "Hdd")
+
+        def set_boot_device(self, identity: str, boot_source: str) -> None:
+            backend = _backend()
+            node = backend.node_of(identity)
+            backend.model.record_call("redfish", "set_boot", node.name)
+            backend.model.set_boot_device(node.name, boot_source.lower())
+
+        def get_boot_mode(self, identity: str) -> str:
+            return "UEFI"
+
+        def set_boot_mode(self, identity: str, boot_mode: str) -> None:
+            return None
+
+        def get_nics(self, identity: str) -> list[dict[str, str]]:
+            node = _backend().node_of(identity)
+            return [{"id": node.mac, "mac": node.mac}]
+
+        def get_total_memory(self, identity: str) -> int:
+            return 32
+
+        def get_total_cpus(self, identity: str) -> int:
+            return 8
+
+    class SiteStorage(storage.StaticDriver):  # type: ignore[misc]
+        def get_storage_col(self, identity: str) -> list[dict[str, Any]]:
+            return _backend().storage(identity)
+
+    class SiteDrives(drives.StaticDriver):  # type: ignore[misc]
+        def get_drives(self, identity: str, storage_id: str) -> list[dict[str, Any]]:
+            return _backend().drives(identity, storage_id)
+
+    app = emulator.app
+    with _INSTALL_LOCK:
+        if not app.config.get("SITESIM_INSTALLED"):
+            app.config.update(SUSHY_EMULATOR_STATE_DIR=tempfile.mkdtemp(prefix="sushy-state-"),
+                              SUSHY_EMULATOR_FAKE_DRIVER=True, SITESIM_INSTALLED=True)
+            cache = app.__dict__.setdefault("_cache", {})
+            for prop, driver in (("systems", SiteSystems()),
+                                 ("storage", SiteStorage(app.config, app.logger)),
+                                 ("drives", SiteDrives(app.config, app.logger))):
+                method = getattr(type(app), prop).fget.__wrapped__
+                cache.setdefault(method, {})[(frozenset(), frozenset())] = driver
+    return app
+
+
+REDFISH_BOOT = {"hdd": "Hdd", "pxe": "Pxe", "cd": "Cd", "network": "Pxe", "disk": "Hdd",
+                "bios": "BiosSetup", "biossetup": "BiosSetup", "floppy": "Floppy",
+                "usb": "Usb", "uefihttp": "UefiHttp", "none": "None"}
+
+StartResponse = Callable[..., Any]
+
+
+class RedfishBmc:
+    """WSGI app: per-system basic auth, the emulator, plus Drive.SecureErase on every drive."""
+
+    def __init__(self, model: SiteModel, nodes: list[NodeSpec]) -> None:
+        self.backend = RedfishBackend(model, nodes)
+        self._emulator = _install_drivers()
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        environ[ENVIRON_KEY] = self.backend
+        system = SYSTEM_RE.match(path)
+        if system and not self._authorized(system.group(1), environ):
+            return _json(start_response, 401, _error("Authentication required"),
+                         [("WWW-Authenticate", 'Basic realm="sitesim"')])
+        erase = ERASE_RE.match(path)
+        if erase:
+            if environ.get("REQUEST_METHOD") != "POST":
+                return _json(start_response, 405, _error("Method not allowed"))
+            return self._secure_erase(start_response, *erase.groups())
+        if DRIVE_RE.match(path) and environ.get("REQUEST_METHOD") == "GET":
+            return self._drive_with_actions(environ, start_response, path)
+        result: Iterable[bytes] = self._emulator(environ, start_response)
+        return result
+
+    def _authorized(self, identity: str, environ: dict[str, Any]) -> bool:
+        try:
+            node = self.backend.node_of(identity)
+        except Exception:  # unknown systems get the emulator's own 404
+            return True
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        if not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        except ValueError:
+            return False
+        return (user, password) == (node.bmc.user, node.bmc.password)
+
+    def _secure_erase(self, start_response: StartResponse, identity: str, storage_id: str,
+                      drive: str) -> Iterable[bytes]:
+        try:
+            node = self.backend.node_of(identity)
+        except Exception:
+            return _json(start_response, 404, _error(f"System {identity} was not found"))
+        if storage_id != STORAGE_ID or drive not in {d.name for d in node.disks}:
+            return _json(start_response, 404, _error(f"Drive {drive} was not found"))
+        model = self.backend.model
+        model.record_call("redfish", "secure_erase", node.name)
+        effect = model.fault("bmc.erase", node.name)
+        if effect == "hang":
+            model.wait_while_hung("bmc.erase", node.name)
+        elif effect == "fail":
+            return _json(start_response, 500, _error(f"Secure erase of {drive} failed"))
+        model.wipe_disk(node.name, drive)
+        start_response("204 No Content", [])
+        return [b""]
+
+    def _drive_with_actions(self, environ: dict[str, Any], start_response: StartResponse,
+                            path: str) -> Iterable[bytes]:
+        captured: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured.update(status=status, headers=headers)
+            return lambda data: None
+
+        body = b"".join(self._emulator(environ, capture))
+        if captured["status"].startswith("200"):
+            drive = json.loads(body)
+            target = path.rstrip("/") + "/Actions/Drive.SecureErase"
+            drive["Actions"] = {"#Drive.SecureErase": {"target": target}}
+            body = json.dumps(drive).encode()
+        headers = [(k, v) for k, v in captured["headers"] if k.lower() != "content-length"]
+        start_response(captured["status"], headers + [("Content-Length", str(len(body)))])
+        return [body]
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"code": "Base.1.0.GeneralError", "message": message,
+                      "@Message.ExtendedInfo": [{"Message": message}]}}
+
+
+def _json(start_response: StartResponse, code: int, body: dict[str, Any],
+          headers: list[tuple[str, str]] | None = None) -> Iterable[bytes]:
+    data = json.dumps(body).encode()
+    reason = {204: "No Content", 401: "Unauthorized", 404: "Not Found",
+              405: "Method Not Allowed", 500: "Internal Server Error"}.get(code, "")
+    start_response(f"{code} {reason}", [("Content-Type", "application/json"),
+                                        ("Content-Length", str(len(data)))] + (headers or []))
+    return [data]

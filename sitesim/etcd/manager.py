@@ -1,0 +1,117 @@
+"""The site's etcd clusters following the nodes: power, `etcd.member_down`, and the etcd label."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from sitesim.etcd.cluster import EtcdCluster, EtcdError
+from sitesim.model import SiteModel
+from sitesim.siteconfig import EtcdClusterSpec, FaultSpec
+
+LOG = logging.getLogger(__name__)
+
+
+class EtcdManager:
+    """Starts the clusters; stops a member when its node powers off or a fault says so, and
+    brings a removed member back when its node regains the etcd label (the anchor's job)."""
+
+    def __init__(self, model: SiteModel, workdir: Path) -> None:
+        self._model = model
+        self._specs: dict[str, EtcdClusterSpec] = {c.name: c for c in model.spec.etcd}
+        self.clusters: dict[str, EtcdCluster] = {
+            c.name: EtcdCluster(c.name, list(c.members), workdir) for c in model.spec.etcd}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        started: list[EtcdCluster] = []
+        try:
+            for cluster in self.clusters.values():
+                cluster.start()
+                started.append(cluster)
+        except EtcdError:
+            for cluster in started + [c for c in self.clusters.values() if c not in started]:
+                cluster.stop()
+            raise
+        self._model.etcd_members = self.memberships
+        self._model.on_power_change(self._on_power)
+        self._model.on_fault_change(self._on_fault)
+        for fault in self._model.spec.faults:
+            self._on_fault(fault)
+
+    def stop(self) -> None:
+        for cluster in self.clusters.values():
+            cluster.stop()
+
+    def memberships(self) -> dict[str, list[dict[str, str]]]:
+        out: dict[str, list[dict[str, str]]] = {}
+        for cluster in self.clusters.values():
+            for name in cluster.member_names():
+                out.setdefault(name, []).append({"cluster": cluster.name, "member": name})
+        return out
+
+    def _clusters_of(self, node: str) -> list[EtcdCluster]:
+        return [c for c in self.clusters.values() if node in c.members]
+
+    def stop_member(self, node: str) -> None:
+        for cluster in self._clusters_of(node):
+            self._model.record_call("etcd", "member_stop", node)
+            cluster.stop_member(node)
+
+    def _on_power(self, node: str, on: bool) -> None:
+        if not on:
+            self._in_background(self.stop_member, node)
+        elif self._clusters_of(node):
+            self._model.scheduler.call_later(self._model.spec.timings.kube_ready,
+                                             lambda: self._labels_check(node))
+
+    def _labels_check(self, node: str) -> None:
+        kube = self._model.kube
+        summary = kube.node_summary(node) if kube is not None else None
+        if summary and summary.get("present"):
+            self.on_node_labels(node, summary.get("labels") or {})
+
+    def _on_fault(self, fault: FaultSpec | None) -> None:
+        if fault is None:
+            self._in_background(self._restart_all)
+        elif fault.operation == "etcd.member_down":
+            self._in_background(self.stop_member, fault.node)
+
+    def _restart_all(self) -> None:
+        for cluster in self.clusters.values():
+            for node, member in cluster.members.items():
+                if not member.running and self._model.is_on(node) \
+                        and node in cluster.member_names():
+                    self._model.record_call("etcd", "member_restart", node)
+                    cluster.restart_member(node)
+
+    def on_node_labels(self, node: str, labels: Mapping[str, str]) -> None:
+        """Kubernetes callback: a node with the etcd label gets its member back."""
+        for cluster in self._clusters_of(node):
+            key, value = self._specs[cluster.name].label
+            if labels.get(key) == value and self._model.is_on(node) \
+                    and self._model.fault("etcd.member_down", node) is None:
+                self._in_background(self.ensure_member, cluster, node)
+
+    def ensure_member(self, cluster: EtcdCluster, node: str) -> None:
+        with self._lock:
+            if cluster.members[node].running and node in cluster.member_names():
+                return
+            try:
+                if node in cluster.member_names():
+                    self._model.record_call("etcd", "member_restart", node)
+                    cluster.restart_member(node)
+                else:
+                    self._model.record_call("etcd", "member_add", node)
+                    cluster.readd_member(node)
+            except EtcdError:
+                LOG.exception("could not bring etcd member %s of %s back", node, cluster.name)
+
+    @staticmethod
+    def _in_background(fn: object, *args: object) -> None:
+        threading.Thread(target=fn, args=args, daemon=True).start()  # type: ignore[arg-type]
+
+    def pids(self) -> list[int]:
+        return [pid for c in self.clusters.values() for pid in c.pids()]

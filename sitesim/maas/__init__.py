@@ -1,0 +1,1 @@
+"""MAAS 2.0 API simulator: machines, their statuses, power and storage, behind OAuth1."""

@@ -1,0 +1,243 @@
+"""The shared truth of a simulated site: power, disks, MAAS status, calls and faults per node."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sitesim.hooks import FaultEffect
+from sitesim.scheduler import Scheduler
+from sitesim.siteconfig import FaultSpec, SiteSpec, parse_fault
+
+PowerListener = Callable[[str, bool], None]
+
+
+class KubePort(Protocol):
+    """The part of the Kubernetes simulator the site model drives."""
+
+    def add_node(self, name: str, labels: dict[str, str], *, ready: bool = True,
+                 control_plane: bool = False) -> Any: ...
+
+    def set_ready(self, name: str, ready: bool) -> Any: ...
+
+    def node_summary(self, name: str) -> dict[str, Any] | None: ...
+
+
+class UnknownNode(KeyError):
+    """No node of that name in the site."""
+
+
+@dataclass
+class DiskState:
+    marker: str | None
+    wiped: bool = False
+
+    def wipe(self) -> None:
+        self.marker, self.wiped = None, True
+
+    def write(self, marker: str) -> None:
+        self.marker, self.wiped = marker, False
+
+
+@dataclass
+class NodeState:
+    name: str
+    power: bool
+    disks: dict[str, DiskState]
+    os_disk: str
+    maas_status: str | None
+    bmc: dict[str, Any] = field(default_factory=dict)
+    boot_device: str = "hdd"
+
+
+class SiteModel:
+    """Thread-safe node state; implements `SiteHooks` (calls and faults) for every simulator."""
+
+    def __init__(self, spec: SiteSpec, scheduler: Scheduler) -> None:
+        self.spec = spec
+        self.scheduler = scheduler
+        self._lock = threading.RLock()
+        self._fault_cond = threading.Condition(self._lock)
+        self._calls: Counter[tuple[str, str, str | None]] = Counter()
+        self._faults: dict[tuple[str, str], FaultEffect] = {}
+        self._power_listeners: list[PowerListener] = []
+        self._fault_listeners: list[Callable[[FaultSpec | None], None]] = []
+        self.kube: KubePort | None = None
+        self.etcd_members: Callable[[], dict[str, list[dict[str, str]]]] = dict
+        self.nodes: dict[str, NodeState] = {}
+        for node in spec.nodes:
+            deployed = node.state == "deployed"
+            os_disk = next(d.name for d in node.disks if d.is_os_disk)
+            disks = {d.name: DiskState(marker=self.new_marker(node.name, d.name)
+                                       if deployed or d.name != os_disk else None)
+                     for d in node.disks}
+            self.nodes[node.name] = NodeState(
+                name=node.name, power=deployed, disks=disks, os_disk=os_disk,
+                maas_status=None)
+        for fault in spec.faults:
+            self._faults[(fault.node, fault.operation)] = fault.effect  # type: ignore[assignment]
+
+    @staticmethod
+    def new_marker(node: str, disk: str) -> str:
+        return f"{node}:{disk}:{uuid.uuid4().hex[:12]}"
+
+    def node(self, name: str) -> NodeState:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise UnknownNode(name) from None
+
+    # --- SiteHooks -------------------------------------------------------------------------
+    def record_call(self, system: str, op: str, node: str | None) -> None:
+        with self._lock:
+            self._calls[(system, op, node)] += 1
+
+    def fault(self, operation: str, node: str) -> FaultEffect | None:
+        with self._lock:
+            return self._faults.get((node, operation))
+
+    # --- calls and faults ------------------------------------------------------------------
+    def call_count(self, system: str | None = None, op: str | None = None,
+                   node: str | None = None) -> int:
+        with self._lock:
+            return sum(n for (s, o, nd), n in self._calls.items()
+                       if (system is None or s == system) and (op is None or o == op)
+                       and (node is None or nd == node))
+
+    def add_fault(self, raw: Any) -> FaultSpec:
+        """Validate and inject a fault (raises SiteConfigError listing the problems)."""
+        fault = parse_fault(raw, set(self.nodes))
+        with self._lock:
+            self._faults[(fault.node, fault.operation)] = fault.effect  # type: ignore[assignment]
+        for listener in list(self._fault_listeners):
+            listener(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._fault_cond.notify_all()
+        for listener in list(self._fault_listeners):
+            listener(None)
+
+    def faults(self) -> list[dict[str, str]]:
+        with self._lock:
+            return [{"node": n, "operation": o, "effect": e} for (n, o), e in self._faults.items()]
+
+    def on_fault_change(self, listener: Callable[[FaultSpec | None], None]) -> None:
+        self._fault_listeners.append(listener)
+
+    def wait_while_hung(self, operation: str, node: str, limit: float = 3600.0) -> None:
+        """Block the caller while a `hang` fault for (operation, node) is in place."""
+        with self._fault_cond:
+            self._fault_cond.wait_for(
+                lambda: self._faults.get((node, operation)) != "hang", timeout=limit)
+
+    # --- power -----------------------------------------------------------------------------
+    def on_power_change(self, listener: PowerListener) -> None:
+        self._power_listeners.append(listener)
+
+    def is_on(self, name: str) -> bool:
+        with self._lock:
+            return self.node(name).power
+
+    def set_power(self, name: str, on: bool) -> None:
+        """Apply a power state now; Kubernetes readiness follows after the configured delay."""
+        with self._lock:
+            state = self.node(name)
+            changed = state.power != on
+            state.power = on
+        if not changed:
+            return
+        timings = self.spec.timings
+        if on:
+            self.scheduler.call_later(timings.kube_ready, lambda: self._kube_ready_if_on(name))
+        else:
+            self.scheduler.call_later(timings.kube_not_ready, lambda: self._kube_down_if_off(name))
+        for listener in list(self._power_listeners):
+            listener(name, on)
+
+    def set_power_later(self, name: str, on: bool, delay: float) -> None:
+        self.scheduler.call_later(delay, lambda: self.set_power(name, on))
+
+    def _kube_ready_if_on(self, name: str) -> None:
+        if self.kube is None or not self.is_on(name):
+            return
+        if self.maas_status(name) not in (None, "Deployed"):
+            return
+        summary = self.kube.node_summary(name)
+        if summary and summary.get("present") and not summary.get("ready"):
+            self.kube.set_ready(name, True)
+
+    def _kube_down_if_off(self, name: str) -> None:
+        if self.kube is None or self.is_on(name):
+            return
+        summary = self.kube.node_summary(name)
+        if summary and summary.get("present") and summary.get("ready"):
+            self.kube.set_ready(name, False)
+
+    # --- disks, MAAS status, BMC -------------------------------------------------------------
+    def wipe_disk(self, name: str, disk: str) -> None:
+        with self._lock:
+            self.node(name).disks[disk].wipe()
+
+    def wipe_all_disks(self, name: str) -> None:
+        with self._lock:
+            for disk in self.node(name).disks.values():
+                disk.wipe()
+
+    def write_os_marker(self, name: str) -> str:
+        with self._lock:
+            state = self.node(name)
+            marker = self.new_marker(name, state.os_disk)
+            state.disks[state.os_disk].write(marker)
+            return marker
+
+    def set_maas_status(self, name: str, status: str | None) -> None:
+        with self._lock:
+            self.node(name).maas_status = status
+
+    def maas_status(self, name: str) -> str | None:
+        with self._lock:
+            return self.node(name).maas_status
+
+    def set_bmc_info(self, name: str, info: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.node(name).bmc.update(info)
+
+    def set_boot_device(self, name: str, device: str) -> None:
+        with self._lock:
+            self.node(name).boot_device = device
+
+    def boot_device(self, name: str) -> str:
+        with self._lock:
+            return self.node(name).boot_device
+
+    # --- observation -------------------------------------------------------------------------
+    def view(self, name: str, etcd: Mapping[str, list[dict[str, str]]] | None = None
+             ) -> dict[str, Any]:
+        """The observation API's view of one node."""
+        with self._lock:
+            state = self.node(name)
+            body: dict[str, Any] = {
+                "name": name,
+                "power": "on" if state.power else "off",
+                "maas_status": state.maas_status,
+                "disks": {d: {"marker": s.marker, "wiped": s.wiped}
+                          for d, s in state.disks.items()},
+                "bmc": {**state.bmc, "boot_device": state.boot_device},
+            }
+        summary = self.kube.node_summary(name) if self.kube is not None else None
+        body["kubernetes"] = summary or {"present": False, "ready": False,
+                                         "unschedulable": False, "labels": {}}
+        memberships = self.etcd_members() if etcd is None else etcd
+        body["etcd"] = memberships.get(name, [])
+        return body
+
+    def views(self) -> list[dict[str, Any]]:
+        etcd = self.etcd_members()
+        return [self.view(name, etcd) for name in self.nodes]
