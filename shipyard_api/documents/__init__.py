@@ -1,0 +1,1 @@
+"""Shipyard's Deckhand-compatible document store: revisions, buffer, tags, diffs, commits."""

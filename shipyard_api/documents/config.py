@@ -1,0 +1,23 @@
+"""Options of Shipyard's document store (group `documents`)."""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+DOCUMENT_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("secret_key_file", default="shipyard-documents.key",
+               help="Fernet key encrypting documents whose storagePolicy is encrypted; "
+                    "generated (mode 0600) when the file does not exist."),
+    cfg.FloatOpt("lock_lease_seconds", default=300.0, min=1.0,
+                 help="Lease of the document write lock; a writer that died releases it "
+                      "when the lease expires."),
+    cfg.StrOpt("public_url", default="",
+               help="Base URL peers use to fetch Shipyard's rendered documents (design "
+                    "references); empty means [peers] shipyard_url."),
+    cfg.ListOpt("validation_peers", default=["drydock", "promenade"],
+                help="Peers whose POST /api/v1.0/validatedesign runs on commit."),
+    cfg.FloatOpt("validation_timeout", default=300.0, min=1.0,
+                 help="Read timeout (s) of one peer's validatedesign call."),
+]
+
+OPTS: list[tuple[str, list[cfg.Opt]]] = [("documents", DOCUMENT_OPTS)]

@@ -1,0 +1,58 @@
+"""Encryption at rest of secret documents (Fernet), with the key kept in a file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from common.errors import InternalError
+
+
+class Cipher(Protocol):
+    """Encrypts document data for storage and decrypts it back."""
+
+    def encrypt(self, plaintext: str) -> str: ...
+
+    def decrypt(self, token: str) -> str: ...
+
+
+class FernetCipher:
+    """AES-128-CBC + HMAC-SHA256 tokens (cryptography's Fernet)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._fernet = Fernet(key)
+
+    def encrypt(self, plaintext: str) -> str:
+        return self._fernet.encrypt(plaintext.encode()).decode()
+
+    def decrypt(self, token: str) -> str:
+        try:
+            return self._fernet.decrypt(token.encode()).decode()
+        except InvalidToken as exc:
+            raise InternalError("A stored secret cannot be decrypted with the configured "
+                                "key ([documents] secret_key_file)", retry=False) from exc
+
+
+def load_or_create_key(path: str | Path) -> bytes:
+    """The Fernet key in `path`; a new key is written there (mode 0600) when it is missing."""
+    p = Path(path)
+    if p.exists():
+        return p.read_bytes().strip()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    key = Fernet.generate_key()
+    tmp = p.with_name(f".{p.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, key + b"\n")
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, p)  # atomic: another process that won the race keeps its key
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return p.read_bytes().strip()
