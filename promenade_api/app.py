@@ -2,31 +2,87 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from oslo_config import cfg
 
-from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
+from common.app import (
+    API_PREFIX,
+    HealthCheck,
+    ServiceApp,
+    create_service_app,
+    service_spec,
+    wsgi_entry,
+)
+from common.designref import DesignResolver
+from common.health import callable_check
 from promenade_api import config, policy
+from promenade_api.etcd.client import Etcd3Port
+from promenade_api.kube.client import KubeClient, load_api_client
+from promenade_api.kube.port import KubePort
+from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
+from promenade_api.resources.nodes import (
+    ClearLabelsResource,
+    DecommissionResource,
+    DrainResource,
+    NodeLabelsResource,
+    NodeResource,
+    RemoveEtcdResource,
+    RemoveFromClusterResource,
+    ShutdownKubeletResource,
+)
+from promenade_api.service import Promenade, settings_from_conf
 
 
 @dataclass
 class Deps:
     """Promenade's collaborators, built from config by `build_deps` or given by tests."""
 
+    promenade: Promenade | None = None
     health_checks: list[HealthCheck] = field(default_factory=list)
 
 
+def build_kube(conf: cfg.ConfigOpts) -> KubePort:
+    """The KubePort for `[kubernetes]` (kubeconfig, else $KUBECONFIG; api_url overrides)."""
+    k = conf.kubernetes
+    kubeconfig = k.kubeconfig or os.environ.get("KUBECONFIG", "")
+    return KubeClient(load_api_client(kubeconfig, k.api_url), k.request_timeout,
+                      k.poll_interval)
+
+
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
-    return Deps(health_checks=[])
+    kube = build_kube(conf)
+    resolver = DesignResolver(max_bytes=conf.design.max_document_bytes,
+                              cache_size=conf.design.cache_size, cache_ttl=conf.design.cache_ttl,
+                              token=conf.auth.service_token or None)
+    svc = Promenade(kube, Etcd3Port(conf.etcd.request_timeout), resolver,
+                    settings_from_conf(conf))
+    return Deps(promenade=svc, health_checks=[callable_check("kubernetes", kube.ping)])
+
+
+def routes(svc: Promenade) -> list[tuple[str, object]]:
+    node = f"{API_PREFIX}/nodes/{{node_id}}"
+    return [
+        (node, NodeResource(svc)),
+        (f"{node}/decommission", DecommissionResource(svc)),
+        (f"{node}/drain", DrainResource(svc)),
+        (f"{node}/clear-labels", ClearLabelsResource(svc)),
+        (f"{node}/remove-etcd", RemoveEtcdResource(svc)),
+        (f"{node}/shutdown-kubelet", ShutdownKubeletResource(svc)),
+        (f"{node}/remove-from-cluster", RemoveFromClusterResource(svc)),
+        (f"{API_PREFIX}/etcd-cluster-health-statuses", EtcdHealthResource(svc)),
+        (f"{API_PREFIX}/node-labels/{{node_id}}", NodeLabelsResource(svc)),
+        (f"{API_PREFIX}/validatedesign", ValidateDesignResource(svc)),
+    ]
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
-    routes: list[tuple[str, object]] = []
-    return create_service_app(
-        service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks))
+    assert deps.promenade is not None, "Deps.promenade is required"
+    return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade),
+                                           policy.list_rules(), deps.health_checks))
 
 
 def get_app() -> Any:

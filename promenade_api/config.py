@@ -7,7 +7,74 @@ from oslo_config import cfg
 from common import config
 
 SERVICE = "promenade"
-OPTS: list[tuple[str, list[cfg.Opt]]] = []
+
+KUBERNETES_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("kubeconfig", default="",
+               help="Path of the kubeconfig file used to reach the Kubernetes API."),
+    cfg.StrOpt("api_url", default="",
+               help="Kubernetes API URL (overrides the kubeconfig's server; alone: no auth)."),
+    cfg.FloatOpt("request_timeout", default=30.0, min=0.1,
+                 help="Timeout (s) of one Kubernetes API request."),
+    cfg.StrOpt("lease_namespace", default="kube-system",
+               help="Namespace of the Leases that serialise etcd member removals."),
+    cfg.FloatOpt("poll_interval", default=1.0, min=0.01,
+                 help="Interval (s) of polling when a watch is not available."),
+]
+DRAIN_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt("eviction_retry_delay", default=5.0, min=0.0,
+                 help="Delay (s) before retrying an eviction refused with 429 (PDB)."),
+    cfg.IntOpt("default_timeout", default=3600, min=1, help="Drain timeout (s) by default."),
+    cfg.IntOpt("default_grace_period", default=1800, min=0,
+               help="Grace period (s) given to evicted pods by default."),
+    cfg.StrOpt("maintenance_label", default="maintenance.berth.io/required=true",
+               help="Label KEY=VALUE set on the node before anything is evicted."),
+    cfg.ListOpt("eviction_lock_patterns",
+                default=["eviction-lock.berth.io/*", "l2-lock.maintenance.yaook.cloud/*"],
+                help="Glob patterns of node annotations that block eviction while present."),
+    cfg.FloatOpt("lock_poll_interval", default=5.0, min=0.01,
+                 help="Interval (s) between checks of the node's eviction-lock annotations."),
+    cfg.ListOpt("daemonset_like_kinds", default=[],
+                help="Owner kinds whose pods are treated like DaemonSet pods (never evicted)."),
+    cfg.IntOpt("parallelism", default=16, min=1, help="Evictions in flight at once."),
+    cfg.StrOpt("hold_annotation", default="berth.io/eviction-hold",
+               help="Pods with this annotation are evicted after every other pod."),
+]
+CLEAR_LABELS_OPTS: list[cfg.Opt] = [
+    cfg.ListOpt("keep", default=[],
+                help="Label keys (glob patterns) kept besides kubernetes.io ones."),
+    cfg.IntOpt("default_timeout", default=1800, min=0,
+               help="Time (s) allowed for pods to leave after the labels are removed."),
+    cfg.FloatOpt("poll_interval", default=2.0, min=0.01,
+                 help="Interval (s) between checks of the node's pods."),
+]
+ETCD_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt("poll_interval", default=30.0, min=0.01,
+                 help="Interval (s) of etcd stability checks during decommission."),
+    cfg.IntOpt("ready_timeout", default=600, min=0,
+               help="Default etcd-ready-timeout (s) of decommission."),
+    cfg.IntOpt("remove_timeout", default=1800, min=1,
+               help="Default timeout (s) of remove-etcd."),
+    cfg.IntOpt("lease_duration", default=60, min=1,
+               help="Seconds a per-cluster removal Lease is held before others may take it."),
+    cfg.FloatOpt("request_timeout", default=5.0, min=0.1,
+                 help="Timeout (s) of one etcd request."),
+]
+KUBELET_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt("shutdown_timeout", default=300, min=1,
+               help="Time (s) allowed for the kubelet to stop after the label is set."),
+    cfg.FloatOpt("poll_interval", default=2.0, min=0.01,
+                 help="Interval (s) between checks of the node's Ready condition."),
+    cfg.StrOpt("shutdown_pod_label", default="app=promenade-kubelet-shutdown",
+               help="KEY=VALUE label of the kubelet-shutdown DaemonSet's pods."),
+]
+
+OPTS: list[tuple[str, list[cfg.Opt]]] = [
+    ("kubernetes", KUBERNETES_OPTS),
+    ("drain", DRAIN_OPTS),
+    ("clear_labels", CLEAR_LABELS_OPTS),
+    ("etcd", ETCD_OPTS),
+    ("kubelet", KUBELET_OPTS),
+]
 
 
 def load(config_file: str | None = None) -> cfg.ConfigOpts:

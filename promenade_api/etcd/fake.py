@@ -1,0 +1,60 @@
+"""An in-memory EtcdPort for unit tests: members, health, leader, refusals."""
+
+from __future__ import annotations
+
+import threading
+
+from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
+from promenade_api.etcd.port import EtcdMemberNotFound, EtcdRefused, EtcdUnreachable
+
+
+class FakeEtcd:
+    """Clusters by name; `down` members are unreachable, `unhealthy` ones answer but fail reads."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, list[Member]] = {}
+        self.leaders: dict[str, int] = {}
+        self.down: set[str] = set()
+        self.unhealthy: set[str] = set()
+        self.unreachable_clusters: set[str] = set()
+        self.removed: list[str] = []
+        self.moves: list[tuple[str, str]] = []
+        self.refuse_removal = False
+        self._lock = threading.Lock()
+
+    def add_cluster(self, name: str, members: list[str], leader: str | None = None) -> None:
+        self.clusters[name] = [Member(id=i + 1, name=m, client_urls=(f"http://{m}:2379",))
+                               for i, m in enumerate(members)]
+        lead = leader or members[0]
+        self.leaders[name] = next(m.id for m in self.clusters[name] if m.name == lead)
+
+    def leader_name(self, cluster: str) -> str | None:
+        return next((m.name for m in self.clusters[cluster] if m.id == self.leaders[cluster]),
+                    None)
+
+    def members(self, cluster: ClusterSpec) -> list[Member]:
+        if cluster.name in self.unreachable_clusters or cluster.name not in self.clusters:
+            raise EtcdUnreachable(f"No etcd endpoint of {cluster.name} answered")
+        return list(self.clusters[cluster.name])
+
+    def health(self, cluster: ClusterSpec, member: Member) -> MemberHealth:
+        if member.name in self.down or cluster.name in self.unreachable_clusters:
+            return MemberHealth(member, reachable=False, healthy=False, error="connection refused")
+        leader = self.leaders.get(cluster.name)
+        return MemberHealth(member, reachable=True, healthy=member.name not in self.unhealthy,
+                            leader_id=leader)
+
+    def move_leader(self, cluster: ClusterSpec, leader: Member, target: Member) -> None:
+        with self._lock:
+            self.moves.append((leader.name, target.name))
+            self.leaders[cluster.name] = target.id
+
+    def remove_member(self, cluster: ClusterSpec, member: Member) -> None:
+        with self._lock:
+            if self.refuse_removal:
+                raise EtcdRefused("etcd remove member: unhealthy cluster")
+            members = self.clusters[cluster.name]
+            if member.id not in {m.id for m in members}:
+                raise EtcdMemberNotFound("etcd remove member: member not found")
+            self.clusters[cluster.name] = [m for m in members if m.id != member.id]
+            self.removed.append(member.name)

@@ -1,0 +1,59 @@
+"""etcd clusters as the EtcdClusters document describes them, and members as etcd reports them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """Paths of the client TLS material (PEM files)."""
+
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One cluster of the `promenade/EtcdClusters/v1` document."""
+
+    name: str
+    endpoints: tuple[str, ...]
+    members: dict[str, str] = field(default_factory=dict)  # member name -> node name
+    min_healthy: int = 0
+    tls: TlsFiles = TlsFiles()
+
+    def member_names_of(self, node: str) -> set[str]:
+        """Member names that live on `node` (a member named like the node counts too)."""
+        names = {m for m, n in self.members.items() if n == node}
+        if node not in self.members:
+            names.add(node)
+        return names
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member as MemberList reports it."""
+
+    id: int
+    name: str
+    peer_urls: tuple[str, ...] = ()
+    client_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemberHealth:
+    """What one member answered: reachable, healthy (a linearizable read), who leads."""
+
+    member: Member
+    reachable: bool
+    healthy: bool
+    leader_id: int | None = None
+    error: str = ""
+
+    @property
+    def status(self) -> str:
+        if not self.reachable:
+            return "Unable to access Etcd"
+        return "Healthy" if self.healthy else "Unhealthy"

@@ -1,0 +1,175 @@
+"""Remove a node's etcd members without breaking quorum; report and await cluster health."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from common.status import Message, health_message, simple_message
+from promenade_api.errors import EtcdNotAccessible, RemoveEtcdError
+from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
+from promenade_api.etcd.port import EtcdError, EtcdMemberNotFound, EtcdPort, EtcdUnreachable
+from promenade_api.etcd.quorum import project, stable
+
+LOG = logging.getLogger(__name__)
+
+
+class Lock(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def acquire(self, timeout: float) -> bool: ...
+
+    def renew(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class EtcdRemover:
+    """remove-etcd, etcd-cluster-health-statuses and decommission's stability wait."""
+
+    def __init__(self, etcd: EtcdPort, lock_for: Callable[[str], Lock], *,
+                 clock: Callable[[], float], sleep: Callable[[float], None],
+                 poll_interval: float = 1.0) -> None:
+        self._etcd, self._lock_for = etcd, lock_for
+        self._clock, self._sleep, self._poll = clock, sleep, poll_interval
+
+    def health(self, cluster: ClusterSpec) -> list[MemberHealth]:
+        return [self._etcd.health(cluster, m) for m in self._etcd.members(cluster)]
+
+    # -- remove-etcd -------------------------------------------------------------------
+    def remove_node(self, node: str, clusters: Sequence[ClusterSpec],
+                    timeout: int) -> list[Message]:
+        deadline = self._clock() + timeout
+        messages: list[Message] = []
+        for cluster in clusters:
+            messages += self._remove_from(cluster, node, deadline)
+        if not messages:
+            messages.append(simple_message(f"{node} has no etcd members", error=False))
+        return messages
+
+    def _remove_from(self, cluster: ClusterSpec, node: str, deadline: float) -> list[Message]:
+        lock = self._lock_for(cluster.name)
+        if not lock.acquire(max(0.0, deadline - self._clock())):
+            raise RemoveEtcdError(f"Another removal from etcd cluster {cluster.name} is still "
+                                  f"running (lease {lock.name}); nothing was changed")
+        try:
+            return self._remove_locked(cluster, node, deadline, lock)
+        finally:
+            lock.release()
+
+    def _remove_locked(self, cluster: ClusterSpec, node: str, deadline: float,
+                       lock: Lock) -> list[Message]:
+        names = cluster.member_names_of(node)
+        try:
+            health = self.health(cluster)
+        except EtcdError as exc:
+            raise RemoveEtcdError(f"etcd cluster {cluster.name} is not accessible; nothing "
+                                  "was changed", messages=[simple_message(exc.message)]) from exc
+        targets = [h.member for h in health if h.member.name in names]
+        if not targets:
+            return []
+        verdict = project(health, {m.id for m in targets}, cluster.min_healthy)
+        if not verdict.allowed:
+            raise RemoveEtcdError(
+                f"Removing {node} from etcd cluster {cluster.name} would break it; nothing "
+                "was changed",
+                messages=[simple_message(r, cluster=cluster.name) for r in verdict.reasons]
+                + [simple_message(f"{h.member.name}: {h.status} {h.error}".strip(),
+                                  error=False) for h in health],
+                details={"cluster": cluster.name, "lost_members": list(verdict.lost)})
+        out = []
+        for member in targets:
+            self._move_leadership(cluster, member, health, deadline)
+            lock.renew()
+            self._remove_and_confirm(cluster, member, deadline)
+            out.append(simple_message(f"Removed member {member.name} from etcd cluster "
+                                      f"{cluster.name}", error=False, cluster=cluster.name))
+        return out
+
+    def _move_leadership(self, cluster: ClusterSpec, member: Member,
+                         health: Sequence[MemberHealth], deadline: float) -> None:
+        leaders = {h.leader_id for h in health if h.healthy and h.leader_id}
+        if member.id not in leaders:
+            return
+        candidates = [h.member for h in health if h.healthy and h.member.id != member.id]
+        target = candidates[0]
+        LOG.info("remove-etcd: moving leadership of %s from %s to %s", cluster.name,
+                 member.name, target.name)
+        try:
+            self._etcd.move_leader(cluster, member, target)
+        except EtcdError as exc:
+            raise RemoveEtcdError(f"Could not move leadership of {cluster.name} off "
+                                  f"{member.name}; nothing was removed",
+                                  messages=[simple_message(exc.message)]) from exc
+        while self._etcd.health(cluster, target).leader_id == member.id:
+            if self._clock() >= deadline:
+                raise RemoveEtcdError(f"Leadership of {cluster.name} did not leave "
+                                      f"{member.name} in time; nothing was removed")
+            self._sleep(min(self._poll, 0.2))
+
+    def _remove_and_confirm(self, cluster: ClusterSpec, member: Member,
+                            deadline: float) -> None:
+        LOG.info("remove-etcd: removing member %s (%x) from %s", member.name, member.id,
+                 cluster.name)
+        try:
+            self._etcd.remove_member(cluster, member)
+        except EtcdMemberNotFound:
+            LOG.info("remove-etcd: %s was already gone from %s", member.name, cluster.name)
+        except EtcdError as exc:
+            raise RemoveEtcdError(f"etcd refused to remove {member.name} from {cluster.name}",
+                                  messages=[simple_message(exc.message)]) from exc
+        while True:
+            try:
+                if member.id not in {m.id for m in self._etcd.members(cluster)}:
+                    return
+            except EtcdUnreachable as exc:
+                LOG.info("remove-etcd: confirming removal: %s", exc.message)
+            if self._clock() >= deadline:
+                raise RemoveEtcdError(f"Removal of {member.name} from {cluster.name} was not "
+                                      "confirmed before the timeout")
+            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+
+    # -- health statuses ---------------------------------------------------------------
+    def health_messages(self, clusters: Sequence[ClusterSpec]) -> list[Message]:
+        """One HealthMessage per member; 500 EtcdNotAccessible when no cluster answers."""
+        messages: list[Message] = []
+        answered = 0
+        for cluster in clusters:
+            try:
+                health = self.health(cluster)
+                answered += 1
+            except EtcdError as exc:
+                LOG.info("etcd health: cluster %s: %s", cluster.name, exc.message)
+                messages += [health_message(f"{cluster.name}/{m}", "Unable to access Etcd",
+                                            error=True) for m in sorted(cluster.members)]
+                continue
+            messages += [health_message(f"{cluster.name}/{h.member.name}", h.status,
+                                        error=not h.reachable) for h in health]
+        if clusters and not answered:
+            raise EtcdNotAccessible("No etcd cluster of the design could be reached",
+                                    messages=messages)
+        return messages
+
+    # -- stability -----------------------------------------------------------------------
+    def wait_stable(self, node: str, clusters: Sequence[ClusterSpec],
+                    timeout: int) -> dict[str, Any]:
+        """Poll until every cluster keeps quorum and threshold without the node's members."""
+        deadline = self._clock() + timeout
+        while True:
+            unstable = [c.name for c in clusters if not self._stable(c, node)]
+            if not unstable:
+                return {"stable": [c.name for c in clusters]}
+            if self._clock() >= deadline:
+                raise RemoveEtcdError(f"etcd clusters {', '.join(unstable)} did not become "
+                                      f"stable within {timeout}s")
+            LOG.info("decommission %s: waiting for etcd clusters %s", node, ", ".join(unstable))
+            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+
+    def _stable(self, cluster: ClusterSpec, node: str) -> bool:
+        try:
+            return stable(self.health(cluster), cluster.member_names_of(node),
+                          cluster.min_healthy)
+        except EtcdError:
+            return False

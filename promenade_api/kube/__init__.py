@@ -1,0 +1,1 @@
+"""Kubernetes access (one port over the official client, with a fake) and node operations."""

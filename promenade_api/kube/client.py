@@ -1,0 +1,287 @@
+"""KubePort over the official `kubernetes` client; its exceptions are translated here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Collection, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from promenade_api.kube.model import EvictResult, Lease, Node, Obj, Pod
+from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound, KubeUnavailable
+
+LOG = logging.getLogger(__name__)
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient:
+    """An ApiClient from a kubeconfig file, or for a bare API URL (no auth, no TLS check)."""
+    configuration = k8s.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=configuration)
+    if api_url:
+        configuration.host = api_url.rstrip("/")
+    if not kubeconfig and not api_url:
+        raise KubeApiError("Set [kubernetes] kubeconfig or [kubernetes] api_url")
+    return k8s.ApiClient(configuration)
+
+
+class ApiFailure(Exception):
+    """A non-2xx answer: status code and the API's Status message."""
+
+    def __init__(self, status: int, message: str, body: Obj) -> None:
+        super().__init__(message)
+        self.status, self.message, self.body = status, message, body
+
+
+def _status_message(status: int, raw: bytes) -> tuple[str, Obj]:
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        return raw.decode(errors="replace")[:300] or f"HTTP {status}", {}
+    return str(body.get("message") or f"HTTP {status}"), body if isinstance(body, dict) else {}
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_iso(value: Any) -> float | None:
+    if not value:
+        return None
+    text = str(value).replace("Z", "+00:00")
+    return datetime.fromisoformat(text).timestamp()
+
+
+class KubeClient:
+    """The real KubePort: raw JSON over the client's configured HTTP stack (no model checks)."""
+
+    def __init__(self, api_client: k8s.ApiClient, request_timeout: float = 30.0,
+                 poll_interval: float = 1.0) -> None:
+        self._api = api_client
+        self._timeout = request_timeout
+        self._poll = poll_interval
+
+    # -- plumbing ----------------------------------------------------------------------
+    def _request(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
+                 body: Any = None, content_type: str = "application/json",
+                 timeout: Any = None, stream: bool = False) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        params = self._api.param_serialize(method=method, resource_path=path,
+                                           query_params=query or [], header_params=headers,
+                                           body=body, auth_settings=["BearerToken"])
+        try:
+            resp = self._api.call_api(*params, _request_timeout=timeout or self._timeout)
+        except ApiException as exc:
+            raise KubeUnavailable(f"Kubernetes API {method} {path} failed: {exc.reason}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubeUnavailable(f"Kubernetes API {method} {path} unreachable: {exc}") from exc
+        if stream and resp.status < 300:
+            return resp.response
+        raw = resp.read()  # type: ignore[no-untyped-call]
+        if resp.status >= 300:
+            message, status_body = _status_message(resp.status, raw)
+            raise ApiFailure(resp.status, message, status_body)
+        return json.loads(raw) if raw else {}
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """`_request` with API failures translated to our errors."""
+        try:
+            return self._request(method, path, **kwargs)
+        except ApiFailure as exc:
+            raise translate(exc, f"{method} {path}") from exc
+
+    # -- nodes -------------------------------------------------------------------------
+    def ping(self) -> str:
+        info = self._call("GET", "/version")
+        return str(info.get("gitVersion", "unknown"))
+
+    def get_node(self, name: str) -> Node:
+        return Node.from_obj(self._call("GET", f"/api/v1/nodes/{quote(name)}"))
+
+    def patch_node(self, name: str, *, labels: Mapping[str, str | None] | None = None,
+                   annotations: Mapping[str, str | None] | None = None,
+                   unschedulable: bool | None = None) -> Node:
+        patch: Obj = {}
+        meta: Obj = {}
+        if labels:
+            meta["labels"] = dict(labels)
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        if meta:
+            patch["metadata"] = meta
+        if unschedulable is not None:
+            patch["spec"] = {"unschedulable": True if unschedulable else None}
+        if not patch:
+            return self.get_node(name)
+        return Node.from_obj(self._call("PATCH", f"/api/v1/nodes/{quote(name)}", body=patch,
+                                        content_type=MERGE_PATCH))
+
+    def delete_node(self, name: str) -> None:
+        self._call("DELETE", f"/api/v1/nodes/{quote(name)}")
+
+    # -- pods --------------------------------------------------------------------------
+    def _list_pods_raw(self, node: str) -> Obj:
+        result: Obj = self._call("GET", "/api/v1/pods",
+                                 query=[("fieldSelector", f"spec.nodeName={node}")])
+        return result
+
+    def list_pods(self, node: str) -> list[Pod]:
+        return [Pod.from_obj(p) for p in self._list_pods_raw(node).get("items") or []]
+
+    def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
+        path = f"/apis/apps/v1/namespaces/{quote(namespace)}/daemonsets/{quote(name)}"
+        try:
+            self._call("GET", path)
+        except KubeNotFound:
+            return False
+        return True
+
+    def evict(self, pod: Pod, grace_period: int | None) -> EvictResult:
+        body: Obj = {"apiVersion": "policy/v1", "kind": "Eviction",
+                     "metadata": {"name": pod.name, "namespace": pod.namespace}}
+        if grace_period is not None:
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_period,
+                                     "preconditions": {"uid": pod.uid}}
+        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/eviction"
+        try:
+            self._request("POST", path, body=body)
+        except ApiFailure as exc:
+            return eviction_outcome(exc)
+        return EvictResult("evicted")
+
+    def delete_pod(self, pod: Pod, grace_period: int | None) -> EvictResult:
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1",
+                     "preconditions": {"uid": pod.uid}}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}"
+        try:
+            self._request("DELETE", path, body=body)
+        except ApiFailure as exc:
+            if exc.status in (404, 409):  # gone, or a new pod under the same name
+                return EvictResult("gone", exc.message)
+            return EvictResult("failed", f"HTTP {exc.status}: {exc.message}")
+        return EvictResult("evicted")
+
+    def wait_pods_gone(self, node: str, uids: Collection[str], timeout: float) -> set[str]:
+        deadline = time.monotonic() + timeout
+        listing = self._list_pods_raw(node)
+        present = {str(p["metadata"].get("uid")) for p in listing.get("items") or []}
+        remaining = set(uids) & present
+        rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+        while remaining and time.monotonic() < deadline:
+            left = deadline - time.monotonic()
+            try:
+                for event in self._watch_pods(node, rv, left):
+                    obj = event.get("object") or {}
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if event.get("type") == "DELETED":
+                        remaining.discard(str(obj["metadata"].get("uid")))
+                    if not remaining or time.monotonic() >= deadline:
+                        break
+            except (KubeApiError, ApiFailure, urllib3.exceptions.HTTPError, OSError,
+                    ValueError) as exc:
+                LOG.info("pod watch on %s failed (%s); polling instead", node, exc)
+                remaining = self._poll_gone(node, remaining, deadline)
+        return remaining
+
+    def _watch_pods(self, node: str, rv: str, timeout: float) -> Iterator[Obj]:
+        seconds = max(1, int(timeout) + 1)
+        query: list[tuple[str, Any]] = [("fieldSelector", f"spec.nodeName={node}"),
+                                        ("watch", "true"), ("timeoutSeconds", seconds),
+                                        ("allowWatchBookmarks", "false")]
+        if rv:
+            query.append(("resourceVersion", rv))
+        resp = self._request("GET", "/api/v1/pods", query=query, stream=True,
+                             timeout=(self._timeout, seconds + 5))
+        with contextlib.closing(resp):
+            for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    raise ValueError(f"watch error: {event.get('object')}")
+                yield event
+
+    def _poll_gone(self, node: str, remaining: set[str], deadline: float) -> set[str]:
+        while remaining:
+            present = {p.uid for p in self.list_pods(node)}
+            remaining &= present
+            if not remaining or time.monotonic() >= deadline:
+                break
+            time.sleep(min(self._poll, max(0.0, deadline - time.monotonic())))
+        return remaining
+
+    # -- leases ------------------------------------------------------------------------
+    def _lease_path(self, namespace: str, name: str = "") -> str:
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
+        return f"{base}/{quote(name)}" if name else base
+
+    def get_lease(self, namespace: str, name: str) -> Lease | None:
+        try:
+            return _lease_of(self._call("GET", self._lease_path(namespace, name)))
+        except KubeNotFound:
+            return None
+
+    def create_lease(self, namespace: str, lease: Lease) -> Lease:
+        return _lease_of(self._call("POST", self._lease_path(namespace),
+                                    body=_lease_body(namespace, lease)))
+
+    def update_lease(self, namespace: str, lease: Lease) -> Lease:
+        return _lease_of(self._call("PUT", self._lease_path(namespace, lease.name),
+                                    body=_lease_body(namespace, lease)))
+
+
+def translate(exc: ApiFailure, what: str) -> KubeApiError:
+    """Our error for an API failure."""
+    text = f"Kubernetes API {what}: HTTP {exc.status}: {exc.message}"
+    if exc.status == 404:
+        return KubeNotFound(text)
+    if exc.status == 409:
+        return KubeConflict(text)
+    return KubeApiError(text)
+
+
+def eviction_outcome(exc: ApiFailure) -> EvictResult:
+    """How drain should treat a refused eviction (the kubectl rules)."""
+    details = exc.body.get("details") or {}
+    if exc.status == 429:
+        return EvictResult("retry", exc.message)
+    if exc.status == 404 and (details.get("kind") == "pods" or not exc.body.get("details")
+                              and "pods" in exc.message):
+        return EvictResult("gone", exc.message)
+    if exc.status in (404, 405):
+        return EvictResult("unsupported", exc.message)
+    if exc.status == 409:  # the UID precondition failed: the pod was replaced
+        return EvictResult("gone", exc.message)
+    return EvictResult("failed", f"HTTP {exc.status}: {exc.message}")
+
+
+def _lease_body(namespace: str, lease: Lease) -> Obj:
+    meta: Obj = {"name": lease.name, "namespace": namespace}
+    if lease.version:
+        meta["resourceVersion"] = lease.version
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+            "spec": {"holderIdentity": lease.holder, "leaseDurationSeconds": lease.duration,
+                     "renewTime": _iso(lease.renewed_at)}}
+
+
+def _lease_of(obj: Obj) -> Lease:
+    spec = obj.get("spec") or {}
+    meta = obj.get("metadata") or {}
+    return Lease(name=str(meta.get("name")), holder=spec.get("holderIdentity") or None,
+                 renewed_at=_parse_iso(spec.get("renewTime")),
+                 duration=int(spec.get("leaseDurationSeconds") or 0),
+                 version=str(meta.get("resourceVersion") or ""))

@@ -1,0 +1,228 @@
+"""Drain a node like `kubectl drain --force --ignore-daemonsets --delete-emptydir-data`, safely.
+
+Safe eviction (spec 002): the node gets a maintenance label first, then nothing is evicted
+until no node annotation matches an eviction-lock pattern; pods annotated as holds go last.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import fnmatch
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from common.errors import BadRequest
+from common.status import Message, simple_message
+from promenade_api.errors import DrainNodeError
+from promenade_api.kube.model import Pod
+from promenade_api.kube.port import KubePort
+
+LOG = logging.getLogger(__name__)
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class DrainSettings:
+    """The [drain] options."""
+
+    retry_delay: float = 5.0
+    maintenance_label: tuple[str, str] = ("maintenance.berth.io/required", "true")
+    lock_patterns: tuple[str, ...] = ("eviction-lock.berth.io/*",
+                                      "l2-lock.maintenance.yaook.cloud/*")
+    lock_poll_interval: float = 5.0
+    daemonset_like_kinds: tuple[str, ...] = ()
+    parallelism: int = 16
+    hold_annotation: str = "berth.io/eviction-hold"
+
+
+def validate_timeouts(timeout: int, grace_period: int) -> None:
+    """400 unless 1 <= timeout and 0 <= grace period < timeout (the spec's rule)."""
+    problems = []
+    if timeout < 1:
+        problems.append(f"timeout must be at least 1 second, not {timeout}")
+    if grace_period < 0:
+        problems.append(f"grace-period must not be negative, not {grace_period}")
+    if grace_period >= timeout:
+        problems.append(f"grace-period ({grace_period}) must be less than timeout ({timeout})")
+    if problems:
+        raise BadRequest("Invalid drain parameters",
+                         messages=[simple_message(p) for p in problems])
+
+
+@dataclass
+class DrainPlan:
+    """Which pods are evicted (now or last), deleted, awaited or skipped, and why."""
+
+    evict: list[Pod] = field(default_factory=list)
+    hold: list[Pod] = field(default_factory=list)
+    delete: list[Pod] = field(default_factory=list)
+    awaiting: list[Pod] = field(default_factory=list)
+    skipped: list[tuple[Pod, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_drain(pods: Iterable[Pod], settings: DrainSettings,
+               daemonset_exists: Callable[[str, str], bool]) -> DrainPlan:
+    """Classify the node's pods by kubectl's filters plus the DaemonSet-like kinds."""
+    plan = DrainPlan()
+    for pod in pods:
+        ctl = pod.controller
+        if pod.is_mirror:
+            plan.skipped.append((pod, "mirror pod"))
+        elif pod.deleting:
+            plan.awaiting.append(pod)
+        elif pod.terminal:
+            plan.delete.append(pod)
+        elif ctl and ctl.kind in settings.daemonset_like_kinds:
+            plan.skipped.append((pod, f"managed by {ctl.kind} {ctl.name} (DaemonSet-like)"))
+        elif ctl and ctl.kind == "DaemonSet" and daemonset_exists(pod.namespace, ctl.name):
+            plan.skipped.append((pod, f"managed by DaemonSet {ctl.name}"))
+        else:
+            if ctl is None:
+                plan.warnings.append(f"{pod.key}: not managed by a controller; removed anyway")
+            elif ctl.kind == "DaemonSet":
+                plan.warnings.append(f"{pod.key}: its DaemonSet {ctl.name} is gone; removed")
+            if pod.has_empty_dir:
+                plan.warnings.append(f"{pod.key}: uses emptyDir; its local data is deleted")
+            target = plan.hold if settings.hold_annotation in pod.annotations else plan.evict
+            target.append(pod)
+    return plan
+
+
+@dataclass
+class DrainReport:
+    evicted: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def messages(self) -> list[Message]:
+        out = [simple_message(f"Evicted {p}", error=False) for p in self.evicted]
+        out += [simple_message(f"Deleted {p}", error=False) for p in self.deleted]
+        out += [simple_message(f"Skipped {s['pod']}: {s['reason']}", error=False)
+                for s in self.skipped]
+        out += [simple_message(f"Warning: {w}", error=False) for w in self.warnings]
+        return out
+
+    def as_dict(self) -> dict[str, object]:
+        return {"evicted": self.evicted, "deleted": self.deleted, "skipped": self.skipped,
+                "warnings": self.warnings}
+
+
+def held_locks(annotations: dict[str, str], patterns: Sequence[str]) -> list[str]:
+    """Annotation keys matching any eviction-lock glob pattern."""
+    return sorted(k for k in annotations if any(fnmatch.fnmatchcase(k, p) for p in patterns))
+
+
+class Drainer:
+    """One drain of one node; `run()` returns the report or raises DrainNodeError."""
+
+    def __init__(self, kube: KubePort, settings: DrainSettings, *, clock: Clock,
+                 sleep: Sleep) -> None:
+        self._kube, self._s, self._clock, self._sleep = kube, settings, clock, sleep
+
+    def run(self, node: str, timeout: int, grace_period: int) -> DrainReport:
+        validate_timeouts(timeout, grace_period)
+        self._kube.get_node(node)
+        deadline = self._clock() + timeout
+        key, value = self._s.maintenance_label
+        LOG.info("drain %s: cordoning and setting %s=%s", node, key, value)
+        patched = self._kube.patch_node(node, labels={key: value}, unschedulable=True)
+        self._wait_for_locks(node, patched.annotations, deadline)
+        plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
+        report = DrainReport(warnings=list(plan.warnings), skipped=[
+            {"pod": p.key, "reason": r} for p, r in plan.skipped])
+        failures: dict[str, str] = {}
+        for batch, how in ((plan.delete, "delete"), (plan.evict, "evict"),
+                           (plan.hold, "evict")):
+            if batch:
+                self._remove_batch(node, batch, how, grace_period, deadline, report, failures)
+        self._await(node, plan.awaiting, deadline, failures)
+        if failures:
+            self._fail(node, failures, report)
+        LOG.info("drain %s: done (%d evicted, %d deleted, %d skipped)", node,
+                 len(report.evicted), len(report.deleted), len(report.skipped))
+        return report
+
+    def _ds_lookup(self) -> Callable[[str, str], bool]:
+        cache: dict[tuple[str, str], bool] = {}
+
+        def exists(namespace: str, name: str) -> bool:
+            if (namespace, name) not in cache:
+                cache[(namespace, name)] = self._kube.owner_exists("DaemonSet", namespace, name)
+            return cache[(namespace, name)]
+
+        return exists
+
+    def _wait_for_locks(self, node: str, annotations: dict[str, str], deadline: float) -> None:
+        locks = held_locks(annotations, self._s.lock_patterns)
+        while locks:
+            if self._clock() >= deadline:
+                raise DrainNodeError(
+                    f"Drain of {node} timed out waiting for eviction locks",
+                    messages=[simple_message(f"Eviction lock {k} still held on {node}")
+                              for k in locks],
+                    details={"locks": locks, "node": node})
+            LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(locks))
+            self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
+            locks = held_locks(self._kube.get_node(node).annotations, self._s.lock_patterns)
+
+    def _remove_batch(self, node: str, pods: list[Pod], how: str, grace: int, deadline: float,
+                      report: DrainReport, failures: dict[str, str]) -> None:
+        LOG.info("drain %s: %s %d pod(s)", node, "evicting" if how == "evict" else "deleting",
+                 len(pods))
+        with ThreadPoolExecutor(max_workers=min(self._s.parallelism, len(pods))) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, self._remove_one, pod, how,
+                                   grace, deadline) for pod in pods]
+            outcomes = [f.result() for f in futures]
+        removed = []
+        for pod, (done_how, error) in zip(pods, outcomes, strict=True):
+            if error:
+                failures[pod.key] = error
+            else:
+                removed.append(pod)
+                (report.deleted if done_how == "delete" else report.evicted).append(pod.key)
+        self._await(node, removed, deadline, failures)
+
+    def _remove_one(self, pod: Pod, how: str, grace: int, deadline: float) -> tuple[str, str]:
+        """('evict'|'delete', error or '') after retrying 429s until the deadline."""
+        while True:
+            result = (self._kube.delete_pod(pod, grace) if how == "delete"
+                      else self._kube.evict(pod, grace))
+            if result.outcome in ("evicted", "gone"):
+                return how, ""
+            if result.outcome == "unsupported":
+                how = "delete"
+                continue
+            if result.outcome == "failed":
+                return how, f"{pod.key}: eviction failed: {result.message}"
+            if self._clock() + self._s.retry_delay > deadline:
+                return how, f"{pod.key}: eviction still refused at the timeout: {result.message}"
+            LOG.info("eviction of %s refused (%s); retrying in %ss", pod.key, result.message,
+                     self._s.retry_delay)
+            self._sleep(self._s.retry_delay)
+
+    def _await(self, node: str, pods: list[Pod], deadline: float,
+               failures: dict[str, str]) -> None:
+        if not pods:
+            return
+        left = self._kube.wait_pods_gone(node, [p.uid for p in pods],
+                                         max(0.0, deadline - self._clock()))
+        for pod in pods:
+            if pod.uid in left:
+                failures.setdefault(pod.key, f"{pod.key}: still present on {node} at the timeout")
+
+    def _fail(self, node: str, failures: dict[str, str], report: DrainReport) -> None:
+        locks = held_locks(self._kube.get_node(node).annotations, self._s.lock_patterns)
+        messages = [simple_message(m, pod=k) for k, m in sorted(failures.items())]
+        messages += [simple_message(f"Eviction lock {k} still held on {node}") for k in locks]
+        remaining = [p.key for p in self._kube.list_pods(node)
+                     if p.key in failures]
+        raise DrainNodeError(
+            f"Drain of {node} did not complete; the node stays cordoned",
+            messages=messages + report.messages(),
+            details={"node": node, "remaining_pods": remaining, "locks": locks,
+                     **report.as_dict()})

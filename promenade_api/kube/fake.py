@@ -1,0 +1,159 @@
+"""An in-memory KubePort for unit tests: nodes, pods, scripted eviction answers, leases."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
+from typing import Any
+
+from promenade_api.kube.model import EvictResult, Lease, Node, OwnerRef, Pod
+from promenade_api.kube.port import KubeConflict, KubeNotFound, KubeUnavailable
+
+
+class FakeKube:
+    """Pods evicted successfully vanish at once unless listed in `lingering`."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[str, Pod] = {}  # by uid
+        self.daemonsets: set[tuple[str, str]] = {("kube-system", "ds")}
+        self.evict_script: dict[str, list[EvictResult]] = {}  # pod name -> answers in order
+        self.lingering: set[str] = set()  # pod names that never go away
+        self.leases: dict[tuple[str, str], Lease] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.evictions: list[str] = []
+        self.deletions: list[str] = []
+        self.down = False
+        self.eviction_supported = True
+        self.on_wait: Callable[[], None] | None = None
+        self._uids = itertools.count(1)
+        self._versions = itertools.count(1)
+        self._lock = threading.RLock()
+
+    # -- building the world --------------------------------------------------------------
+    def add_node(self, name: str, labels: Mapping[str, str] | None = None, **kw: Any) -> Node:
+        node = Node(name=name, labels=dict(labels or {}), **kw)
+        self.nodes[name] = node
+        return node
+
+    def add_pod(self, name: str, node: str, *, namespace: str = "default",
+                owner: tuple[str, str] | None = ("ReplicaSet", "rs"), **kw: Any) -> Pod:
+        owners = (OwnerRef(kind=owner[0], name=owner[1], controller=True),) if owner else ()
+        pod = Pod(namespace=namespace, name=name, uid=f"uid-{next(self._uids)}", node=node,
+                  owners=owners, **kw)
+        self.pods[pod.uid] = pod
+        return pod
+
+    def pod_names(self, node: str) -> list[str]:
+        return sorted(p.name for p in self.pods.values() if p.node == node)
+
+    def _check(self, op: str, target: str) -> None:
+        self.calls.append((op, target))
+        if self.down:
+            raise KubeUnavailable("Kubernetes API unreachable: connection refused")
+
+    # -- KubePort ----------------------------------------------------------------------
+    def ping(self) -> str:
+        self._check("ping", "")
+        return "v1.32.4-fake"
+
+    def get_node(self, name: str) -> Node:
+        self._check("get_node", name)
+        if name not in self.nodes:
+            raise KubeNotFound(f'nodes "{name}" not found')
+        return self.nodes[name]
+
+    def patch_node(self, name: str, *, labels: Mapping[str, str | None] | None = None,
+                   annotations: Mapping[str, str | None] | None = None,
+                   unschedulable: bool | None = None) -> Node:
+        node = self.get_node(name)
+        new_labels, new_ann = dict(node.labels), dict(node.annotations)
+        for src, dst in ((labels, new_labels), (annotations, new_ann)):
+            for key, value in (src or {}).items():
+                if value is None:
+                    dst.pop(key, None)
+                else:
+                    dst[key] = value
+        node = replace(node, labels=new_labels, annotations=new_ann,
+                       unschedulable=node.unschedulable if unschedulable is None
+                       else unschedulable)
+        self.nodes[name] = node
+        return node
+
+    def list_pods(self, node: str) -> list[Pod]:
+        self._check("list_pods", node)
+        with self._lock:
+            return sorted((p for p in self.pods.values() if p.node == node),
+                          key=lambda p: p.key)
+
+    def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
+        self._check("owner_exists", name)
+        return (namespace, name) in self.daemonsets
+
+    def evict(self, pod: Pod, grace_period: int | None) -> EvictResult:
+        self._check("evict", pod.name)
+        if not self.eviction_supported:
+            return EvictResult("unsupported", "the server could not find the requested resource")
+        with self._lock:
+            script = self.evict_script.get(pod.name)
+            answer = script.pop(0) if script else EvictResult("evicted")
+            if pod.uid not in self.pods:
+                return EvictResult("gone", f'pods "{pod.name}" not found')
+            if answer.outcome == "evicted":
+                self.evictions.append(pod.name)
+                self._remove(pod)
+            return answer
+
+    def delete_pod(self, pod: Pod, grace_period: int | None) -> EvictResult:
+        self._check("delete_pod", pod.name)
+        with self._lock:
+            if pod.uid not in self.pods:
+                return EvictResult("gone")
+            self.deletions.append(pod.name)
+            self._remove(pod)
+            return EvictResult("evicted")
+
+    def _remove(self, pod: Pod) -> None:
+        if pod.name in self.lingering:
+            self.pods[pod.uid] = replace(pod, deleting=True)
+        else:
+            self.pods.pop(pod.uid, None)
+
+    def wait_pods_gone(self, node: str, uids: Collection[str], timeout: float) -> set[str]:
+        self._check("wait_pods_gone", node)
+        if self.on_wait:
+            self.on_wait()
+        with self._lock:
+            return {u for u in uids if u in self.pods}
+
+    def delete_node(self, name: str) -> None:
+        self.get_node(name)
+        self.calls.append(("delete_node", name))
+        del self.nodes[name]
+
+    def get_lease(self, namespace: str, name: str) -> Lease | None:
+        self._check("get_lease", name)
+        return self.leases.get((namespace, name))
+
+    def create_lease(self, namespace: str, lease: Lease) -> Lease:
+        self._check("create_lease", lease.name)
+        with self._lock:
+            if (namespace, lease.name) in self.leases:
+                raise KubeConflict(f'leases "{lease.name}" already exists')
+            stored = replace(lease, version=str(next(self._versions)))
+            self.leases[(namespace, lease.name)] = stored
+            return stored
+
+    def update_lease(self, namespace: str, lease: Lease) -> Lease:
+        self._check("update_lease", lease.name)
+        with self._lock:
+            current = self.leases.get((namespace, lease.name))
+            if current is None:
+                raise KubeNotFound(f'leases "{lease.name}" not found')
+            if lease.version != current.version:
+                raise KubeConflict("the object has been modified")
+            stored = replace(lease, version=str(next(self._versions)))
+            self.leases[(namespace, lease.name)] = stored
+            return stored

@@ -1,0 +1,65 @@
+"""Shut a node's kubelet down by labelling it for the kubelet-shutdown DaemonSet, and wait."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from common.status import simple_message
+from promenade_api.errors import ShutdownKubeletError
+from promenade_api.kube.labels import DECOMMISSION_LABEL
+from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
+
+LOG = logging.getLogger(__name__)
+
+
+class KubeletStopper:
+    """Sets `promenade-decomission: enabled`; done when Ready is Unknown or the pod finished."""
+
+    def __init__(self, kube: KubePort, *, pod_label: tuple[str, str],
+                 clock: Callable[[], float], sleep: Callable[[float], None],
+                 poll_interval: float) -> None:
+        self._kube, self._pod_label = kube, pod_label
+        self._clock, self._sleep, self._poll = clock, sleep, poll_interval
+
+    def shutdown(self, node: str, timeout: int) -> dict[str, Any]:
+        self._kube.get_node(node)
+        LOG.info("shutdown-kubelet %s: setting %s=enabled", node, DECOMMISSION_LABEL)
+        try:
+            self._kube.patch_node(node, labels={DECOMMISSION_LABEL: "enabled"})
+        except KubeNotFound:
+            raise
+        except KubeApiError as exc:
+            raise ShutdownKubeletError(f"Could not label {node}: {exc.message}") from exc
+        deadline = self._clock() + timeout
+        while True:
+            how = self._stopped(node)
+            if how:
+                LOG.info("shutdown-kubelet %s: kubelet stopped (%s)", node, how)
+                return {"node": node, "evidence": how}
+            if self._clock() >= deadline:
+                raise ShutdownKubeletError(
+                    f"The kubelet of {node} did not stop within {timeout}s",
+                    messages=[simple_message(
+                        f"{node} still reports Ready and no kubelet-shutdown pod finished; "
+                        "is the kubelet-shutdown DaemonSet deployed and schedulable there?")],
+                    details={"node": node})
+            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+
+    def _stopped(self, node: str) -> str:
+        try:
+            ready = self._kube.get_node(node).ready
+            pods = self._kube.list_pods(node)
+        except KubeNotFound:
+            return "node object gone"
+        except KubeApiError as exc:
+            LOG.info("shutdown-kubelet %s: API error while waiting: %s", node, exc.message)
+            return ""
+        if ready == "Unknown":
+            return "Ready condition Unknown"
+        key, value = self._pod_label
+        for pod in pods:
+            if pod.labels.get(key) == value and pod.phase == "Succeeded":
+                return f"pod {pod.key} completed"
+        return ""

@@ -1,0 +1,118 @@
+"""Plain views of Kubernetes nodes and pods that the node operations reason about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+@dataclass(frozen=True)
+class Node:
+    """The parts of a Node object Promenade uses."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    ready: str = "True"  # the Ready condition's status: True | False | Unknown
+
+    @classmethod
+    def from_obj(cls, obj: Obj) -> Node:
+        meta = obj.get("metadata") or {}
+        ready = "Unknown"
+        for cond in (obj.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Ready":
+                ready = str(cond.get("status", "Unknown"))
+        return cls(name=str(meta.get("name", "")), labels=dict(meta.get("labels") or {}),
+                   annotations=dict(meta.get("annotations") or {}),
+                   unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
+                   ready=ready)
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    kind: str
+    name: str
+    api_version: str = ""
+    controller: bool = False
+
+
+@dataclass(frozen=True)
+class Pod:
+    """The parts of a Pod object that drain, clear-labels and removal decide on."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str = ""
+    phase: str = "Running"
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owners: tuple[OwnerRef, ...] = ()
+    has_empty_dir: bool = False
+    deleting: bool = False
+    node_selector: dict[str, str] = field(default_factory=dict)
+    node_affinity_terms: tuple[Obj, ...] = ()  # required nodeSelectorTerms
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def controller(self) -> OwnerRef | None:
+        for ref in self.owners:
+            if ref.controller:
+                return ref
+        return None
+
+    @property
+    def is_mirror(self) -> bool:
+        return MIRROR_ANNOTATION in self.annotations
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @classmethod
+    def from_obj(cls, obj: Obj) -> Pod:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        owners = tuple(
+            OwnerRef(kind=str(r.get("kind", "")), name=str(r.get("name", "")),
+                     api_version=str(r.get("apiVersion", "")),
+                     controller=bool(r.get("controller")))
+            for r in meta.get("ownerReferences") or [])
+        affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution") or {}
+        return cls(
+            namespace=str(meta.get("namespace", "default")), name=str(meta.get("name", "")),
+            uid=str(meta.get("uid", "")), node=str(spec.get("nodeName") or ""),
+            phase=str((obj.get("status") or {}).get("phase") or "Pending"),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}), owners=owners,
+            has_empty_dir=any("emptyDir" in (v or {}) for v in spec.get("volumes") or []),
+            deleting=bool(meta.get("deletionTimestamp")),
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            node_affinity_terms=tuple(affinity.get("nodeSelectorTerms") or ()))
+
+
+@dataclass(frozen=True)
+class EvictResult:
+    """What the API answered to one eviction: evicted, retry (429), gone (404), failed."""
+
+    outcome: str  # evicted | retry | gone | failed | unsupported
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A coordination.k8s.io Lease as Promenade uses it for mutual exclusion."""
+
+    name: str
+    holder: str | None
+    renewed_at: float | None  # seconds since the epoch
+    duration: int
+    version: str = ""

@@ -1,0 +1,73 @@
+"""The KubePort interface: every Kubernetes call Promenade makes, and the errors it raises.
+
+    KubeApiError (500)
+    ├── KubeUnavailable   the API server could not be reached or timed out
+    ├── KubeNotFound      the object does not exist
+    └── KubeConflict      a write raced another (409 from the API)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Protocol
+
+from common.errors import BerthError
+from promenade_api.kube.model import EvictResult, Lease, Node, Pod
+
+
+class KubeApiError(BerthError):
+    code, reason, title, retry = 500, "KubernetesError", "Kubernetes API error", True
+
+
+class KubeUnavailable(KubeApiError):
+    reason, title = "KubernetesUnavailable", "Kubernetes API unreachable"
+
+
+class KubeNotFound(KubeApiError):
+    code, reason, title, retry = 404, "NotFound", "Not found", False
+
+
+class KubeConflict(KubeApiError):
+    code, reason, title, retry = 409, "Conflict", "Conflict", False
+
+
+class KubePort(Protocol):
+    """Kubernetes as Promenade sees it; implemented over the client and by a fake."""
+
+    def ping(self) -> str:
+        """The API server's version string; raises KubeUnavailable."""
+
+    def get_node(self, name: str) -> Node:
+        """The node, or KubeNotFound."""
+
+    def patch_node(self, name: str, *, labels: Mapping[str, str | None] | None = None,
+                   annotations: Mapping[str, str | None] | None = None,
+                   unschedulable: bool | None = None) -> Node:
+        """Merge-patch labels/annotations (None removes a key) and spec.unschedulable."""
+
+    def list_pods(self, node: str) -> list[Pod]:
+        """Every pod bound to the node, in all namespaces."""
+
+    def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
+        """Whether a DaemonSet (the only kind asked about) still exists."""
+
+    def evict(self, pod: Pod, grace_period: int | None) -> EvictResult:
+        """POST the policy/v1 Eviction of the pod."""
+
+    def delete_pod(self, pod: Pod, grace_period: int | None) -> EvictResult:
+        """Plain DELETE of the pod (terminal pods, or an API without eviction)."""
+
+    def wait_pods_gone(self, node: str, uids: Collection[str], timeout: float) -> set[str]:
+        """Wait until none of these pod UIDs exists on the node; the UIDs still there."""
+
+    def delete_node(self, name: str) -> None:
+        """DELETE the Node object; KubeNotFound when it is already gone."""
+
+    def get_lease(self, namespace: str, name: str) -> Lease | None:
+        """The Lease, or None."""
+
+    def create_lease(self, namespace: str, lease: Lease) -> Lease:
+        """Create; KubeConflict when it already exists."""
+
+    def update_lease(self, namespace: str, lease: Lease) -> Lease:
+        """Replace at `lease.version`; KubeConflict when someone else wrote it since."""

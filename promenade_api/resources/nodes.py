@@ -1,0 +1,147 @@
+"""Node endpoints of the teardown spec: drain, clear-labels, remove-etcd, kubelet, removal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import falcon
+
+from common.body import read_json
+from common.policy import authorize
+from common.status import Message, simple_message, status_body
+from promenade_api.decommission import DecommissionParams, decommission
+from promenade_api.resources.params import Query, design_ref_body
+from promenade_api.service import Promenade
+
+
+def render(resp: falcon.Response, message: str, messages: list[Message] | None = None,
+           details: dict[str, Any] | None = None) -> None:
+    resp.status = falcon.HTTP_200
+    resp.content_type = falcon.MEDIA_JSON
+    resp.text = json.dumps(status_body(200, message, messages=messages or [], extra=details))
+
+
+def _drain_rules(svc: Promenade, timeout: int | None, grace: int | None,
+                 names: tuple[str, str]) -> list[tuple[bool, str]]:
+    t = svc.settings.drain_timeout if timeout is None else timeout
+    g = svc.settings.drain_grace_period if grace is None else grace
+    return [(t < 1, f"{names[0]} must be at least 1"),
+            (g >= t, f"{names[1]} ({g}) must be less than {names[0]} ({t})")]
+
+
+class NodeResource:
+    """GET /nodes/{node_id}: the operator's view of one node."""
+
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:get_node")
+    def on_get(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        Query(req, ["design_ref"]).check()
+        ref = req.get_param("design_ref")
+        clusters = self._svc.clusters(ref, req.context.berth, required=False) if ref else []
+        resp.media = self._svc.node_view(node_id, clusters)
+
+
+class DrainResource:
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:drain_node")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, ["timeout", "grace-period"])
+        timeout, grace = query.whole("timeout"), query.whole("grace-period")
+        query.check(*_drain_rules(self._svc, timeout, grace, ("timeout", "grace-period")))
+        report = self._svc.drain(node_id, timeout, grace)
+        render(resp, f"Drained {node_id}", report.messages(), report.as_dict())
+
+
+class ClearLabelsResource:
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:clear_labels")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, ["timeout"])
+        timeout = query.whole("timeout")
+        query.check()
+        result = self._svc.clear_labels(node_id, timeout)
+        render(resp, f"Cleared the labels of {node_id}",
+               [simple_message(f"Removed label {k}", error=False)
+                for k in result["removed_labels"]], result)
+
+
+class RemoveEtcdResource:
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:remove_etcd")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, ["timeout"])
+        timeout = query.whole("timeout")
+        query.check((timeout == 0, "timeout must be at least 1"))
+        clusters = self._svc.clusters(design_ref_body(req), req.context.berth, required=False)
+        messages = self._svc.remove_etcd(node_id, clusters, timeout)
+        render(resp, f"Removed the etcd members of {node_id}", messages)
+
+
+class ShutdownKubeletResource:
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:shutdown_kubelet")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, ["timeout"])
+        timeout = query.whole("timeout")
+        query.check((timeout == 0, "timeout must be at least 1"))
+        result = self._svc.shutdown_kubelet(node_id, timeout)
+        render(resp, f"The kubelet of {node_id} is shut down",
+               [simple_message(f"Kubelet stopped: {result['evidence']}", error=False)], result)
+
+
+class RemoveFromClusterResource:
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:remove_from_cluster")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        Query(req, []).check()
+        result = self._svc.remove_from_cluster(node_id)
+        render(resp, f"Removed {node_id} from the Kubernetes cluster", [], result)
+
+
+class DecommissionResource:
+    PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
+              "remove-etcd-timeout", "etcd-ready-timeout")
+
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:decommission_node")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, self.PARAMS)
+        values = [query.whole(name) for name in self.PARAMS]
+        params = DecommissionParams(*values)
+        query.check(*_drain_rules(self._svc, params.drain_timeout, params.drain_grace_period,
+                                  ("drain-node-timeout", "drain-node-grace-period")),
+                    (params.remove_etcd_timeout == 0, "remove-etcd-timeout must be at least 1"))
+        clusters = self._svc.clusters(design_ref_body(req), req.context.berth, required=False)
+        messages = decommission(self._svc, node_id, clusters, params)
+        render(resp, f"Decommissioned {node_id}", messages, {"node": node_id})
+
+
+class NodeLabelsResource:
+    """PUT /node-labels/{node_id}: the node ends with exactly these (plus kubernetes.io) labels."""
+
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:update_node_labels")
+    def on_put(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        Query(req, []).check()
+        result = self._svc.put_labels(node_id, read_json(req))
+        render(resp, f"Updated the labels of {node_id}",
+               [simple_message(f"Added {k}", error=False) for k in result["added"]]
+               + [simple_message(f"Removed {k}", error=False) for k in result["removed"]],
+               result)

@@ -1,0 +1,50 @@
+"""Query parameter parsing shared by Promenade's resources: whole numbers, design refs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import falcon
+
+from common.body import read_json
+from common.errors import BadRequest
+from common.status import simple_message
+from promenade_api.errors import MissingDesignRef
+
+
+class Query:
+    """Reads whole-number parameters, collecting every problem before raising one 400."""
+
+    def __init__(self, req: falcon.Request, allowed: Iterable[str]) -> None:
+        self._req = req
+        self.problems: list[str] = [
+            f"Unknown query parameter {name!r}" for name in sorted(req.params)
+            if name not in set(allowed)]
+
+    def whole(self, name: str) -> int | None:
+        raw = self._req.params.get(name)
+        if raw is None:
+            return None
+        if isinstance(raw, list) or not str(raw).strip().isdigit():
+            self.problems.append(f"{name} must be a whole number of seconds, not {raw!r}")
+            return None
+        return int(str(raw).strip())
+
+    def check(self, *rules: tuple[bool, str]) -> None:
+        """Add each message whose condition is true, then raise 400 if anything is wrong."""
+        self.problems += [message for failed, message in rules if failed]
+        if self.problems:
+            raise BadRequest("Invalid query parameters",
+                             messages=[simple_message(p) for p in self.problems])
+
+
+def design_ref_body(req: falcon.Request) -> Any:
+    """The design reference of the body: `{rel, href, type}` or a bare href (JSON string)."""
+    body = read_json(req, required=False)
+    if isinstance(body, dict) and isinstance(body.get("href"), str) and body["href"].strip():
+        return body
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    raise MissingDesignRef("A design reference is required in the body: {rel: design, href: "
+                           "..., type: application/x-yaml} or a bare href")

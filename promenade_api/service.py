@@ -1,0 +1,178 @@
+"""Promenade's operations, wired from config: what the resources call (no falcon here)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from oslo_config import cfg
+
+from common.context import RequestContext
+from common.designref import DesignResolver
+from common.documents import Document, select
+from common.errors import NotFound
+from common.status import Message
+from promenade_api.etcd.design import SCHEMA, clusters_of_node, load_clusters, validate_design
+from promenade_api.etcd.model import ClusterSpec
+from promenade_api.etcd.port import EtcdPort
+from promenade_api.etcd.removal import EtcdRemover
+from promenade_api.kube.drain import Drainer, DrainReport, DrainSettings, held_locks, plan_drain
+from promenade_api.kube.kubelet import KubeletStopper
+from promenade_api.kube.labels import LabelManager
+from promenade_api.kube.lease import LeaseLock
+from promenade_api.kube.port import KubeNotFound, KubePort
+from promenade_api.kube.removal import remove_from_cluster
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, _, value = text.partition("=")
+    return key.strip(), value.strip()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of the node operations (from config, or given by tests)."""
+
+    drain: DrainSettings = field(default_factory=DrainSettings)
+    drain_timeout: int = 3600
+    drain_grace_period: int = 1800
+    keep_labels: tuple[str, ...] = ()
+    clear_labels_timeout: int = 1800
+    clear_labels_poll: float = 2.0
+    etcd_poll: float = 30.0
+    etcd_ready_timeout: int = 600
+    remove_etcd_timeout: int = 1800
+    lease_namespace: str = "kube-system"
+    lease_duration: int = 60
+    lease_poll: float = 1.0
+    kubelet_timeout: int = 300
+    kubelet_poll: float = 2.0
+    kubelet_pod_label: tuple[str, str] = ("app", "promenade-kubelet-shutdown")
+
+
+def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
+    d = conf.drain
+    return Settings(
+        drain=DrainSettings(
+            retry_delay=d.eviction_retry_delay, maintenance_label=_pair(d.maintenance_label),
+            lock_patterns=tuple(d.eviction_lock_patterns),
+            lock_poll_interval=d.lock_poll_interval,
+            daemonset_like_kinds=tuple(d.daemonset_like_kinds), parallelism=d.parallelism,
+            hold_annotation=d.hold_annotation),
+        drain_timeout=d.default_timeout, drain_grace_period=d.default_grace_period,
+        keep_labels=tuple(conf.clear_labels.keep),
+        clear_labels_timeout=conf.clear_labels.default_timeout,
+        clear_labels_poll=conf.clear_labels.poll_interval,
+        etcd_poll=conf.etcd.poll_interval, etcd_ready_timeout=conf.etcd.ready_timeout,
+        remove_etcd_timeout=conf.etcd.remove_timeout,
+        lease_namespace=conf.kubernetes.lease_namespace,
+        lease_duration=conf.etcd.lease_duration, lease_poll=conf.kubernetes.poll_interval,
+        kubelet_timeout=conf.kubelet.shutdown_timeout, kubelet_poll=conf.kubelet.poll_interval,
+        kubelet_pod_label=_pair(conf.kubelet.shutdown_pod_label))
+
+
+class Promenade:
+    """The node operations of the teardown spec over a KubePort and an EtcdPort."""
+
+    def __init__(self, kube: KubePort, etcd: EtcdPort, resolver: DesignResolver | Any,
+                 settings: Settings, *, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.kube, self.etcd, self.resolver, self.settings = kube, etcd, resolver, settings
+        self.clock, self.wall, self.sleep = clock, wall, sleep
+
+    # -- collaborators -----------------------------------------------------------------
+    def drainer(self) -> Drainer:
+        return Drainer(self.kube, self.settings.drain, clock=self.clock, sleep=self.sleep)
+
+    def labels(self) -> LabelManager:
+        return LabelManager(self.kube, self.settings.keep_labels, clock=self.clock,
+                            sleep=self.sleep, poll_interval=self.settings.clear_labels_poll)
+
+    def remover(self) -> EtcdRemover:
+        s = self.settings
+        return EtcdRemover(
+            self.etcd,
+            lambda cluster: LeaseLock(self.kube, s.lease_namespace, f"berth-etcd-{cluster}",
+                                      duration=s.lease_duration, wall=self.wall,
+                                      sleep=self.sleep, poll_interval=s.lease_poll),
+            clock=self.clock, sleep=self.sleep, poll_interval=s.etcd_poll)
+
+    def design(self, ref: Any, ctx: RequestContext | None) -> list[Document]:
+        docs: list[Document] = self.resolver.resolve(ref, ctx)
+        return docs
+
+    def clusters(self, ref: Any, ctx: RequestContext | None, *,
+                 required: bool = True) -> list[ClusterSpec]:
+        """The design's etcd clusters; without the document: 404, or none when not required."""
+        docs = self.design(ref, ctx)
+        if not required and not select(docs, SCHEMA):
+            return []
+        return load_clusters(docs)
+
+    # -- operations ----------------------------------------------------------------------
+    def drain(self, node: str, timeout: int | None, grace: int | None) -> DrainReport:
+        return self.drainer().run(node, self.settings.drain_timeout if timeout is None
+                                  else timeout,
+                                  self.settings.drain_grace_period if grace is None else grace)
+
+    def clear_labels(self, node: str, timeout: int | None) -> dict[str, Any]:
+        return self.labels().clear(node, self.settings.clear_labels_timeout
+                                   if timeout is None else timeout)
+
+    def put_labels(self, node: str, labels: Any) -> dict[str, Any]:
+        return self.labels().replace(node, labels)
+
+    def remove_etcd(self, node: str, clusters: list[ClusterSpec],
+                    timeout: int | None) -> list[Message]:
+        if not clusters_of_node(clusters, node):
+            self._require_node(node)
+        return self.remover().remove_node(node, clusters, self.settings.remove_etcd_timeout
+                                          if timeout is None else timeout)
+
+    def etcd_health(self, clusters: list[ClusterSpec]) -> list[Message]:
+        return self.remover().health_messages(clusters)
+
+    def shutdown_kubelet(self, node: str, timeout: int | None = None) -> dict[str, Any]:
+        stopper = KubeletStopper(self.kube, pod_label=self.settings.kubelet_pod_label,
+                                 clock=self.clock, sleep=self.sleep,
+                                 poll_interval=self.settings.kubelet_poll)
+        return stopper.shutdown(node, self.settings.kubelet_timeout if timeout is None
+                                else timeout)
+
+    def remove_from_cluster(self, node: str) -> dict[str, Any]:
+        return remove_from_cluster(self.kube, node, self.settings.drain)
+
+    def validate_design(self, ref: Any, ctx: RequestContext | None) -> list[Message]:
+        return validate_design(self.design(ref, ctx))
+
+    def _require_node(self, node: str) -> None:
+        try:
+            self.kube.get_node(node)
+        except KubeNotFound as exc:
+            raise NotFound(f"Node {node} is not known to Kubernetes") from exc
+
+    def node_view(self, node: str, clusters: list[ClusterSpec] | None = None) -> dict[str, Any]:
+        """The operator's view: labels, cordon, pods by owner kind, locks, etcd memberships."""
+        try:
+            current = self.kube.get_node(node)
+        except KubeNotFound as exc:
+            raise NotFound(f"Node {node} is not known to Kubernetes") from exc
+        pods = self.kube.list_pods(node)
+        by_kind: dict[str, list[str]] = {}
+        for pod in pods:
+            kind = "Mirror" if pod.is_mirror else (pod.controller.kind if pod.controller
+                                                   else "Unmanaged")
+            by_kind.setdefault(kind, []).append(pod.key)
+        plan = plan_drain(pods, self.settings.drain, lambda ns, name: True)
+        return {
+            "name": node, "labels": current.labels, "annotations": current.annotations,
+            "cordoned": current.unschedulable, "kubelet": {"ready": current.ready},
+            "pods": {"total": len(pods), "by_owner_kind": by_kind,
+                     "evictable": sorted(p.key for p in plan.evict + plan.hold)},
+            "eviction_locks": held_locks(current.annotations, self.settings.drain.lock_patterns),
+            "etcd": [{"cluster": c.name, "member": m} for c in clusters or []
+                     for m, n in sorted(c.members.items()) if n == node],
+        }
