@@ -1,0 +1,66 @@
+"""Files `berth up` writes under .berth/: tokens, per-service oslo.config ini files, env."""
+
+from __future__ import annotations
+
+import configparser
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SERVICES = {"shipyard": 9000, "promenade": 9001, "drydock": 9002}
+Sections = dict[str, dict[str, Any]]
+
+
+def write_tokens(path: Path) -> tuple[str, str]:
+    """A fresh admin token (operator) and service token (service to service)."""
+    admin, service = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    path.write_text(yaml.safe_dump({
+        admin: {"user": "admin", "roles": ["admin"]},
+        service: {"user": "berth-service", "roles": ["admin", "service"]},
+    }, sort_keys=False))
+    path.chmod(0o600)
+    return admin, service
+
+
+def service_sections(service: str, berth_dir: Path, service_token: str,
+                     site: Mapping[str, Any]) -> Sections:
+    """The ini sections of one service: common ones, then what the service needs of the site.
+
+    `SITE_SECTIONS` below is the place to add options as services grow."""
+    sections: Sections = {
+        "auth": {"strategy": "token", "token_file": str(berth_dir / "tokens.yaml"),
+                 "service_token": service_token},
+        "database": {"connection": f"sqlite:///{berth_dir / f'{service}.db'}"},
+        "peers": {f"{name}_url": f"http://127.0.0.1:{port}" for name, port in SERVICES.items()},
+        "logging": {"json": "false"},
+    }
+    for section, options in SITE_SECTIONS.get(service, {}).items():
+        sections.setdefault(section, {}).update(
+            {key: value(site) if callable(value) else value for key, value in options.items()})
+    return sections
+
+
+SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "promenade": {
+        "kubernetes": {"kubeconfig": lambda s: s["kubeconfig"], "api_url": lambda s: s["kube"]},
+    },
+    "drydock": {
+        "maas": {"url": lambda s: s["maas"], "api_key": lambda s: s["maas_api_key"]},
+    },
+    "shipyard": {},
+}
+
+
+def write_ini(path: Path, sections: Sections) -> None:
+    parser = configparser.ConfigParser(interpolation=None)
+    for section, options in sections.items():
+        parser[section] = {key: str(value) for key, value in options.items()}
+    with path.open("w") as handle:
+        parser.write(handle)
+
+
+def env_lines(values: Mapping[str, str]) -> str:
+    return "".join(f"{key}={value}\n" for key, value in values.items())
