@@ -24,16 +24,16 @@ LOG = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient:
-    """An ApiClient from a kubeconfig file, or for a bare API URL (no auth, no TLS check)."""
+def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient | None:
+    """An ApiClient from a kubeconfig file and/or an API URL; None when neither is set."""
+    if not kubeconfig and not api_url:
+        return None
     configuration = k8s.Configuration()
     if kubeconfig:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration)
     if api_url:
         configuration.host = api_url.rstrip("/")
-    if not kubeconfig and not api_url:
-        raise KubeApiError("Set [kubernetes] kubeconfig or [kubernetes] api_url")
     return k8s.ApiClient(configuration)
 
 
@@ -69,7 +69,7 @@ def _parse_iso(value: Any) -> float | None:
 class KubeClient:
     """The real KubePort: raw JSON over the client's configured HTTP stack (no model checks)."""
 
-    def __init__(self, api_client: k8s.ApiClient, request_timeout: float = 30.0,
+    def __init__(self, api_client: k8s.ApiClient | None, request_timeout: float = 30.0,
                  poll_interval: float = 1.0) -> None:
         self._api = api_client
         self._timeout = request_timeout
@@ -79,6 +79,9 @@ class KubeClient:
     def _request(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                  body: Any = None, content_type: str = "application/json",
                  timeout: Any = None, stream: bool = False) -> Any:
+        if self._api is None:
+            raise KubeUnavailable("Kubernetes is not configured: set [kubernetes] kubeconfig "
+                                  "or api_url (or KUBECONFIG)")
         headers = {"Accept": "application/json", "Content-Type": content_type}
         params = self._api.param_serialize(method=method, resource_path=path,
                                            query_params=query or [], header_params=headers,
