@@ -9,26 +9,51 @@ from oslo_config import cfg
 
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from drydock_api import config, policy
+from drydock_api.resources.nodes import (
+    NodeFilterResource,
+    NodeResource,
+    NodesResource,
+    ValidateDesignResource,
+)
+from drydock_api.resources.tasks import TaskResource, TasksResource, TaskTerminateResource
+from drydock_api.runtime import Runtime, build_runtime
+
+P = "/api/v1.0"
 
 
 @dataclass
 class Deps:
     """Drydock's collaborators, built from config by `build_deps` or given by tests."""
 
+    runtime: Runtime
     health_checks: list[HealthCheck] = field(default_factory=list)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
-    return Deps(health_checks=[])
+    runtime = build_runtime(conf)
+    return Deps(runtime=runtime, health_checks=runtime.health_checks())
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
-    routes: list[tuple[str, object]] = []
+    rt = deps.runtime
+    routes: list[tuple[str, object]] = [
+        (f"{P}/tasks", TasksResource(rt.service)),
+        (f"{P}/tasks/{{task_id}}", TaskResource(rt.service)),
+        (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
+        (f"{P}/nodefilter", NodeFilterResource(rt.loader.design)),
+        (f"{P}/nodes", NodesResource(rt.inventory)),
+        (f"{P}/nodes/{{name}}", NodeResource(rt.inventory)),
+        (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
+    ]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks))
 
 
 def get_app() -> Any:
+    """For gunicorn: the app, with `[worker] threads` task workers inside this process."""
     conf = config.load()
-    return wsgi_entry(conf, create_app(conf))
+    deps = build_deps(conf)
+    if conf.worker.threads:
+        deps.runtime.start_workers(conf.worker.threads)
+    return wsgi_entry(conf, create_app(conf, deps))

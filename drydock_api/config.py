@@ -1,4 +1,4 @@
-"""Drydock's configuration: the shared option groups plus its own."""
+"""Drydock's configuration: the shared option groups plus MAAS, worker and BMC settings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,57 @@ from oslo_config import cfg
 from common import config
 
 SERVICE = "drydock"
-OPTS: list[tuple[str, list[cfg.Opt]]] = []
+
+MAAS_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("url", default="http://127.0.0.1:5240/MAAS",
+               help="MAAS base URL (the API is under <url>/api/2.0/)."),
+    cfg.StrOpt("api_key", default="", secret=True,
+               help="MAAS API key 'consumer:token:secret' (OAuth1 PLAINTEXT)."),
+    cfg.FloatOpt("timeout", default=30.0, min=0.01, help="MAAS request timeout (s)."),
+    cfg.IntOpt("retries", default=3, min=0,
+               help="Retries of a MAAS call that failed to connect or got 502/503/504."),
+    cfg.FloatOpt("backoff", default=0.5, min=0.0, help="First MAAS retry delay (s), doubled."),
+]
+WORKER_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt("threads", default=1, min=0,
+               help="Task workers running inside the API process (0: only separate "
+                    "drydock-worker processes run tasks)."),
+    cfg.IntOpt("max_tasks", default=8, min=1,
+               help="Top-level tasks one worker runs at the same time."),
+    cfg.IntOpt("node_pool_size", default=64, min=1,
+               help="Per-node steps one worker runs at the same time."),
+    cfg.FloatOpt("lease_seconds", default=30.0, min=0.1,
+                 help="Lease on a claimed task; renewed while working, taken over by another "
+                      "worker once expired."),
+    cfg.FloatOpt("poll_interval", default=1.0, min=0.01,
+                 help="How often an idle worker looks for queued tasks (s)."),
+    cfg.StrOpt("owner", default="", help="Lease owner name (default host:pid:random)."),
+]
+OOB_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt("graceful_timeout", default=60.0, min=0.0,
+                 help="Seconds to wait for a graceful shutdown before forcing power off."),
+    cfg.FloatOpt("power_timeout", default=300.0, min=0.01,
+                 help="Seconds a power-off step may take in all before the node fails."),
+    cfg.FloatOpt("poll_interval", default=2.0, min=0.001,
+                 help="Seconds between power-state polls."),
+    cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
+                 help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
+    cfg.IntOpt("retries", default=2, min=0, help="Retries of a failed BMC request."),
+]
+STEP_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,
+                 help="Seconds a MAAS release (including disk erasing) may take."),
+    cfg.FloatOpt("maas_poll_interval", default=5.0, min=0.001,
+                 help="Seconds between MAAS status polls."),
+    cfg.FloatOpt("step_retry_delay", default=1.0, min=0.0,
+                 help="First delay before retrying a step after a transient error (s)."),
+    cfg.IntOpt("step_retries", default=3, min=0,
+               help="Retries of a step after a transient driver error."),
+]
+
+OPTS: list[tuple[str, list[cfg.Opt]]] = [
+    ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
+]
 
 
 def load(config_file: str | None = None) -> cfg.ConfigOpts:

@@ -1,0 +1,86 @@
+"""SQLAlchemy models: tasks (top-level, per node, per step), their messages, node records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "pk": "pk_%(table_name)s",
+    })
+
+
+class TaskRow(Base):
+    """One task: a top-level task (parent_id NULL), a node subtask, or a node-step subtask."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    parent_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    root_id: Mapped[str] = mapped_column(String(36), index=True)
+    action: Mapped[str] = mapped_column(String(64))
+    node: Mapped[str | None] = mapped_column(String(255))
+    step: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    result: Mapped[str] = mapped_column(String(16))
+    result_message: Mapped[str | None] = mapped_column(Text)
+    design_ref: Mapped[Any] = mapped_column(JSON, nullable=True)
+    node_filter: Mapped[Any] = mapped_column(JSON, nullable=True)
+    options: Mapped[Any] = mapped_column(JSON, nullable=True)
+    node_names: Mapped[Any] = mapped_column(JSON, nullable=True)
+    data: Mapped[Any] = mapped_column(JSON, nullable=True)
+    successes: Mapped[Any] = mapped_column(JSON, nullable=True)
+    failures: Mapped[Any] = mapped_column(JSON, nullable=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    created_by: Mapped[str | None] = mapped_column(String(255))
+    context_marker: Mapped[str | None] = mapped_column(String(64))
+    created: Mapped[float] = mapped_column(Float, index=True)
+    updated: Mapped[float] = mapped_column(Float)
+    completed: Mapped[float | None] = mapped_column(Float)
+    terminate_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    terminated_by: Mapped[str | None] = mapped_column(String(255))
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires: Mapped[float | None] = mapped_column(Float)
+
+
+class MessageRow(Base):
+    """A task message; `root_id`/`node_task_id` let every level of the tree list its own."""
+
+    __tablename__ = "task_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    task_id: Mapped[str] = mapped_column(String(36), index=True)
+    node_task_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    root_id: Mapped[str] = mapped_column(String(36), index=True)
+    node: Mapped[str | None] = mapped_column(String(255))
+    step: Mapped[str | None] = mapped_column(String(64))
+    ts: Mapped[float] = mapped_column(Float)
+    error: Mapped[bool] = mapped_column(Boolean)
+    body: Mapped[Any] = mapped_column(JSON)
+
+
+class NodeRecord(Base):
+    """What Drydock remembers about a node beyond the design: retirement, last task."""
+
+    __tablename__ = "nodes"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    retired: Mapped[bool] = mapped_column(Boolean, default=False)
+    retired_reason: Mapped[str | None] = mapped_column(Text)
+    last_task_id: Mapped[str | None] = mapped_column(String(36))
+    updated: Mapped[float] = mapped_column(Float)
+
+
+class LockRow(Base):
+    """Named rows locked by UPDATE to serialise admission of new tasks across replicas."""
+
+    __tablename__ = "locks"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    counter: Mapped[int] = mapped_column(Integer, default=0)

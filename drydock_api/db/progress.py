@@ -1,0 +1,119 @@
+"""Per-node progress of a task: node subtasks, step subtasks (the record of completed steps),
+messages, and node retirement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC
+from typing import Any
+
+from sqlalchemy import or_, select, update
+
+from common.status import Message
+from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
+from drydock_api.db.store import TaskStore
+from drydock_api.tasks.states import TaskResult, TaskStatus
+
+
+class ProgressStore:
+    """Writes the task tree as nodes and steps advance; reads it back after a takeover."""
+
+    def __init__(self, tasks: TaskStore) -> None:
+        self._tasks = tasks
+        self.sessions = tasks.sessions
+        self.clock = tasks.clock
+
+    def _child(self, parent: TaskRow, *, action: str, node: str | None,
+               step: str | None) -> TaskRow:
+        now = self.clock()
+        return TaskRow(
+            id=self._tasks.new_id(), parent_id=parent.id, root_id=parent.root_id,
+            action=action, node=node, step=step, status=TaskStatus.RUNNING.value,
+            result=TaskResult.INCOMPLETE.value, design_ref=parent.design_ref,
+            node_filter={"filter_set_type": "union",
+                         "filter_set": [{"filter_type": "union", "node_names": [node]}]}
+            if node else None,
+            options=parent.options, node_names=[node] if node else [], created=now,
+            updated=now, terminate_requested=False, successes=[], failures=[],
+            context_marker=parent.context_marker, created_by=parent.created_by)
+
+    def ensure_node_tasks(self, root: TaskRow, nodes: Sequence[str]) -> dict[str, TaskRow]:
+        """One subtask per node (created once; existing ones are returned after a takeover)."""
+        with self.sessions.begin() as s:
+            have = {r.node: r for r in s.scalars(select(TaskRow).where(
+                TaskRow.parent_id == root.id, TaskRow.step.is_(None)))}
+            new = [self._child(root, action=root.action, node=n, step=None)
+                   for n in nodes if n not in have]
+            s.add_all(new)
+            have.update({r.node: r for r in new})
+        return {str(k): v for k, v in have.items()}
+
+    def steps_of(self, node_task_id: str) -> dict[str, TaskRow]:
+        with self.sessions() as s:
+            return {str(r.step): r for r in s.scalars(select(TaskRow).where(
+                TaskRow.parent_id == node_task_id).order_by(TaskRow.id))}
+
+    def start_step(self, node_task: TaskRow, step: str) -> TaskRow:
+        """The step subtask, reusing one left running by a dead worker."""
+        with self.sessions.begin() as s:
+            found = s.scalars(select(TaskRow).where(TaskRow.parent_id == node_task.id,
+                                                    TaskRow.step == step)).first()
+            if found is not None:
+                return found
+            row = self._child(node_task, action=step, node=node_task.node, step=step)
+            s.add(row)
+            return row
+
+    def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
+               data: Any = None, messages: Sequence[Message] = ()) -> None:
+        """Record a step's or node's end (status, result, output) and its messages at once."""
+        now = self.clock()
+        with self.sessions.begin() as s:
+            values: dict[str, Any] = {"status": status.value, "result": result.value,
+                                      "updated": now, "completed": now}
+            if data is not None:
+                values["data"] = data
+            if task.node:
+                values["successes" if result == TaskResult.SUCCESS else "failures"] = \
+                    [task.node] if result in (TaskResult.SUCCESS, TaskResult.FAILURE) else []
+            s.execute(update(TaskRow).where(TaskRow.id == task.id).values(**values))
+            self._add_messages(s, task, messages, now)
+
+    def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
+        with self.sessions.begin() as s:
+            self._add_messages(s, task, messages, self.clock())
+
+    def _add_messages(self, s: Any, task: TaskRow, messages: Sequence[Message],
+                      now: float) -> None:
+        node_task_id = task.parent_id if task.step else (task.id if task.node else None)
+        for m in messages:
+            s.add(MessageRow(task_id=task.id, node_task_id=node_task_id, root_id=task.root_id,
+                             node=m.get("node", task.node), step=task.step, ts=now,
+                             error=bool(m.get("error")), body=dict(m)))
+
+    def messages(self, task: TaskRow, *, errors_only: bool = False) -> list[Message]:
+        """Messages of a task and everything below it, oldest first."""
+        if task.parent_id is None:
+            cond = MessageRow.root_id == task.id
+        else:
+            cond = or_(MessageRow.task_id == task.id, MessageRow.node_task_id == task.id)
+        query = select(MessageRow).where(cond)
+        if errors_only:
+            query = query.where(MessageRow.error.is_(True))
+        with self.sessions() as s:
+            return [dict(r.body, ts=_iso(r.ts)) for r in s.scalars(query.order_by(MessageRow.id))]
+
+    def retire(self, name: str, reason: str | None) -> None:
+        now = self.clock()
+        with self.sessions.begin() as s:
+            row = s.get(NodeRecord, name)
+            if row is None:
+                s.add(NodeRecord(name=name, retired=True, retired_reason=reason, updated=now))
+            else:
+                row.retired, row.retired_reason, row.updated = True, reason, now
+
+
+def _iso(ts: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat()

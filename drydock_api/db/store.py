@@ -1,0 +1,227 @@
+"""Task persistence: creation with admission checks, queries, leases and state transitions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Engine, and_, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from ulid import ULID
+
+from common.errors import Conflict, NotFound
+from common.status import simple_message
+from drydock_api.db import session_factory
+from drydock_api.db.models import LockRow, NodeRecord, TaskRow
+from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
+
+Clock = Callable[[], float]
+
+
+def new_task_id() -> str:
+    """Time-ordered ids in UUID form (ULIDs), so creation order and id order agree."""
+    return str(ULID().to_uuid())
+
+
+class NodesBusy(Conflict):
+    reason, title = "NodesBusy", "Nodes are in a running task"
+
+
+class TaskStore:
+    """Top-level tasks: create, read, lease, transition. Every write is one transaction."""
+
+    def __init__(self, engine: Engine, *, clock: Clock = time.time,
+                 new_id: Callable[[], str] = new_task_id) -> None:
+        self.engine = engine
+        self.sessions = session_factory(engine)
+        self.clock = clock
+        self.new_id = new_id
+
+    # --- creation --------------------------------------------------------------------------
+    def create_task(self, *, action: str, design_ref: Any, node_filter: Any,
+                    options: dict[str, Any], node_names: list[str], created_by: str | None,
+                    marker: str | None, idempotency_key: str | None,
+                    exclusive: bool) -> tuple[TaskRow, bool]:
+        """Insert a queued task; same idempotency key → the existing task (created False).
+        With `exclusive`, nodes already in an active task → 409 NodesBusy."""
+        try:
+            with self.sessions.begin() as s:
+                if idempotency_key:
+                    found = s.scalars(select(TaskRow).where(
+                        TaskRow.idempotency_key == idempotency_key)).first()
+                    if found is not None:
+                        return found, False
+                s.execute(update(LockRow).where(LockRow.name == "admission")
+                          .values(counter=LockRow.counter + 1))
+                if exclusive and node_names:
+                    self._refuse_overlap(s, node_names)
+                now = self.clock()
+                task_id = self.new_id()
+                row = TaskRow(
+                    id=task_id, parent_id=None, root_id=task_id, action=action,
+                    status=TaskStatus.QUEUED.value, result=TaskResult.INCOMPLETE.value,
+                    design_ref=design_ref, node_filter=node_filter, options=options,
+                    node_names=node_names, idempotency_key=idempotency_key,
+                    created_by=created_by, context_marker=marker, created=now, updated=now,
+                    terminate_requested=False, successes=[], failures=[])
+                s.add(row)
+                self._touch_nodes(s, node_names, task_id, now)
+                return row, True
+        except IntegrityError:
+            if not idempotency_key:
+                raise
+            with self.sessions.begin() as s:
+                found = s.scalars(select(TaskRow).where(
+                    TaskRow.idempotency_key == idempotency_key)).first()
+                if found is None:
+                    raise
+                return found, False
+
+    def _refuse_overlap(self, s: Session, node_names: Sequence[str]) -> None:
+        wanted = set(node_names)
+        rows = s.execute(select(TaskRow.id, TaskRow.node_names).where(
+            TaskRow.parent_id.is_(None),
+            TaskRow.status.in_([st.value for st in ACTIVE]))).all()
+        clashes = [(tid, sorted(wanted & set(names or []))) for tid, names in rows
+                   if wanted & set(names or [])]
+        if clashes:
+            raise NodesBusy(
+                "Nodes are already in an active task: " + "; ".join(
+                    f"{', '.join(n)} in task {t}" for t, n in clashes),
+                messages=[simple_message(f"Node {n} is in active task {t}", node=n, task_id=t)
+                          for t, names in clashes for n in names])
+
+    def _touch_nodes(self, s: Session, names: Sequence[str], task_id: str, now: float) -> None:
+        if not names:
+            return
+        existing = set(s.scalars(select(NodeRecord.name).where(NodeRecord.name.in_(names))))
+        if existing:
+            s.execute(update(NodeRecord).where(NodeRecord.name.in_(existing))
+                      .values(last_task_id=task_id, updated=now))
+        s.add_all([NodeRecord(name=n, retired=False, last_task_id=task_id, updated=now)
+                   for n in names if n not in existing])
+
+    # --- queries ---------------------------------------------------------------------------
+    def get(self, task_id: str) -> TaskRow:
+        with self.sessions() as s:
+            row = s.get(TaskRow, task_id)
+        if row is None:
+            raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
+        return row
+
+    def list_tasks(self, *, statuses: Sequence[str] = (), actions: Sequence[str] = (),
+                   since: float | None = None, limit: int = 100,
+                   marker: str | None = None) -> list[TaskRow]:
+        """Top-level tasks, newest first; `marker` = the last id of the previous page."""
+        query = select(TaskRow).where(TaskRow.parent_id.is_(None))
+        if statuses:
+            query = query.where(TaskRow.status.in_(statuses))
+        if actions:
+            query = query.where(TaskRow.action.in_(actions))
+        if since is not None:
+            query = query.where(TaskRow.created >= since)
+        if marker:
+            query = query.where(TaskRow.id < marker)
+        with self.sessions() as s:
+            return list(s.scalars(query.order_by(TaskRow.id.desc()).limit(limit)))
+
+    def children(self, task_ids: Sequence[str]) -> list[TaskRow]:
+        if not task_ids:
+            return []
+        with self.sessions() as s:
+            return list(s.scalars(select(TaskRow).where(TaskRow.parent_id.in_(task_ids))
+                                  .order_by(TaskRow.id)))
+
+    def node_record(self, name: str) -> NodeRecord | None:
+        with self.sessions() as s:
+            return s.get(NodeRecord, name)
+
+    def node_records(self) -> dict[str, NodeRecord]:
+        with self.sessions() as s:
+            return {r.name: r for r in s.scalars(select(NodeRecord))}
+
+    # --- leases ----------------------------------------------------------------------------
+    def claim(self, owner: str, lease_seconds: float, limit: int) -> list[TaskRow]:
+        """Take up to `limit` queued tasks, or active ones whose lease expired."""
+        now = self.clock()
+        expired = or_(TaskRow.lease_expires.is_(None), TaskRow.lease_expires < now)
+        claimable = and_(TaskRow.parent_id.is_(None),
+                         TaskRow.status.in_([st.value for st in ACTIVE]), expired)
+        with self.sessions() as s:
+            ids = list(s.scalars(select(TaskRow.id).where(claimable)
+                                 .order_by(TaskRow.id).limit(limit)))
+        claimed = []
+        for task_id in ids:
+            with self.sessions.begin() as s:
+                res = s.execute(update(TaskRow).where(TaskRow.id == task_id, claimable)
+                                .values(lease_owner=owner, lease_expires=now + lease_seconds))
+                if res.rowcount == 1:  # type: ignore[attr-defined]
+                    claimed.append(task_id)
+        return [self.get(t) for t in claimed]
+
+    def renew(self, task_id: str, owner: str, lease_seconds: float) -> bool:
+        """Extend our lease; False when another worker holds the task now."""
+        now = self.clock()
+        with self.sessions.begin() as s:
+            res = s.execute(update(TaskRow).where(TaskRow.id == task_id,
+                                                  TaskRow.lease_owner == owner)
+                            .values(lease_expires=now + lease_seconds))
+            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+
+    def release_lease(self, task_id: str, owner: str) -> None:
+        with self.sessions.begin() as s:
+            s.execute(update(TaskRow).where(TaskRow.id == task_id, TaskRow.lease_owner == owner)
+                      .values(lease_owner=None, lease_expires=None))
+
+    # --- transitions -----------------------------------------------------------------------
+    def transition(self, task_id: str, target: TaskStatus, **values: Any) -> TaskRow:
+        """Apply one status change through the table (illegal → 409) with extra columns."""
+        with self.sessions.begin() as s:
+            row = s.get(TaskRow, task_id, with_for_update=True)
+            if row is None:
+                raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
+            check_transition(row.status, target.value)
+            row.status = target.value
+            row.updated = self.clock()
+            for key, value in values.items():
+                setattr(row, key, value)
+            return row
+
+    def request_terminate(self, task_id: str, user: str | None) -> TaskRow:
+        """Queued → terminated at once; running → terminating (the worker stops it)."""
+        with self.sessions.begin() as s:
+            row = s.get(TaskRow, task_id, with_for_update=True)
+            if row is None or row.parent_id is not None:
+                raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
+            now = self.clock()
+            held = row.lease_expires is not None and row.lease_expires >= now
+            if row.status in ("requested", "queued") and not held:
+                target = TaskStatus.TERMINATED
+                row.completed = now
+            elif row.status in ("requested", "queued"):
+                target = TaskStatus(row.status)
+            else:
+                target = TaskStatus.TERMINATING
+            if target.value != row.status:
+                check_transition(row.status, target.value)
+            row.status, row.terminate_requested = target.value, True
+            row.terminated_by, row.updated = user, now
+            return row
+
+    def control(self, task_id: str) -> tuple[str, bool, str | None]:
+        """(status, terminate_requested, lease_owner) of a task: cheap, for stop checks."""
+        with self.sessions() as s:
+            row = s.execute(select(TaskRow.status, TaskRow.terminate_requested,
+                                   TaskRow.lease_owner).where(TaskRow.id == task_id)).one()
+        return str(row[0]), bool(row[1]), row[2]
+
+    def latest_design_ref(self) -> Any:
+        """The design reference of the newest top-level task that had one (or None)."""
+        with self.sessions() as s:
+            for ref in s.scalars(select(TaskRow.design_ref).where(
+                    TaskRow.parent_id.is_(None)).order_by(TaskRow.id.desc()).limit(20)):
+                if ref:
+                    return ref
+        return None

@@ -1,0 +1,1 @@
+"""IPMI BMC driver over pyghmi."""

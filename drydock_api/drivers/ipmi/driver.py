@@ -1,0 +1,84 @@
+"""OobDriver for IPMI BMCs over pyghmi: one session per BMC per process, no blocking waits."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pyghmi import exceptions as ipmi_exc
+from pyghmi.ipmi import command as ipmi_command
+from pyghmi.ipmi.private import session as ipmi_session
+
+from drydock_api.drivers.ports import OobError
+from drydock_api.nodes.design import BmcAccess
+
+Key = tuple[str, int, str]
+
+
+@contextmanager
+def translated(bmc: BmcAccess, what: str) -> Iterator[None]:
+    """pyghmi exceptions → OobError naming the BMC (never its credential)."""
+    try:
+        yield
+    except ipmi_exc.IpmiException as exc:
+        raise OobError(f"IPMI BMC {bmc.describe()} failed {what}: {exc}",
+                       transient=True) from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OobError(f"IPMI BMC {bmc.describe()} failed {what}: {exc}",
+                       transient=True) from exc
+
+
+class IpmiDriver:
+    """Keeps one pyghmi Command per BMC and serialises calls to each BMC.
+
+    pyghmi hangs when a second session to the same BMC is opened in one process while a
+    stale one is registered, so a broken session is dropped (and its registration removed)
+    before a new one is made. Power changes use wait=False; the caller polls.
+    """
+
+    def __init__(self, *, factory: Callable[..., Any] = ipmi_command.Command) -> None:
+        self._factory = factory
+        self._sessions: dict[Key, Any] = {}
+        self._locks: dict[Key, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, key: Key) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def _forget(self, bmc: BmcAccess, key: Key) -> None:
+        self._sessions.pop(key, None)
+        stale = (bmc.address, bmc.account, bmc.credential, bmc.port, None)
+        ipmi_session.Session.initting_sessions.pop(stale, None)
+
+    def _call(self, bmc: BmcAccess, what: str, fn: Callable[[Any], Any]) -> Any:
+        key = (bmc.address, bmc.port, bmc.account)
+        with self._lock(key):
+            try:
+                with translated(bmc, what):
+                    cmd = self._sessions.get(key)
+                    if cmd is None:
+                        cmd = self._factory(bmc=bmc.address, userid=bmc.account,
+                                            password=bmc.credential, port=bmc.port)
+                        self._sessions[key] = cmd
+                    return fn(cmd)
+            except OobError:
+                self._forget(bmc, key)
+                raise
+
+    def power_state(self, bmc: BmcAccess) -> str:
+        result = self._call(bmc, "power state", lambda c: c.get_power())
+        return str((result or {}).get("powerstate", "unknown"))
+
+    def power_off(self, bmc: BmcAccess, *, graceful: bool) -> None:
+        state = "shutdown" if graceful else "off"
+        self._call(bmc, "soft off" if graceful else "power off",
+                   lambda c: c.set_power(state, wait=False))
+
+    def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
+        return {}
+
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
+        raise OobError(f"IPMI BMC {bmc.describe()} cannot erase drives")

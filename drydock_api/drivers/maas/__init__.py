@@ -1,0 +1,1 @@
+"""MAAS 2.0 API driver (NodeDriver) and its fake."""

@@ -1,0 +1,1 @@
+"""Redfish BMC driver over sushy."""

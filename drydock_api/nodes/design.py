@@ -1,0 +1,209 @@
+"""The design's nodes: BaremetalNode documents with HostProfile applied, credentials resolved."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.documents import Document, doc_ref
+from common.status import Message, validation_message
+
+NODE = "drydock/BaremetalNode/v1"
+PROFILE = "drydock/HostProfile/v1"
+REGION = "drydock/Region/v1"
+PASSPHRASE = "deckhand/Passphrase/v1"
+RACK = "drydock/Rack/v1"
+DEFAULT_PORTS = {"redfish": 443, "ipmi": 623}
+
+
+@dataclass(frozen=True)
+class BmcAccess:
+    """How to reach a node's BMC; the credential never appears in repr or logs."""
+
+    type: str
+    address: str
+    port: int
+    account: str
+    credential: str = field(repr=False)
+    system_id: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.type} {self.address}:{self.port}"
+
+
+@dataclass(frozen=True)
+class NodeDef:
+    """One node of the design, with its host profile applied."""
+
+    name: str
+    rack: str | None
+    tags: tuple[str, ...]
+    labels: dict[str, str]
+    oob_type: str | None
+    oob_address: str | None
+    oob_port: int | None
+    bmc: BmcAccess | None
+    disks: tuple[str, ...]
+    os_disk: str | None
+    data: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class Design:
+    """Nodes by name plus rack labels and every problem found while reading them."""
+
+    nodes: dict[str, NodeDef]
+    rack_labels: dict[str, dict[str, str]]
+    problems: list[Message]
+
+
+def merge(base: Any, over: Any) -> Any:
+    """Host-profile inheritance: dicts merged recursively, anything else the node wins."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(over)
+
+
+def os_disk_of(storage: Any) -> str | None:
+    """The physical device holding the partition mounted at `/` (directly or via a VG)."""
+    if not isinstance(storage, dict):
+        return None
+    devices = storage.get("physical_devices") or {}
+    for name, dev in devices.items() if isinstance(devices, dict) else []:
+        for part in (dev or {}).get("partitions") or []:
+            if ((part or {}).get("filesystem") or {}).get("mountpoint") == "/":
+                return str(name)
+    groups = storage.get("volume_groups") or {}
+    for group in groups.values() if isinstance(groups, dict) else []:
+        for lv in (group or {}).get("logical_volumes") or []:
+            if ((lv or {}).get("filesystem") or {}).get("mountpoint") == "/":
+                pvs = (group or {}).get("physical_devices") or []
+                return str(pvs[0]) if pvs else None
+    return None
+
+
+def _passphrases(docs: list[Document]) -> dict[str, str]:
+    return {doc_ref(d)["name"]: str(d.get("data")) for d in docs if d.get("schema") == PASSPHRASE}
+
+
+def _problem(text: str, check: str, doc: Document) -> Message:
+    return validation_message(text, name=check, documents=[doc_ref(doc)])
+
+
+def _credential(oob: dict[str, Any], secrets: dict[str, str], doc: Document,
+                problems: list[Message]) -> str | None:
+    cred = oob.get("credential")
+    if isinstance(cred, dict) and isinstance(cred.get("passphrase"), str):
+        if cred["passphrase"] not in secrets:
+            problems.append(_problem(f"Node {doc_ref(doc)['name']}: oob.credential references "
+                                     f"unknown Passphrase {cred['passphrase']}",
+                                     "MissingOobCredential", doc))
+            return None
+        return secrets[cred["passphrase"]]
+    if isinstance(cred, str) and cred:
+        return cred
+    problems.append(_problem(f"Node {doc_ref(doc)['name']}: no oob.credential",
+                             "MissingOobCredential", doc))
+    return None
+
+
+def _bmc(name: str, data: dict[str, Any], secrets: dict[str, str], doc: Document,
+         problems: list[Message]) -> tuple[str | None, str | None, int | None, BmcAccess | None]:
+    oob: dict[str, Any] = data["oob"] if isinstance(data.get("oob"), dict) else {}
+    otype = oob.get("type")
+    if otype not in DEFAULT_PORTS:
+        problems.append(_problem(f"Node {name}: oob.type must be redfish or ipmi, got {otype!r}",
+                                 "InvalidOobType", doc))
+        return None, None, None, None
+    address = next((a.get("address") for a in data.get("addressing") or []
+                    if isinstance(a, dict) and a.get("network") == oob.get("network")), None)
+    if not address:
+        problems.append(_problem(f"Node {name}: no address on oob network "
+                                 f"{oob.get('network')!r}", "MissingOobAddress", doc))
+    port = int(oob.get("port") or DEFAULT_PORTS[otype])
+    account = oob.get("account")
+    if not isinstance(account, str) or not account:
+        problems.append(_problem(f"Node {name}: no oob.account", "MissingOobCredential", doc))
+    cred = _credential(oob, secrets, doc, problems)
+    bmc = None
+    if address and isinstance(account, str) and account and cred is not None:
+        sid = oob.get("system_id")
+        bmc = BmcAccess(type=otype, address=str(address), port=port, account=account,
+                        credential=cred, system_id=str(sid) if sid else None)
+    return otype, address, port, bmc
+
+
+def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
+          problems: list[Message]) -> NodeDef:
+    name = doc_ref(doc)["name"]
+    raw = doc.get("data") if isinstance(doc.get("data"), dict) else {}
+    data: dict[str, Any] = dict(raw or {})
+    profile_name = data.get("host_profile")
+    if profile_name:
+        if profile_name not in profiles:
+            problems.append(_problem(f"Node {name}: unknown host profile {profile_name}",
+                                     "UnknownHostProfile", doc))
+        else:
+            data = merge(profiles[profile_name].get("data") or {}, data)
+    otype, address, port, bmc = _bmc(name, data, secrets, doc, problems)
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    storage = data.get("storage") if isinstance(data.get("storage"), dict) else {}
+    devices = (storage or {}).get("physical_devices") or {}
+    os_disk = os_disk_of(storage)
+    if os_disk is None:
+        problems.append(_problem(f"Node {name}: no identifiable OS disk (no partition mounted "
+                                 f"at /)", "NoOsDisk", doc))
+    labels = (meta or {}).get("owner_data") or {}
+    return NodeDef(
+        name=name, rack=(meta or {}).get("rack"), tags=tuple((meta or {}).get("tags") or ()),
+        labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
+        oob_type=otype, oob_address=address, oob_port=port, bmc=bmc,
+        disks=tuple(str(d) for d in devices) if isinstance(devices, dict) else (),
+        os_disk=os_disk, data=data)
+
+
+def parse_design(docs: list[Document]) -> Design:
+    """Every BaremetalNode of `docs` with its profile applied; problems are collected."""
+    problems: list[Message] = []
+    profiles: dict[str, Document] = {}
+    for doc in docs:
+        if doc.get("schema") == PROFILE:
+            profiles[doc_ref(doc)["name"]] = doc
+    secrets = _passphrases(docs)
+    nodes: dict[str, NodeDef] = {}
+    for doc in docs:
+        if doc.get("schema") != NODE:
+            continue
+        node = _node(doc, profiles, secrets, problems)
+        if node.name in nodes:
+            problems.append(_problem(f"Duplicate node name {node.name}", "DuplicateNode", doc))
+        nodes[node.name] = node
+    return Design(nodes=nodes, rack_labels=_rack_labels(docs), problems=problems)
+
+
+def _rack_labels(docs: list[Document]) -> dict[str, dict[str, str]]:
+    """Rack labels: `drydock/Rack/v1` docs (`data.labels`) or Region `data.racks`."""
+    out: dict[str, dict[str, str]] = {}
+    for doc in docs:
+        labels = (doc.get("data") or {}).get("labels") if doc.get("schema") == RACK else None
+        if isinstance(labels, dict):
+            out[doc_ref(doc)["name"]] = {str(k): str(v) for k, v in labels.items()}
+    for doc in docs:
+        if doc.get("schema") != REGION or not isinstance(doc.get("data"), dict):
+            continue
+        racks = doc["data"].get("racks") or {}
+        if isinstance(racks, dict):
+            for rack, spec in racks.items():
+                labels = (spec or {}).get("labels") if isinstance(spec, dict) else None
+                if isinstance(labels, dict):
+                    out[str(rack)] = {str(k): str(v) for k, v in labels.items()}
+        elif isinstance(racks, list):
+            for spec in racks:
+                if isinstance(spec, dict) and spec.get("name"):
+                    out[str(spec["name"])] = {str(k): str(v)
+                                              for k, v in (spec.get("labels") or {}).items()}
+    return out

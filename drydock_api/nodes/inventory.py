@@ -1,0 +1,90 @@
+"""GET /nodes: the design's nodes merged with MAAS state, BMC power state and node records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import BerthError, NotFound
+from drydock_api.db.models import NodeRecord
+from drydock_api.drivers.ports import Machine, NodeDriver, OobDriver
+from drydock_api.nodes.design import Design, NodeDef
+
+
+class Inventory:
+    def __init__(self, maas: NodeDriver, oob: OobDriver,
+                 records: Callable[[], dict[str, NodeRecord]],
+                 last_design_ref: Callable[[], Any],
+                 designs: Callable[[Any, RequestContext], Design],
+                 parallel: int = 32) -> None:
+        self._maas = maas
+        self._oob = oob
+        self._records = records
+        self._last_ref = last_design_ref
+        self._designs = designs
+        self._parallel = parallel
+
+    def nodes(self, ctx: RequestContext, design_ref: Any = None,
+              names: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every design node (or `names`); without a design, the machines MAAS knows."""
+        ref = design_ref or self._last_ref()
+        design = self._designs(ref, ctx) if ref else None
+        machines, maas_error = self._machines()
+        records = self._records()
+        if design is None:
+            return [self._entry(None, m.hostname, m, records.get(m.hostname), None, maas_error)
+                    for m in machines.values() if names is None or m.hostname in names]
+        chosen = [design.nodes[n] for n in (names or list(design.nodes))
+                  if n in design.nodes]
+        with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, len(chosen) or 1))) as ex:
+            powers = list(ex.map(self._power, chosen))
+        return [self._entry(node, node.name, machines.get(node.name), records.get(node.name),
+                            power, maas_error) for node, power in zip(chosen, powers, strict=True)]
+
+    def node(self, ctx: RequestContext, name: str, design_ref: Any = None) -> dict[str, Any]:
+        found = self.nodes(ctx, design_ref, [name])
+        if not found:
+            raise NotFound(f"Node {name} is not in the design", reason="NodeNotFound")
+        return found[0]
+
+    def _machines(self) -> tuple[dict[str, Machine], str | None]:
+        try:
+            return {m.hostname: m for m in self._maas.list_machines()}, None
+        except BerthError as exc:
+            return {}, exc.message
+
+    def _power(self, node: NodeDef) -> tuple[str | None, str | None]:
+        if node.bmc is None:
+            return None, "no usable oob access in the design"
+        try:
+            return self._oob.power_state(node.bmc), None
+        except BerthError as exc:
+            return None, exc.message
+
+    @staticmethod
+    def _entry(node: NodeDef | None, name: str, machine: Machine | None,
+               record: NodeRecord | None, power: tuple[str | None, str | None] | None,
+               maas_error: str | None) -> dict[str, Any]:
+        state, power_error = power or ((machine.power_state if machine else None), None)
+        return {
+            "hostname": name,
+            "name": name,
+            "in_design": node is not None,
+            "rack": node.rack if node else None,
+            "tags": list(node.tags) if node else [],
+            "labels": dict(node.labels) if node else {},
+            "oob_type": node.oob_type if node else None,
+            "oob_address": node.oob_address if node else None,
+            "power_address": node.oob_address if node else None,
+            "maas_system_id": machine.system_id if machine else None,
+            "maas_status": machine.status_name if machine else None,
+            "status_name": machine.status_name if machine else None,
+            "maas_error": maas_error,
+            "power_state": state,
+            "power_error": power_error,
+            "retired": bool(record and record.retired),
+            "retired_reason": record.retired_reason if record else None,
+            "last_task_id": record.last_task_id if record else None,
+        }

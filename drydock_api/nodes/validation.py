@@ -1,0 +1,18 @@
+"""Design validation for POST /validatedesign and validate_design tasks."""
+
+from __future__ import annotations
+
+from common.documents import Document, validate_documents
+from common.status import Message, validation_message
+from drydock_api.nodes.design import NODE, parse_design
+
+
+def validate_design(docs: list[Document]) -> list[Message]:
+    """Every problem: schema errors, OOB address/credentials, host profiles, OS disk, names."""
+    messages = validate_documents(docs)
+    if not any(d.get("schema") == NODE for d in docs):
+        messages.append(validation_message("The design has no drydock/BaremetalNode/v1 "
+                                           "documents", name="NoNodes", level="Warning",
+                                           error=False))
+    messages += parse_design(docs).problems
+    return messages

@@ -1,0 +1,68 @@
+"""Task resources: create, list, show (tree), terminate."""
+
+from __future__ import annotations
+
+import falcon
+
+from common.body import read_json_object
+from common.errors import BadRequest, Unauthenticated
+from common.httpclient import IDEMPOTENCY_HEADER
+from common.policy import authorize, check
+from drydock_api.tasks.actions import ALL_ACTIONS
+from drydock_api.tasks.service import TaskService
+
+MAX_LIMIT = 1000
+
+
+class TasksResource:
+    def __init__(self, service: TaskService) -> None:
+        self._service = service
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        ctx = req.context.berth
+        if not ctx.authenticated:
+            raise Unauthenticated("Missing or invalid X-Auth-Token")
+        body = read_json_object(req)
+        action = body.get("action")
+        check(req, f"drydock:{action}" if action in ALL_ACTIONS else "drydock:destroy_nodes")
+        key = req.get_header(IDEMPOTENCY_HEADER)
+        if key is not None and not (0 < len(key) <= 255):
+            raise BadRequest("Idempotency-Key must be 1 to 255 characters")
+        task, created = self._service.create(body, ctx, key)
+        resp.status = falcon.HTTP_201 if created else falcon.HTTP_200
+        resp.set_header("Location", f"/api/v1.0/tasks/{task['task_id']}")
+        resp.media = task
+
+    @authorize("drydock:list_tasks")
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        limit = req.get_param_as_int("limit", min_value=1, max_value=MAX_LIMIT) or 100
+        statuses = [s for v in req.get_param_as_list("status") or [] for s in v.split(",") if s]
+        actions = [a for v in req.get_param_as_list("action") or [] for a in v.split(",") if a]
+        tasks = self._service.list(statuses=statuses, actions=actions,
+                                   since=req.get_param("since"), limit=limit,
+                                   marker=req.get_param("marker"))
+        if len(tasks) == limit:
+            resp.set_header("X-Next-Marker", tasks[-1]["task_id"])
+            resp.append_link(f"/api/v1.0/tasks?limit={limit}&marker={tasks[-1]['task_id']}",
+                             "next")
+        resp.media = tasks
+
+
+class TaskResource:
+    def __init__(self, service: TaskService) -> None:
+        self._service = service
+
+    @authorize("drydock:get_task")
+    def on_get(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
+        layers = req.get_param_as_int("layers", min_value=-1) or 0
+        errors = req.get_param_as_bool("subtaskerrors") or False
+        resp.media = self._service.get(task_id, layers=layers, subtask_errors=errors)
+
+
+class TaskTerminateResource:
+    def __init__(self, service: TaskService) -> None:
+        self._service = service
+
+    @authorize("drydock:terminate_task")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
+        resp.media = self._service.terminate(task_id, req.context.berth.user)

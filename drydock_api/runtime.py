@@ -1,0 +1,127 @@
+"""Wires Drydock from config: database, drivers, orchestrator, workers (API and worker process)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from oslo_config import cfg
+from sqlalchemy import text
+
+from common.designref import DesignResolver
+from common.httpclient import peer_client
+from common.status import Message, health_message
+from drydock_api import db
+from drydock_api.db.progress import ProgressStore
+from drydock_api.db.store import TaskStore
+from drydock_api.drivers.ipmi.driver import IpmiDriver
+from drydock_api.drivers.maas.client import MaasClient
+from drydock_api.drivers.ports import NodeDriver, OobDriver, OobRouter
+from drydock_api.drivers.promenade import PromenadeLabeller
+from drydock_api.drivers.redfish.driver import RedfishDriver
+from drydock_api.nodes.inventory import Inventory
+from drydock_api.nodes.loader import DesignLoader
+from drydock_api.tasks.actions import build_actions
+from drydock_api.tasks.engine import StepEngine
+from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
+from drydock_api.tasks.outcomes import Labeller, Ports, StepSettings
+from drydock_api.tasks.service import TaskService
+from drydock_api.tasks.worker import Worker, WorkerSettings
+
+DEFAULT_DB = "sqlite:///drydock.db"
+
+
+@dataclass
+class Runtime:
+    store: TaskStore
+    progress: ProgressStore
+    loader: DesignLoader
+    ports: Ports
+    orchestrator: Orchestrator
+    service: TaskService
+    inventory: Inventory
+    pool: ThreadPoolExecutor
+    worker_settings: WorkerSettings
+    owner: str = ""
+    workers: list[Worker] = field(default_factory=list)
+
+    def new_worker(self, owner: str | None = None) -> Worker:
+        return Worker(self.store, self.orchestrator, self.worker_settings,
+                      owner or self.owner or None)
+
+    def start_workers(self, count: int) -> list[Worker]:
+        for i in range(count):
+            worker = self.new_worker(f"{self.owner}-{i}" if self.owner else None)
+            threading.Thread(target=worker.run, name=f"drydock-worker-{i}", daemon=True).start()
+            self.workers.append(worker)
+        return self.workers
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for worker in self.workers:
+            worker.stopping.set()
+        for worker in self.workers:
+            worker.join(timeout)
+
+    def health_checks(self) -> list[Callable[[], Message]]:
+        def database() -> Message:
+            with self.store.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            return health_message("database", "database reachable", error=False)
+
+        def maas() -> Message:
+            return health_message("maas", self.ports.maas.check(), error=False)
+
+        return [database, maas]
+
+
+def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
+    return StepSettings(
+        graceful_timeout=conf.oob.graceful_timeout, power_timeout=conf.oob.power_timeout,
+        power_poll=conf.oob.poll_interval, release_timeout=conf.steps.release_timeout,
+        maas_poll=conf.steps.maas_poll_interval, retry_delay=conf.steps.step_retry_delay,
+        retries=conf.steps.step_retries)
+
+
+def build_runtime(conf: cfg.ConfigOpts, *, maas: NodeDriver | None = None,
+                  oob: OobDriver | None = None, labeller: Labeller | None = None,
+                  resolver: DesignResolver | None = None,
+                  clock: Callable[[], float] = time.time,
+                  sleep: Callable[[float], None] = time.sleep,
+                  migrate: bool = True) -> Runtime:
+    url = conf.database.connection or DEFAULT_DB
+    if migrate:
+        db.upgrade(url)
+    store = TaskStore(db.make_engine(url), clock=clock)
+    progress = ProgressStore(store)
+    loader = DesignLoader(resolver or DesignResolver(
+        max_bytes=conf.design.max_document_bytes, cache_size=conf.design.cache_size,
+        cache_ttl=conf.design.cache_ttl, token=conf.auth.service_token or None))
+    maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
+                              retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
+    oob = oob or OobRouter({"redfish": RedfishDriver(timeout=conf.oob.request_timeout),
+                            "ipmi": IpmiDriver()})
+    ports = Ports(maas=maas, oob=oob,
+                  labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
+                  retire=progress.retire)
+    pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
+                              thread_name_prefix="drydock-node")
+    actions = build_actions()
+    designs = DesignSource(loader.documents, loader.design)
+    orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
+                                pool, StepEngine(clock=clock, sleep=sleep), clock)
+    service = TaskService(store, progress, actions, loader.design)
+    inventory = Inventory(maas, oob, store.node_records, store.latest_design_ref, loader.design)
+    settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
+                              lease_seconds=conf.worker.lease_seconds,
+                              poll_interval=conf.worker.poll_interval)
+    return Runtime(store=store, progress=progress, loader=loader, ports=ports,
+                   orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
+                   worker_settings=settings, owner=conf.worker.owner)
+
+
+def ignore(*_: Any) -> None:
+    return None

@@ -1,0 +1,1 @@
+"""Drydock tasks: states, persistence-facing service, orchestrator and action steps."""

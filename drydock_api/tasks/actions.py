@@ -1,0 +1,73 @@
+"""The action registry: for each task action, its option checks and per-node step list.
+
+A lifecycle action is added by giving it a step list here; the orchestrator runs any list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drydock_api.tasks import destroy
+from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, StepDef
+
+ALL_ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes",
+               "prepare_nodes", "deploy_nodes", "destroy_nodes", "relabel_nodes")
+
+
+@dataclass(frozen=True)
+class ActionDef:
+    """`steps(options)` gives the per-node steps; None means a design-level action."""
+
+    name: str
+    check_options: Callable[[dict[str, Any]], list[str]]
+    steps: Callable[[dict[str, Any]], list[StepDef]] | None
+    exclusive: bool = True
+
+
+def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
+    def check(options: dict[str, Any]) -> list[str]:
+        return [f"options: unknown option {k!r} for {name}" for k in options]
+
+    return check
+
+
+def verify_oob(ctx: NodeContext) -> Outcome:
+    if ctx.node.bmc is None:
+        return Failed(f"Node {ctx.node.name} has no usable oob address and credentials")
+    state = ctx.ports.oob.power_state(ctx.node.bmc)
+    return Done(f"BMC {ctx.node.bmc.describe()} answers: power {state}",
+                data={"power_state": state})
+
+
+def verify_maas(ctx: NodeContext) -> Outcome:
+    machine = ctx.ports.maas.find_machine(ctx.node.name)
+    if machine is None:
+        return Done("MAAS does not know this machine", data={"maas_status": None})
+    return Done(f"MAAS status {machine.status_name}", data={"maas_status": machine.status_name})
+
+
+def relabel(ctx: NodeContext) -> Outcome:
+    if ctx.ports.labeller is None:
+        return Failed("No Promenade client configured")
+    ctx.ports.labeller.put_labels(ctx.node.name, dict(ctx.node.labels), ctx.request)
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(ctx.node.labels.items())) or "none"
+    return Done(f"Kubernetes labels set through Promenade: {labels}")
+
+
+def build_actions() -> dict[str, ActionDef]:
+    """The implemented actions; the others are refused with 400 UnsupportedAction."""
+    return {
+        "validate_design": ActionDef("validate_design", no_options("validate_design"), None,
+                                     exclusive=False),
+        "verify_nodes": ActionDef(
+            "verify_nodes", no_options("verify_nodes"),
+            lambda o: [StepDef("verify_oob", verify_oob, lambda s: s.power_timeout),
+                       StepDef("verify_maas", verify_maas, lambda s: s.release_timeout)],
+            exclusive=False),
+        "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options, destroy.steps),
+        "relabel_nodes": ActionDef(
+            "relabel_nodes", no_options("relabel_nodes"),
+            lambda o: [StepDef("relabel", relabel, lambda s: s.release_timeout)]),
+    }

@@ -1,0 +1,49 @@
+"""Runs one node step to its end: retries after transient errors, waits, timeouts."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from common.errors import BerthError
+from drydock_api.drivers.ports import DriverError
+from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Retry, StepDef
+
+LOG = logging.getLogger(__name__)
+
+
+class StepEngine:
+    """The only place that sleeps between attempts; steps themselves never loop."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._clock = clock
+        self._sleep = sleep
+
+    def run(self, step: StepDef, ctx: NodeContext) -> Done | Failed:
+        settings = ctx.settings
+        timeout = step.timeout(settings)
+        started = self._clock()
+        transient = 0
+        while True:
+            try:
+                outcome = step.fn(ctx)
+            except DriverError as exc:
+                if exc.transient and transient < settings.retries:
+                    transient += 1
+                    self._sleep(settings.retry_delay * 2 ** (transient - 1))
+                    continue
+                return Failed(f"{step.name}: {exc.message}", details=exc.details or None)
+            except BerthError as exc:
+                return Failed(f"{step.name}: {exc.message}")
+            except ValueError as exc:
+                return Failed(f"{step.name}: {exc}")
+            except Exception as exc:  # a bug in a step must fail the node, not the worker
+                LOG.exception("Step %s on %s raised", step.name, ctx.node.name)
+                return Failed(f"{step.name}: internal error: {type(exc).__name__}: {exc}")
+            if not isinstance(outcome, Retry):
+                return outcome
+            if self._clock() - started + outcome.delay > timeout:
+                return Failed(f"{step.name}: timed out after {timeout:g}s ({outcome.note})")
+            self._sleep(outcome.delay)

@@ -1,0 +1,84 @@
+"""What a step returns, and what it gets: typed, frozen outcomes and the per-node context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from common.context import RequestContext
+from drydock_api.drivers.ports import NodeDriver, OobDriver
+from drydock_api.nodes.design import NodeDef
+
+
+@dataclass(frozen=True)
+class Done:
+    message: str
+    data: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Not finished yet: call the step again after `delay` seconds (the engine waits)."""
+
+    delay: float
+    note: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    reason: str
+    details: dict[str, Any] | None = None
+
+
+Outcome = Done | Retry | Failed
+
+
+class Labeller(Protocol):
+    """Promenade's node-labels endpoint."""
+
+    def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None: ...
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    graceful_timeout: float = 60.0
+    power_timeout: float = 300.0
+    power_poll: float = 2.0
+    release_timeout: float = 1800.0
+    maas_poll: float = 5.0
+    retry_delay: float = 1.0
+    retries: int = 3
+
+
+@dataclass
+class Ports:
+    maas: NodeDriver
+    oob: OobDriver
+    labeller: Labeller | None = None
+    retire: Callable[[str, str | None], None] | None = None
+
+
+@dataclass
+class NodeContext:
+    """Everything one node step may use; `state` survives retries of the same step only."""
+
+    node: NodeDef
+    options: dict[str, Any]
+    ports: Ports
+    settings: StepSettings
+    request: RequestContext
+    clock: Callable[[], float]
+    previous: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+StepFn = Callable[[NodeContext], Outcome]
+
+
+@dataclass(frozen=True)
+class StepDef:
+    name: str
+    fn: StepFn
+    timeout: Callable[[StepSettings], float]

@@ -1,0 +1,53 @@
+"""Task bodies in the Airship Drydock shape (lowercase statuses and results)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from common.status import Message
+from drydock_api.db.models import TaskRow
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()
+
+
+def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
+              successes: list[str], failures: list[str]) -> dict[str, Any]:
+    return {
+        "Kind": "Task",
+        "apiVersion": "v1.0",
+        "task_id": row.id,
+        "action": row.action,
+        "parent_task_id": row.parent_id,
+        "subtask_id_list": subtask_ids,
+        "status": row.status,
+        "node": row.node,
+        "step": row.step,
+        "result": {
+            "Kind": "Status",
+            "apiVersion": "v1.0",
+            "metadata": {},
+            "status": row.result,
+            "message": row.result_message or "",
+            "reason": row.result,
+            "successes": successes,
+            "failures": failures,
+            "links": [],
+            "details": {"errorCount": sum(1 for m in messages if m.get("error")),
+                        "messageList": messages},
+        },
+        "design_ref": row.design_ref,
+        "node_filter": row.node_filter,
+        "options": row.options or {},
+        "created": iso(row.created),
+        "created_by": row.created_by,
+        "updated": iso(row.updated),
+        "completed": iso(row.completed),
+        "terminated": iso(row.completed) if row.status == "terminated" else None,
+        "terminated_by": row.terminated_by,
+        "terminate": bool(row.terminate_requested),
+        "request_context": {"context_marker": row.context_marker, "end_user": row.created_by},
+        "retry": {},
+    }

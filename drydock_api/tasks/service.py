@@ -1,0 +1,146 @@
+"""Task requests from the API: validate and admit new tasks, read task trees, terminate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from common.context import RequestContext
+from common.designref import href_of
+from common.errors import BadRequest, ValidationFailed
+from common.status import Message, validation_message
+from drydock_api.db.models import TaskRow
+from drydock_api.db.progress import ProgressStore
+from drydock_api.db.store import TaskStore
+from drydock_api.nodes.design import Design
+from drydock_api.nodes.filters import check_filter, select_nodes
+from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
+from drydock_api.tasks.render import task_body
+from drydock_api.tasks.states import TaskStatus
+
+BODY_FIELDS = ("action", "design_ref", "node_filter", "options")
+
+
+class UnsupportedAction(BadRequest):
+    reason, title = "UnsupportedAction", "Action not supported"
+
+
+def _invalid(problems: list[str]) -> ValidationFailed:
+    return ValidationFailed("Invalid task request", messages=[
+        validation_message(p, name="TaskRequest") for p in problems])
+
+
+class TaskService:
+    def __init__(self, store: TaskStore, progress: ProgressStore,
+                 actions: dict[str, ActionDef],
+                 designs: Callable[[Any, RequestContext], Design]) -> None:
+        self._store = store
+        self._progress = progress
+        self._actions = actions
+        self._designs = designs
+
+    def _check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
+        problems = [f"unknown field {k!r}" for k in body if k not in BODY_FIELDS]
+        action = body.get("action")
+        if not isinstance(action, str) or action not in ALL_ACTIONS:
+            problems.append(f"action must be one of {', '.join(ALL_ACTIONS)}")
+        options = body.get("options") or {}
+        if not isinstance(options, dict):
+            problems.append("options must be an object")
+            options = {}
+        if body.get("design_ref") is None:
+            problems.append("design_ref is required")
+        problems += check_filter(body.get("node_filter"))
+        if isinstance(action, str) and action in self._actions:
+            problems += self._actions[action].check_options(options)
+        if problems:
+            raise _invalid(problems)
+        if action not in self._actions:
+            raise UnsupportedAction(f"Action {action} is not supported yet")
+        return self._actions[str(action)], options
+
+    def create(self, body: dict[str, Any], ctx: RequestContext,
+               idempotency_key: str | None) -> tuple[dict[str, Any], bool]:
+        """Admit a task (201) or return the one created earlier with the same key."""
+        action, options = self._check_body(body)
+        href_of(body["design_ref"])
+        nodes: list[str] = []
+        if action.steps is not None:
+            design = self._designs(body["design_ref"], ctx)
+            nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
+        row, created = self._store.create_task(
+            action=action.name, design_ref=body["design_ref"],
+            node_filter=body.get("node_filter"), options=options, node_names=nodes,
+            created_by=ctx.end_user or ctx.user, marker=ctx.marker,
+            idempotency_key=idempotency_key, exclusive=action.exclusive)
+        return self.render(row), created
+
+    def render(self, row: TaskRow, children: list[TaskRow] | None = None) -> dict[str, Any]:
+        subs = children if children is not None else self._store.children([row.id])
+        nodes = [s for s in subs if s.step is None]
+        if row.parent_id is None and row.status not in ("complete", "terminated"):
+            ok = sorted(str(s.node) for s in nodes if s.result == "success")
+            bad = sorted(str(s.node) for s in nodes if s.result == "failure")
+        else:
+            ok, bad = list(row.successes or []), list(row.failures or [])
+        return task_body(row, messages=self._progress.messages(row),
+                         subtask_ids=[s.id for s in subs], successes=ok, failures=bad)
+
+    def get(self, task_id: str, *, layers: int = 0,
+            subtask_errors: bool = False) -> dict[str, Any]:
+        row = self._store.get(task_id)
+        if layers == 0:
+            body = self.render(row)
+            if subtask_errors:
+                body["subtask_errors"] = self._subtask_errors(row)
+            return body
+        tree: dict[str, Any] = {"init_task_id": row.id}
+        level, depth = [row], 0
+        while level:
+            children = self._store.children([r.id for r in level])
+            by_parent: dict[str, list[TaskRow]] = {}
+            for child in children:
+                by_parent.setdefault(str(child.parent_id), []).append(child)
+            for r in level:
+                tree[r.id] = self.render(r, by_parent.get(r.id, []))
+            depth += 1
+            level = children if (layers < 0 or depth < layers) else []
+        return tree
+
+    def _subtask_errors(self, row: TaskRow) -> dict[str, Any]:
+        errors: dict[str, list[Message]] = {}
+        level = self._store.children([row.id])
+        while level:
+            for sub in level:
+                found = [m for m in self._progress.messages(sub, errors_only=True)
+                         if sub.step is not None or not m.get("step")]
+                if found:
+                    errors[sub.id] = found
+            level = self._store.children([s.id for s in level])
+        return {tid: {"details": {"errorCount": len(ms), "messageList": ms}}
+                for tid, ms in errors.items()}
+
+    def list(self, *, statuses: list[str], actions: list[str], since: str | None,
+             limit: int, marker: str | None) -> list[dict[str, Any]]:
+        problems = [f"status {s!r} is not one of {', '.join(t.value for t in TaskStatus)}"
+                    for s in statuses if s not in {t.value for t in TaskStatus}]
+        problems += [f"action {a!r} is not one of {', '.join(ALL_ACTIONS)}"
+                     for a in actions if a not in ALL_ACTIONS]
+        since_ts = None
+        if since:
+            try:
+                parsed = datetime.fromisoformat(since.replace("Z", "+00:00"))
+                if parsed.tzinfo is None:
+                    parsed = parsed.replace(tzinfo=UTC)
+                since_ts = parsed.timestamp()
+            except ValueError:
+                problems.append(f"since {since!r} is not an ISO 8601 timestamp")
+        if problems:
+            raise _invalid(problems)
+        rows = self._store.list_tasks(statuses=statuses, actions=actions, since=since_ts,
+                                      limit=limit, marker=marker)
+        return [self.render(r) for r in rows]
+
+    def terminate(self, task_id: str, user: str | None) -> dict[str, Any]:
+        return self.render(self._store.request_terminate(task_id, user))

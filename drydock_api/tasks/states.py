@@ -1,0 +1,61 @@
+"""Task statuses and results, the transition table, and the one function that applies it."""
+
+from __future__ import annotations
+
+import enum
+
+from common.errors import Conflict
+
+
+class TaskStatus(enum.StrEnum):
+    REQUESTED = "requested"
+    QUEUED = "queued"
+    RUNNING = "running"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+    COMPLETE = "complete"
+
+
+class TaskResult(enum.StrEnum):
+    INCOMPLETE = "incomplete"
+    SUCCESS = "success"
+    PARTIAL_SUCCESS = "partial_success"
+    FAILURE = "failure"
+
+
+S = TaskStatus
+
+TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
+    S.REQUESTED: frozenset({S.QUEUED, S.RUNNING, S.TERMINATED}),
+    S.QUEUED: frozenset({S.RUNNING, S.TERMINATED}),
+    S.RUNNING: frozenset({S.COMPLETE, S.TERMINATING}),
+    S.TERMINATING: frozenset({S.TERMINATED}),
+    S.TERMINATED: frozenset(),
+    S.COMPLETE: frozenset(),
+}
+
+FINAL = frozenset({S.TERMINATED, S.COMPLETE})
+ACTIVE = frozenset({S.REQUESTED, S.QUEUED, S.RUNNING, S.TERMINATING})
+
+
+class IllegalTransition(Conflict):
+    reason, title = "InvalidTaskState", "Illegal task state transition"
+
+
+def check_transition(current: str, target: str) -> TaskStatus:
+    """Return `target` as a TaskStatus when the table allows current → target, else 409."""
+    src, dst = TaskStatus(current), TaskStatus(target)
+    if dst not in TRANSITIONS[src]:
+        raise IllegalTransition(f"A task cannot go from {src.value} to {dst.value}")
+    return dst
+
+
+def summarize(successes: int, failures: int, unfinished: int) -> TaskResult:
+    """The result of a task from how many of its nodes succeeded, failed, or never finished."""
+    if failures == 0 and unfinished == 0:
+        return TaskResult.SUCCESS
+    if successes == 0 and failures == 0:
+        return TaskResult.INCOMPLETE
+    if successes == 0:
+        return TaskResult.FAILURE
+    return TaskResult.PARTIAL_SUCCESS
