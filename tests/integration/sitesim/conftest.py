@@ -1,0 +1,49 @@
+"""Helpers of the simulated-site integration tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import requests
+from requests_oauthlib import OAuth1
+
+from sitesim.site import Site
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02) -> Any:
+    """Poll until `predicate()` is truthy; fail the test (never on speed alone) after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(interval)
+
+
+def node(site: Site, name: str) -> dict[str, Any]:
+    reply = requests.get(f"{site.urls['sitesim']}/nodes/{name}", timeout=10)
+    reply.raise_for_status()
+    result: dict[str, Any] = reply.json()
+    return result
+
+
+def calls(site: Site, **query: str) -> int:
+    reply = requests.get(f"{site.urls['sitesim']}/calls", params=query, timeout=10)
+    reply.raise_for_status()
+    return int(reply.json()["count"])
+
+
+def maas_auth(api_key: str) -> OAuth1:
+    consumer, token, secret = api_key.split(":")
+    return OAuth1(consumer, "", token, secret, signature_method="PLAINTEXT")
+
+
+@pytest.fixture
+def clean_faults(sitesim_site: Site):
+    yield
+    requests.delete(f"{sitesim_site.urls['sitesim']}/faults", timeout=10)
