@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from pyghmi.ipmi import bmc as pyghmi_bmc
@@ -84,8 +85,12 @@ class SiteIpmiBmc(pyghmi_bmc.Bmc):  # type: ignore[misc]
         return self.uuid
 
     def close(self) -> None:
-        handlers = ipmisession.Session.bmc_handlers
-        handlers.pop(self.serversocket, None)
+        """Unregister the socket from pyghmi's shared IO loop before closing it."""
+        ipmisession.Session.bmc_handlers.pop(self.serversocket, None)
+        ipmisession.Session.socketpool.pop(self.serversocket, None)
+        if self.serversocket in ipmisession.iosockets:
+            ipmisession.iosockets.remove(self.serversocket)
+            time.sleep(0.05)  # let the IO thread leave a select() that still holds it
         self.serversocket.close()
 
 
