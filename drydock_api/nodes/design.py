@@ -137,6 +137,21 @@ def _bmc(name: str, data: dict[str, Any], secrets: dict[str, str], doc: Document
     return otype, address, port, bmc
 
 
+def _profile_chain(name: str, profiles: dict[str, Document]) -> list[Document] | None:
+    """The profile and its ancestors, root first; None when one is missing or a cycle."""
+    chain: list[Document] = []
+    seen: set[str] = set()
+    current: str | None = name
+    while current:
+        if current in seen or current not in profiles:
+            return None
+        seen.add(current)
+        chain.insert(0, profiles[current])
+        parent = (profiles[current].get("data") or {}).get("host_profile")
+        current = str(parent) if parent else None
+    return chain
+
+
 def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
           problems: list[Message]) -> NodeDef:
     name = doc_ref(doc)["name"]
@@ -144,11 +159,16 @@ def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
     data: dict[str, Any] = dict(raw or {})
     profile_name = data.get("host_profile")
     if profile_name:
-        if profile_name not in profiles:
-            problems.append(_problem(f"Node {name}: unknown host profile {profile_name}",
+        chain = _profile_chain(str(profile_name), profiles)
+        if chain is None:
+            problems.append(_problem(f"Node {name}: unknown host profile {profile_name} (or a "
+                                     f"profile it inherits from is missing or circular)",
                                      "UnknownHostProfile", doc))
         else:
-            data = merge(profiles[profile_name].get("data") or {}, data)
+            inherited: dict[str, Any] = {}
+            for prof in chain:
+                inherited = merge(inherited, prof.get("data") or {})
+            data = merge(inherited, data)
     otype, address, port, bmc = _bmc(name, data, secrets, doc, problems)
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     storage = data.get("storage") if isinstance(data.get("storage"), dict) else {}

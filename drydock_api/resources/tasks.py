@@ -5,13 +5,24 @@ from __future__ import annotations
 import falcon
 
 from common.body import read_json_object
-from common.errors import BadRequest, Unauthenticated
+from common.errors import BadRequest, Forbidden, Unauthenticated
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.policy import authorize, check
 from drydock_api.tasks.actions import ALL_ACTIONS
 from drydock_api.tasks.service import TaskService
 
 MAX_LIMIT = 1000
+
+
+def _may_create_some_task(req: falcon.Request) -> None:
+    """403 before the body is read when the caller may create no task at all."""
+    for action in ALL_ACTIONS:
+        try:
+            check(req, f"drydock:{action}")
+            return
+        except Forbidden:
+            continue
+    raise Forbidden("No policy drydock:<action> allows this caller to create tasks")
 
 
 class TasksResource:
@@ -22,6 +33,7 @@ class TasksResource:
         ctx = req.context.berth
         if not ctx.authenticated:
             raise Unauthenticated("Missing or invalid X-Auth-Token")
+        _may_create_some_task(req)
         body = read_json_object(req)
         action = body.get("action")
         check(req, f"drydock:{action}" if action in ALL_ACTIONS else "drydock:destroy_nodes")
