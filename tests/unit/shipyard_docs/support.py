@@ -46,7 +46,7 @@ def secret(name: str = "bmc-password", value: str = "s3cret-value") -> dict[str,
 
 
 def node(name: str = "node01", profile: str = "default") -> dict[str, Any]:
-    return doc("drydock/BaremetalNode/v1", name, {"host_profile": profile})
+    return doc("test/Thing/v1", name, {"host_profile": profile})
 
 
 def dump(docs: list[dict[str, Any]]) -> str:
