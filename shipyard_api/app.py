@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from oslo_config import cfg
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
 
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
-from common.health import peer_check
+from common.health import callable_check, peer_check
 from common.httpclient import peer_client
 from shipyard_api import config, policy
+from shipyard_api.actions import definitions
+from shipyard_api.actions.ports import ActionSettings, Services
+from shipyard_api.actions.service import ActionService
+from shipyard_api.clients.drydock import DrydockClient
+from shipyard_api.clients.promenade import PromenadeClient
+from shipyard_api.db import make_engine, session_factory, upgrade
+from shipyard_api.documents.deps import DocumentDeps, build_document_deps
+from shipyard_api.resources.actions import action_routes
+from shipyard_api.resources.documents import document_routes
+from shipyard_api.workflow.engine import Engine, EngineSettings
+from shipyard_api.workflow.store import ActionStore
+from shipyard_api.workflow.worker import WorkerPool
+
+DEFAULT_DB = "sqlite:///shipyard.db"
+
+
+@dataclass
+class Runtime:
+    """The database-backed parts shared by the API and shipyard-worker processes."""
+
+    sessions: sessionmaker[Session]
+    documents: DocumentDeps
+    store: ActionStore
+    services: Services
+    workers: WorkerPool
 
 
 @dataclass
@@ -18,16 +48,61 @@ class Deps:
     """Shipyard's collaborators, built from config by `build_deps` or given by tests."""
 
     health_checks: list[HealthCheck] = field(default_factory=list)
+    runtime: Runtime | None = None
+    actions: ActionService | None = None
+
+
+def build_runtime(conf: cfg.ConfigOpts, worker_count: int) -> Runtime:
+    """Migrate the database, then build the store, the services and the engine workers."""
+    url = conf.database.connection or DEFAULT_DB
+    upgrade(url)
+    sessions = session_factory(make_engine(url))
+    docs = build_document_deps(conf, sessions)
+    wf = conf.workflow
+    services = Services(
+        promenade=PromenadeClient(peer_client(conf, "promenade")),
+        drydock=DrydockClient(peer_client(conf, "drydock")),
+        documents=docs.store,
+        settings=ActionSettings(public_url=docs.public_url, step_retries=wf.step_retries,
+                                step_backoff=wf.step_backoff, max_backoff=wf.max_backoff))
+    store = ActionStore(sessions)
+    settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
+                              max_concurrent_nodes=wf.max_concurrent_nodes,
+                              max_poll_interval=wf.max_poll_interval or None)
+    prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    defs = definitions()
+
+    def make(n: int) -> Engine:
+        return Engine(store, defs, services, owner=f"{prefix}:{n}", settings=settings)
+
+    return Runtime(sessions, docs, store, services,
+                   WorkerPool(make, worker_count, wf.poll_interval))
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
-    return Deps(health_checks=[peer_check("promenade", peer_client(conf, "promenade")),
-                  peer_check("drydock", peer_client(conf, "drydock"))])
+    runtime = build_runtime(conf, conf.workflow.api_workers)
+    actions = ActionService(runtime.store, definitions(), runtime.documents.store,
+                            wake=runtime.workers.wake)
+
+    def database() -> str:
+        with runtime.sessions() as s:
+            s.execute(text("SELECT 1"))
+        return "database reachable"
+
+    checks = [callable_check("database", database),
+              peer_check("promenade", peer_client(conf, "promenade")),
+              peer_check("drydock", peer_client(conf, "drydock"))]
+    runtime.workers.start()
+    return Deps(health_checks=checks, runtime=runtime, actions=actions)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     routes: list[tuple[str, object]] = []
+    if deps.runtime is not None:
+        routes += document_routes(deps.runtime.documents.store, deps.runtime.documents.validator)
+    if deps.actions is not None:
+        routes += action_routes(deps.actions)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks))
 

@@ -5,9 +5,36 @@ from __future__ import annotations
 from oslo_config import cfg
 
 from common import config
+from shipyard_api.documents.config import OPTS as DOCUMENT_OPTS
 
 SERVICE = "shipyard"
-OPTS: list[tuple[str, list[cfg.Opt]]] = []
+
+WORKFLOW_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt("api_workers", default=1, min=0,
+               help="Engine threads inside each API process; 0 leaves actions to "
+                    "shipyard-worker processes."),
+    cfg.FloatOpt("lease_seconds", default=30.0, min=1.0,
+                 help="Lease a worker holds on an action; renewed while it works. An action "
+                      "held by a dead worker is taken over when the lease expires."),
+    cfg.FloatOpt("poll_interval", default=1.0, min=0.01,
+                 help="How often an idle worker looks for due actions (s)."),
+    cfg.FloatOpt("hold_seconds", default=5.0, min=0.0,
+                 help="A worker keeps an action while its next step is due within this (s); "
+                      "otherwise it hands the action back to the queue."),
+    cfg.IntOpt("max_concurrent_nodes", default=4, min=1,
+               help="Target nodes of one action processed at the same time (never two etcd "
+                    "members of one cluster in decommission at once)."),
+    cfg.IntOpt("step_retries", default=3, min=0,
+               help="Retries of a step that failed with a retryable error."),
+    cfg.FloatOpt("step_backoff", default=5.0, min=0.0,
+                 help="First retry delay of a failed step (s), doubled each retry."),
+    cfg.FloatOpt("max_backoff", default=300.0, min=0.0, help="Largest retry delay (s)."),
+    cfg.FloatOpt("max_poll_interval", default=0.0, min=0.0,
+                 help="Upper bound of the polling intervals read from DeploymentConfiguration "
+                      "(s); 0 means no bound. Useful for simulated sites."),
+]
+
+OPTS: list[tuple[str, list[cfg.Opt]]] = [("workflow", WORKFLOW_OPTS), *DOCUMENT_OPTS]
 
 
 def load(config_file: str | None = None) -> cfg.ConfigOpts:

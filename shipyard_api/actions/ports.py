@@ -1,0 +1,52 @@
+"""What action steps use: the document store, the peers' clients and a few settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from shipyard_api.clients.ports import DrydockPort, PromenadePort
+from shipyard_api.workflow.definitions import FinishContext, StepContext
+from shipyard_api.workflow.outcomes import StepPolicy
+
+
+class DocumentsPort(Protocol):
+    """The part of Shipyard's document store that actions use."""
+
+    def revision_id(self, version: str) -> int | None: ...
+
+    def rendered_documents(self, revision_id: int, *,
+                           cleartext: bool = True) -> list[dict[str, Any]]: ...
+
+    def add_tag(self, revision_id: int, tag: str,
+                data: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def intermediate_commits(self, using_revision: int) -> list[int]: ...
+
+    def design_ref(self, revision_id: int, base_url: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ActionSettings:
+    """`public_url`: where Promenade and Drydock fetch designs; retries/backoff of steps."""
+
+    public_url: str = "http://127.0.0.1:9000"
+    step_retries: int = 3
+    step_backoff: float = 5.0
+    max_backoff: float = 300.0
+
+    def policy(self, timeout: float) -> StepPolicy:
+        return StepPolicy(timeout=float(timeout), retries=self.step_retries,
+                          backoff=self.step_backoff, max_backoff=self.max_backoff)
+
+
+@dataclass
+class Services:
+    promenade: PromenadePort
+    drydock: DrydockPort
+    documents: DocumentsPort
+    settings: ActionSettings
+
+
+def services(ctx: StepContext | FinishContext) -> Services:
+    return cast(Services, ctx.services)

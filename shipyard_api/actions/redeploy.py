@@ -1,0 +1,142 @@
+"""redeploy_server: decommission, destroy, remove from the cluster, redeploy, relabel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common.errors import BadGateway, Conflict, NotFound
+from shipyard_api.actions import steps
+from shipyard_api.actions.design import decommission_timeouts, node_names
+from shipyard_api.actions.params import REVISIONS, Params, version_of
+from shipyard_api.actions.ports import DocumentsPort, services
+from shipyard_api.clients.ports import node_names_filter, node_ready
+from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
+from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
+
+NAME = "redeploy_server"
+PARAMS = ("target_nodes", "preserve-local-storage", "target-revision")
+
+
+def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
+    """Validate parameters; unknown node names are refused when the revision exists."""
+    p = Params(raw, PARAMS)
+    targets = p.nodes("target_nodes", required=True)
+    preserve = p.boolean("preserve-local-storage")
+    revision_name = p.choice("target-revision", REVISIONS, "successful-site-action")
+    p.raise_if_invalid()
+    revision = documents.revision_id(version_of(revision_name))
+    if revision is not None and targets:
+        known = set(node_names(documents.rendered_documents(revision, cleartext=False)))
+        for name in targets:
+            if name not in known:
+                p.problem(f"{name} is not a node of design revision {revision}")
+        p.raise_if_invalid()
+    params = {"target_nodes": targets, "preserve-local-storage": preserve,
+              "target-revision": revision_name}
+    return Prepared(params, targets, revision)
+
+
+def _node(ctx: StepContext) -> str:
+    assert ctx.node is not None
+    return ctx.node
+
+
+def decommission(ctx: StepContext) -> Outcome:
+    svc = services(ctx)
+    d = steps.design(ctx)
+    timeouts = decommission_timeouts(d["config"])
+    try:
+        body = svc.promenade.decommission(_node(ctx), str(d["design_ref"]), timeouts,
+                                          ctx=ctx.request_context(), key=ctx.key())
+    except BadGateway as exc:
+        peer = exc.peer_status or {}
+        if peer.get("reason") == "DisassociateStepFailure":
+            return failed("DisassociateStepFailure", str(peer.get("message") or exc),
+                          {"promenade": peer})
+        raise
+    except NotFound as exc:
+        return failed("NodeNotFound", exc.message, exc.to_status())
+    return done(details={"promenade": body}, note="Promenade decommissioned the node")
+
+
+def decommission_policy(ctx: StepContext) -> StepPolicy:
+    timeouts = decommission_timeouts(steps.design(ctx)["config"])
+    total = sum(v for k, v in timeouts.items() if k != "drain-node-grace-period")
+    return services(ctx).settings.policy(total + 120)
+
+
+def etcd_clusters(ctx: StepContext) -> set[str]:
+    """Decommission holds the node's etcd clusters: one member of a cluster at a time."""
+    etcd = steps.design(ctx).get("etcd") or {}
+    return {f"etcd:{name}" for name in etcd.get(_node(ctx), [])}
+
+
+def destroy(ctx: StepContext) -> Outcome:
+    preserve = bool(ctx.parameters.get("preserve-local-storage", False))
+    return steps.drydock_task(ctx, "destroy_nodes", node_names_filter([_node(ctx)]),
+                              {"preserve_local_storage": preserve},
+                              steps.config_value(ctx, "physical_provisioner", "destroy_interval"))
+
+
+def remove_from_cluster(ctx: StepContext) -> Outcome:
+    svc = services(ctx)
+    try:
+        body = svc.promenade.remove_from_cluster(_node(ctx), ctx=ctx.request_context(),
+                                                 key=ctx.key())
+    except NotFound:
+        return done(note="The node was already absent from Kubernetes")
+    except Conflict as exc:
+        return failed("RemoveFromClusterRefused", exc.message, exc.to_status())
+    return done(details={"promenade": body}, note="Removed from the Kubernetes cluster")
+
+
+def prepare_node(ctx: StepContext) -> Outcome:
+    return steps.drydock_task(ctx, "prepare_nodes", node_names_filter([_node(ctx)]), {},
+                              steps.config_value(ctx, "physical_provisioner",
+                                                 "prepare_node_interval"))
+
+
+def deploy_node(ctx: StepContext) -> Outcome:
+    return steps.drydock_task(ctx, "deploy_nodes", node_names_filter([_node(ctx)]), {},
+                              steps.config_value(ctx, "physical_provisioner", "deploy_interval"))
+
+
+def wait_ready(ctx: StepContext) -> Outcome:
+    status = services(ctx).promenade.node_status(_node(ctx), ctx=ctx.request_context())
+    if node_ready(status):
+        return done(details={"node": status or {}}, note="The Kubernetes node is Ready")
+    return retry_after(steps.config_value(ctx, "kubernetes", "node_status_interval"),
+                       details={"node": status or {}})
+
+
+def relabel(ctx: StepContext) -> Outcome:
+    return steps.drydock_task(ctx, "relabel_nodes", node_names_filter([_node(ctx)]), {},
+                              steps.config_value(ctx, "physical_provisioner",
+                                                 "relabel_nodes_interval"))
+
+
+def _timeout(section: str, key: str) -> Any:
+    def policy(ctx: StepContext) -> StepPolicy:
+        return services(ctx).settings.policy(steps.config_value(ctx, section, key))
+    return policy
+
+
+def definition() -> ActionDefinition:
+    pp = "physical_provisioner"
+    return ActionDefinition(NAME, [
+        StepDef("preflight", steps.preflight, steps.preflight_policy),
+        StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
+        StepDef("decommission", decommission, decommission_policy, per_node=True,
+                exclusive=etcd_clusters),
+        StepDef("destroy_nodes", destroy, _timeout(pp, "destroy_timeout"), per_node=True),
+        StepDef("remove_from_cluster", remove_from_cluster, steps.preflight_policy,
+                per_node=True),
+        StepDef("prepare_nodes", prepare_node, _timeout(pp, "prepare_node_timeout"),
+                per_node=True),
+        StepDef("deploy_nodes", deploy_node, _timeout(pp, "deploy_timeout"), per_node=True),
+        StepDef("wait_node_ready", wait_ready, _timeout("kubernetes", "node_status_timeout"),
+                per_node=True),
+        StepDef("relabel_nodes", relabel, _timeout(pp, "relabel_nodes_timeout"),
+                per_node=True),
+    ], prepare)

@@ -1,0 +1,100 @@
+"""Creating, listing, showing and controlling actions (the domain behind /actions)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ulid import ULID
+
+from common.context import RequestContext
+from common.errors import BadRequest, Conflict, NotFound
+from shipyard_api.actions.ports import DocumentsPort
+from shipyard_api.actions.views import action_view, step_view
+from shipyard_api.workflow.definitions import ActionDefinition, Prepared, plan
+from shipyard_api.workflow.models import ActionRow
+from shipyard_api.workflow.states import CONTROLS, ActionState
+from shipyard_api.workflow.store import ActionStore
+
+
+def new_ulid() -> str:
+    return str(ULID())
+
+
+class ActionService:
+    def __init__(self, store: ActionStore, definitions: Mapping[str, ActionDefinition],
+                 documents: DocumentsPort, *, clock: Callable[[], float] = time.time,
+                 new_id: Callable[[], str] = new_ulid,
+                 wake: Callable[[], None] | None = None) -> None:
+        self.store = store
+        self.definitions = definitions
+        self.documents = documents
+        self.clock = clock
+        self.new_id = new_id
+        self.wake = wake
+
+    def definition(self, name: Any) -> ActionDefinition:
+        if not isinstance(name, str) or name not in self.definitions:
+            raise BadRequest(f"Unknown action {name!r}; known actions: "
+                             f"{', '.join(sorted(self.definitions))}", reason="UnknownAction")
+        return self.definitions[name]
+
+    def create(self, name: str, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
+        """Validate, check conflicts, and persist a pending action with its planned steps."""
+        definition = self.definition(name)
+        if parameters is None:
+            parameters = {}
+        if not isinstance(parameters, dict):
+            raise BadRequest("parameters must be an object")
+        prepared = definition.prepare(parameters, self.documents)
+        now = self.clock()
+        row = ActionRow(
+            id=self.new_id(), name=name, parameters=prepared.parameters,
+            state=ActionState.PENDING.value, marker=ctx.marker, user=ctx.end_user or ctx.user,
+            created_at=now, updated_at=now, next_run_at=now, revision_id=prepared.revision_id,
+            site_wide=prepared.targets is None, target_nodes=prepared.targets or [],
+            message="", validations=prepared.validations)
+        self.store.create(row, plan(definition, prepared.targets),
+                          lambda active: check_conflicts(prepared, active))
+        if self.wake:
+            self.wake()
+        return self.get(row.id)
+
+    def list(self) -> list[dict[str, Any]]:
+        return [action_view(r) for r in self.store.all()]
+
+    def get(self, action_id: str) -> dict[str, Any]:
+        row = self.store.get(action_id)
+        return action_view(row, self.store.steps(action_id), self.store.audit(action_id))
+
+    def step(self, action_id: str, sid: str) -> dict[str, Any]:
+        self.store.get(action_id)
+        for s in self.store.steps(action_id):
+            if s.step_id == sid:
+                return step_view(action_id, s)
+        raise NotFound(f"Action {action_id} has no step {sid}")
+
+    def control(self, action_id: str, verb: str, ctx: RequestContext) -> dict[str, Any]:
+        if verb not in CONTROLS:
+            raise NotFound(f"Unknown control {verb!r}; use one of {', '.join(CONTROLS)}")
+        self.store.control(action_id, verb, user=ctx.end_user or ctx.user, marker=ctx.marker,
+                           now=self.clock())
+        if self.wake:
+            self.wake()
+        return self.get(action_id)
+
+
+def check_conflicts(prepared: Prepared, active: Sequence[ActionRow]) -> None:
+    """A site-wide action and an action on the same nodes never run at once (409)."""
+    mine = set(prepared.targets or [])
+    clashes = []
+    for row in active:
+        if prepared.targets is None or row.site_wide:
+            clashes.append(f"{row.name} {row.id} ({row.state})")
+        elif mine & set(row.target_nodes or []):
+            both = ", ".join(sorted(mine & set(row.target_nodes)))
+            clashes.append(f"{row.name} {row.id} ({row.state}) on {both}")
+    if clashes:
+        raise Conflict("Conflicting actions are still active: " + "; ".join(clashes),
+                       reason="ConflictingAction")

@@ -1,0 +1,86 @@
+"""deploy_site, update_site and relabel_nodes (site-wide, or a few nodes for relabel)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common.errors import Conflict
+from common.status import simple_message
+from shipyard_api.actions import steps
+from shipyard_api.actions.design import node_names
+from shipyard_api.actions.params import Params
+from shipyard_api.actions.ports import DocumentsPort, services
+from shipyard_api.clients.ports import node_names_filter
+from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
+from shipyard_api.workflow.outcomes import Outcome, StepPolicy
+
+SITE_PARAMS = ("allow-intermediate-commits",)
+
+
+def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
+    """The committed revision; 409 IntermediateCommits unless explicitly allowed."""
+    p = Params(raw, SITE_PARAMS)
+    allow = p.boolean("allow-intermediate-commits")
+    p.raise_if_invalid()
+    revision = documents.revision_id("committed")
+    notes = []
+    if revision is not None and not allow:
+        others = documents.intermediate_commits(revision)
+        if others:
+            raise Conflict(
+                f"Committed revisions {others} have not been used by a site action since the "
+                f"last one; the action would use revision {revision}. Set the parameter "
+                "allow-intermediate-commits=true to go on.", reason="IntermediateCommits")
+    elif allow:
+        notes.append(simple_message("Intermediate commit check skipped "
+                                  "(allow-intermediate-commits=true)", error=False))
+    params = {"allow-intermediate-commits": allow, "target-revision": "committed"}
+    return Prepared(params, None, revision, notes)
+
+
+def prepare_relabel(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
+    p = Params(raw, ("target_nodes",))
+    targets = p.nodes("target_nodes", required=False)
+    p.raise_if_invalid()
+    revision = documents.revision_id("committed")
+    if revision is not None and targets:
+        known = set(node_names(documents.rendered_documents(revision, cleartext=False)))
+        for name in targets:
+            if name not in known:
+                p.problem(f"{name} is not a node of design revision {revision}")
+        p.raise_if_invalid()
+    return Prepared({"target_nodes": targets, "target-revision": "committed"}, targets,
+                    revision)
+
+
+def relabel_nodes(ctx: StepContext) -> Outcome:
+    targets = ctx.parameters.get("target_nodes")
+    node_filter = node_names_filter(list(targets)) if targets else None
+    return steps.drydock_task(ctx, "relabel_nodes", node_filter, {},
+                              steps.config_value(ctx, "physical_provisioner",
+                                                 "relabel_nodes_interval"))
+
+
+def relabel_policy(ctx: StepContext) -> StepPolicy:
+    return services(ctx).settings.policy(
+        steps.config_value(ctx, "physical_provisioner", "relabel_nodes_timeout"))
+
+
+def site_definition(name: str) -> ActionDefinition:
+    """deploy_site / update_site; the strategy-driven baremetal step goes after validation."""
+    return ActionDefinition(name, [
+        StepDef("preflight", steps.preflight, steps.preflight_policy),
+        StepDef("intermediate_commit_check", steps.intermediate_commits,
+                steps.preflight_policy),
+        StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
+        StepDef("relabel_nodes", relabel_nodes, relabel_policy),
+    ], prepare_site, steps.tag_site_action)
+
+
+def relabel_definition() -> ActionDefinition:
+    return ActionDefinition("relabel_nodes", [
+        StepDef("preflight", steps.preflight, steps.preflight_policy),
+        StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
+        StepDef("relabel_nodes", relabel_nodes, relabel_policy),
+    ], prepare_relabel)

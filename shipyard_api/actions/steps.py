@@ -1,0 +1,131 @@
+"""Steps shared by several actions: preflight, design resolution, Drydock tasks, site tags."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from common.documents import validate_documents
+from common.errors import BerthError, ServiceUnavailable
+from shipyard_api.actions.design import deployment_configuration, etcd_membership, node_names
+from shipyard_api.actions.params import version_of
+from shipyard_api.actions.ports import services
+from shipyard_api.workflow.definitions import FinishContext, StepContext
+from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
+
+LOG = logging.getLogger(__name__)
+FINISHED = ("complete", "terminated")
+
+
+def target_version(ctx: StepContext) -> str:
+    return version_of(str(ctx.parameters.get("target-revision", "committed")))
+
+
+def preflight(ctx: StepContext) -> Outcome:
+    """The target revision exists (else MissingPrecondition) and both peers are healthy."""
+    svc = services(ctx)
+    revision = ctx.revision_id or svc.documents.revision_id(target_version(ctx))
+    if revision is None:
+        return failed("MissingPrecondition",
+                      f"No {ctx.parameters.get('target-revision', 'committed')} revision "
+                      "of the design exists; nothing was changed")
+    rc = ctx.request_context()
+    unhealthy = []
+    for name, port in (("Promenade", svc.promenade), ("Drydock", svc.drydock)):
+        try:
+            ok = port.healthy(rc)
+        except BerthError:
+            ok = False
+        if not ok:
+            unhealthy.append(name)
+    if unhealthy:
+        raise ServiceUnavailable(f"Not healthy: {', '.join(unhealthy)}")
+    return done({"revision_id": revision}, details={"revision_id": revision},
+                note=f"Using design revision {revision}; Promenade and Drydock healthy")
+
+
+def preflight_policy(ctx: StepContext) -> StepPolicy:
+    return services(ctx).settings.policy(600)
+
+
+def resolve_design(ctx: StepContext) -> Outcome:
+    """Read and validate the revision's rendered documents; keep what later steps need."""
+    svc = services(ctx)
+    revision = int(ctx.output("preflight")["revision_id"])
+    docs = svc.documents.rendered_documents(revision, cleartext=True)
+    problems = [m for m in validate_documents(docs) if m.get("error")]
+    if problems:
+        return failed("InvalidDesign", f"Revision {revision} has {len(problems)} invalid "
+                      "document(s)", {"messageList": problems})
+    nodes = node_names(docs)
+    targets = list(ctx.parameters.get("target_nodes") or [])
+    unknown = [n for n in targets if n not in nodes]
+    if unknown:
+        return failed("UnknownNodes", f"Not nodes of revision {revision}: {', '.join(unknown)}")
+    design_ref = svc.documents.design_ref(revision, svc.settings.public_url)
+    output = {"revision_id": revision, "design_ref": design_ref, "nodes": nodes,
+              "config": deployment_configuration(docs), "etcd": etcd_membership(docs)}
+    return done(output, details={"revision_id": revision, "design_ref": design_ref,
+                                 "documents": len(docs)},
+                note=f"Design revision {revision} valid ({len(docs)} documents)")
+
+
+def design(ctx: StepContext) -> Mapping[str, Any]:
+    return ctx.output("resolve_design")
+
+
+def config_value(ctx: StepContext, section: str, key: str) -> float:
+    cfg = design(ctx).get("config") or {}
+    return float((cfg.get(section) or {}).get(key, 30))
+
+
+def drydock_task(ctx: StepContext, action: str, node_filter: dict[str, Any] | None,
+                 options: Mapping[str, Any], interval: float) -> Outcome:
+    """Create the Drydock task once (idempotency key), then poll it until it ends."""
+    svc = services(ctx)
+    rc = ctx.request_context()
+    task_id = ctx.memo.get("task_id")
+    if task_id is None:
+        task = svc.drydock.create_task(action, str(design(ctx)["design_ref"]), node_filter,
+                                       options, ctx=rc, key=ctx.key())
+        task_id = str(task.get("task_id"))
+        return retry_after(interval, memo={"task_id": task_id}, details={"task": task},
+                           note=f"Drydock {action} task {task_id} created")
+    task = svc.drydock.get_task(str(task_id), ctx=rc)
+    status = str(task.get("status", ""))
+    result = task.get("result")
+    outcome = str(result.get("status") if isinstance(result, dict) else result or "")
+    if status not in FINISHED:
+        return retry_after(interval, details={"task": task})
+    if outcome == "success":
+        return done({"task_id": task_id}, details={"task": task},
+                    note=f"Drydock {action} task {task_id} succeeded")
+    return failed("DrydockTaskFailed", f"Drydock {action} task {task_id} ended {status} "
+                  f"with result {outcome or 'unknown'}", {"task": task})
+
+
+def intermediate_commits(ctx: StepContext) -> Outcome:
+    """Refuse when other committed revisions await a site action (unless allowed)."""
+    svc = services(ctx)
+    revision = int(ctx.output("preflight")["revision_id"])
+    if ctx.parameters.get("allow-intermediate-commits") is True:
+        LOG.info("Intermediate commit check skipped for action %s", ctx.action_id)
+        return done(note="Intermediate commit check skipped: allow-intermediate-commits=true")
+    others = svc.documents.intermediate_commits(revision)
+    if others:
+        return failed("IntermediateCommits",
+                      f"Committed revisions {others} were never used by a site action; "
+                      "use allow-intermediate-commits=true to go on", {"revisions": others})
+    return done(note="No intermediate commits")
+
+
+def tag_site_action(ctx: FinishContext) -> None:
+    """Tag the revision used site-action-success/failure (failure once validation passed)."""
+    revision = ctx.revision_id or (ctx.outputs.get("preflight") or {}).get("revision_id")
+    if revision is None:
+        return
+    if not ctx.succeeded and ctx.step_states.get("resolve_design") != "success":
+        return
+    tag = "site-action-success" if ctx.succeeded else "site-action-failure"
+    services(ctx).documents.add_tag(int(revision), tag, {"dag_id": ctx.action_id})

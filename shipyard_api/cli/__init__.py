@@ -1,0 +1,1 @@
+"""The `shipyard` command line client."""

@@ -1,0 +1,156 @@
+"""`shipyard create action`, `get actions`, `describe action|step`, `pause|unpause|stop`."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.live import Live
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from shipyard_api.cli.main import Shipyard
+
+ENDED = ("complete", "failed", "stopped")
+ACTION_COLUMNS = [("Name", "name"), ("Action", "id"), ("Lifecycle", "action_lifecycle"),
+                  ("Created", "datetime"), ("User", "user"), ("Reason", "reason")]
+STEP_COLUMNS = [("Step", "id"), ("State", "state"), ("Attempts", "attempts"),
+                ("Start", "start"), ("End", "end"), ("Reason", "reason"), ("Last note", "note")]
+
+
+def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="--param")
+        key, value = pair.split("=", 1)
+        params[key.strip()] = value.strip()
+    return params
+
+
+def strip_kind(target: str, kind: str = "action") -> str:
+    return target.split("/", 1)[1] if target.startswith(f"{kind}/") else target
+
+
+def step_rows(action: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for step in action.get("steps") or []:
+        notes = step.get("notes") or []
+        rows.append({**step, "note": notes[-1]["message"] if notes else ""})
+    return rows
+
+
+def steps_table(action: dict[str, Any]) -> Table:
+    out = Table(title=f"{action['name']} {action['id']}: {action['action_lifecycle']}")
+    for header, _ in STEP_COLUMNS:
+        out.add_column(header)
+    for row in step_rows(action):
+        out.add_row(*("" if row.get(k) is None else str(row.get(k)) for _, k in STEP_COLUMNS))
+    return out
+
+
+def wait_for(sy: Shipyard, action_id: str, poll: float, timeout: float | None) -> dict[str, Any]:
+    """Follow the action until it ends, with a live table of its steps in table mode."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    action: dict[str, Any] = sy.request("GET", f"/actions/{action_id}")
+    live = Live(steps_table(action), console=sy.console, refresh_per_second=4) \
+        if sy.output == "table" else None
+    if live:
+        live.start()
+    try:
+        while action["state"] not in ENDED:
+            if deadline is not None and time.monotonic() > deadline:
+                raise click.ClickException(f"Action {action_id} still {action['state']} "
+                                           f"after {timeout:g} s")
+            time.sleep(poll)
+            action = sy.request("GET", f"/actions/{action_id}")
+            if live:
+                live.update(steps_table(action))
+    finally:
+        if live:
+            live.stop()
+    return action
+
+
+def register(cli: click.Group, create: click.Group, get: click.Group,
+             describe: click.Group) -> None:
+    """Add the action commands to the `shipyard` groups."""
+
+    @create.command("action")
+    @click.argument("name")
+    @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+                  help="Action parameter (repeatable), e.g. target_nodes=node01,node02.")
+    @click.option("--allow-intermediate-commits", is_flag=True,
+                  help="Run deploy_site/update_site despite intermediate commits.")
+    @click.option("--wait", is_flag=True, help="Follow the action until it ends.")
+    @click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
+    @click.option("--timeout", type=float, default=None, help="Give up waiting after (s).")
+    @click.pass_obj
+    def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
+                      allow_intermediate_commits: bool, wait: bool, poll: float,
+                      timeout: float | None) -> None:
+        """Create the action NAME (redeploy_server, relabel_nodes, deploy_site, update_site)."""
+        parameters: dict[str, Any] = parse_params(params)
+        if allow_intermediate_commits:
+            parameters["allow-intermediate-commits"] = "true"
+        action = sy.request("POST", "/actions", json={"name": name, "parameters": parameters})
+        if not wait:
+            sy.emit(action, ACTION_COLUMNS)
+            return
+        if sy.output == "table":
+            click.echo(f"Action {action['id']} created; following it (context marker "
+                       f"{action['context_marker']})")
+        action = wait_for(sy, action["id"], poll, timeout)
+        sy.emit(action, ACTION_COLUMNS)
+        if action["state"] != "complete":
+            click.echo(f"Action {action['id']} ended {action['state']}: "
+                       f"{action.get('message') or action.get('reason')}", err=True)
+            raise SystemExit(1)
+
+    @get.command("actions")
+    @click.pass_obj
+    def get_actions(sy: Shipyard) -> None:
+        """List actions."""
+        sy.emit(sy.request("GET", "/actions"), ACTION_COLUMNS)
+
+    @describe.command("action")
+    @click.argument("action_id")
+    @click.pass_obj
+    def describe_action(sy: Shipyard, action_id: str) -> None:
+        """Show an action, its steps, validations and command audit."""
+        action = sy.request("GET", f"/actions/{action_id}")
+        if sy.output != "table":
+            sy.emit(action)
+            return
+        sy.emit(action, ACTION_COLUMNS)
+        sy.console.print(steps_table(action))
+        for v in action.get("validations") or []:
+            click.echo(f"Validation: {v.get('message')}")
+        for a in action.get("command_audit") or []:
+            click.echo(f"Audit: {a['datetime']} {a['user']} {a['command']} ({a['outcome']})")
+
+    @describe.command("step")
+    @click.argument("target", metavar="ACTION_ID/STEP_ID")
+    @click.pass_obj
+    def describe_step(sy: Shipyard, target: str) -> None:
+        """Show one step with what Promenade or Drydock answered."""
+        if "/" not in target:
+            raise click.BadParameter("use step/<action id>/<step id>")
+        action_id, step_id = target.split("/", 1)
+        sy.emit(sy.request("GET", f"/actions/{action_id}/steps/{step_id}"))
+
+    for verb in ("pause", "unpause", "stop"):
+        cli.add_command(_control_command(verb))
+
+
+def _control_command(verb: str) -> click.Command:
+    @click.command(verb, help=f"{verb.capitalize()} an action: {verb} action/<id>.")
+    @click.argument("target", metavar="action/ID")
+    @click.pass_obj
+    def control(sy: Shipyard, target: str) -> None:
+        action_id = strip_kind(target)
+        action = sy.request("POST", f"/actions/{action_id}/control/{verb}")
+        sy.emit(action, ACTION_COLUMNS)
+
+    return control

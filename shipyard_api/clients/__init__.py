@@ -1,0 +1,1 @@
+"""Shipyard's clients for Promenade and Drydock: ports, HTTP implementations, fakes."""

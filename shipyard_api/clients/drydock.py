@@ -1,0 +1,36 @@
+"""Drydock over HTTP: health, create a task, read a task with its subtask errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common.context import RequestContext
+from common.httpclient import ServiceClient
+
+P = "/api/v1.0"
+
+
+class DrydockClient:
+    """Implements DrydockPort on a ServiceClient (marker and idempotency keys forwarded)."""
+
+    def __init__(self, client: ServiceClient) -> None:
+        self._client = client
+
+    def healthy(self, ctx: RequestContext) -> bool:
+        return self._client.raw("GET", f"{P}/health", ctx=ctx, read_timeout=10.0).status_code \
+            == 204
+
+    def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                    options: Mapping[str, Any], *, ctx: RequestContext,
+                    key: str) -> dict[str, Any]:
+        body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
+                "options": dict(options)}
+        result = self._client.request("POST", f"{P}/tasks", ctx=ctx, json_body=body,
+                                      idempotency_key=key)
+        return dict(result or {})
+
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
+                                      params={"subtaskerrors": "true", "layers": "-1"})
+        return dict(result or {})

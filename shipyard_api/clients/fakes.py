@@ -1,0 +1,144 @@
+"""In-memory Promenade and Drydock for unit tests; they honour idempotency keys like the peers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import BadGateway, NotFound
+from common.status import status_body
+
+
+@dataclass
+class Call:
+    op: str
+    node: str | None
+    key: str | None
+    marker: str
+
+
+@dataclass
+class FakePromenade:
+    """Records calls; each idempotency key's effect happens once (replays get the same answer)."""
+
+    health: bool = True
+    fail_decommission: set[str] = field(default_factory=set)
+    ready_after: int = 1
+    on_decommission: Callable[[str], None] | None = None
+    calls: list[Call] = field(default_factory=list)
+    effects: list[tuple[str, str]] = field(default_factory=list)
+    _answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _status_reads: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def healthy(self, ctx: RequestContext) -> bool:
+        self.calls.append(Call("health", None, None, ctx.marker))
+        return self.health
+
+    def _once(self, op: str, node: str, key: str, ctx: RequestContext) -> dict[str, Any] | None:
+        with self._lock:
+            self.calls.append(Call(op, node, key, ctx.marker))
+            return self._answers.get(key)
+
+    def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
+                     ctx: RequestContext, key: str) -> dict[str, Any]:
+        cached = self._once("decommission", node, key, ctx)
+        if cached is not None:
+            return cached
+        if self.on_decommission:
+            self.on_decommission(node)
+        if node in self.fail_decommission:
+            raise BadGateway("Promenade: decommission failed", peer_status=status_body(
+                500, "Drain failed", reason="DisassociateStepFailure"))
+        answer = status_body(200, f"{node} decommissioned", extra={"timeouts": dict(timeouts)})
+        with self._lock:
+            self.effects.append(("decommission", node))
+            self._answers[key] = answer
+        return answer
+
+    def remove_from_cluster(self, node: str, *, ctx: RequestContext,
+                            key: str) -> dict[str, Any]:
+        cached = self._once("remove_from_cluster", node, key, ctx)
+        if cached is not None:
+            return cached
+        answer = status_body(200, f"{node} removed")
+        with self._lock:
+            self.effects.append(("remove_from_cluster", node))
+            self._answers[key] = answer
+        return answer
+
+    def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
+        with self._lock:
+            self.calls.append(Call("node_status", node, None, ctx.marker))
+            reads = self._status_reads.get(node, 0) + 1
+            self._status_reads[node] = reads
+        return {"name": node, "ready": reads >= self.ready_after}
+
+    def count(self, op: str, node: str | None = None) -> int:
+        return sum(1 for o, n in self.effects if o == op and (node is None or n == node))
+
+
+@dataclass
+class FakeDrydock:
+    """Tasks finish after `polls_to_finish` reads; (action, node) pairs in `fail` fail."""
+
+    health: bool = True
+    polls_to_finish: int = 1
+    fail: set[tuple[str, str]] = field(default_factory=set)
+    calls: list[Call] = field(default_factory=list)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _by_key: dict[str, str] = field(default_factory=dict)
+    _reads: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def healthy(self, ctx: RequestContext) -> bool:
+        self.calls.append(Call("health", None, None, ctx.marker))
+        return self.health
+
+    def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                    options: Mapping[str, Any], *, ctx: RequestContext,
+                    key: str) -> dict[str, Any]:
+        nodes = _filter_nodes(node_filter)
+        with self._lock:
+            self.calls.append(Call(f"create:{action}", ",".join(nodes), key, ctx.marker))
+            if key in self._by_key:
+                return dict(self.tasks[self._by_key[key]])
+            task_id = f"task-{len(self.tasks) + 1}"
+            self.tasks[task_id] = {"task_id": task_id, "action": action, "status": "queued",
+                                   "design_ref": design_ref, "node_filter": node_filter,
+                                   "options": dict(options), "nodes": nodes,
+                                   "result": {"status": "incomplete"}}
+            self._by_key[key] = task_id
+            return dict(self.tasks[task_id])
+
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            self.calls.append(Call("get_task", None, None, ctx.marker))
+            task = self.tasks.get(task_id)
+            if task is None:
+                raise NotFound(f"No task {task_id}")
+            self._reads[task_id] = self._reads.get(task_id, 0) + 1
+            if self._reads[task_id] >= self.polls_to_finish and task["status"] != "complete":
+                failures = [n for n in task["nodes"] if (task["action"], n) in self.fail]
+                task["status"] = "complete"
+                task["result"] = {"status": "failure" if failures else "success",
+                                  "failures": failures,
+                                  "successes": [n for n in task["nodes"] if n not in failures]}
+            return dict(task)
+
+    def created(self, action: str, node: str | None = None) -> int:
+        """How many distinct tasks of `action` (for `node`) were created."""
+        return sum(1 for t in self.tasks.values()
+                   if t["action"] == action and (node is None or node in t["nodes"]))
+
+
+def _filter_nodes(node_filter: dict[str, Any] | None) -> list[str]:
+    if not node_filter:
+        return []
+    names: list[str] = []
+    for item in node_filter.get("filter_set") or []:
+        names += list(item.get("node_names") or [])
+    return names

@@ -1,0 +1,53 @@
+"""The small interfaces the workflow steps use to reach Promenade and Drydock."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from common.context import RequestContext
+
+
+class PromenadePort(Protocol):
+    def healthy(self, ctx: RequestContext) -> bool: ...
+
+    def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
+                     ctx: RequestContext, key: str) -> dict[str, Any]: ...
+
+    def remove_from_cluster(self, node: str, *, ctx: RequestContext,
+                            key: str) -> dict[str, Any]: ...
+
+    def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None: ...
+
+
+class DrydockPort(Protocol):
+    def healthy(self, ctx: RequestContext) -> bool: ...
+
+    def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                    options: Mapping[str, Any], *, ctx: RequestContext,
+                    key: str) -> dict[str, Any]: ...
+
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
+
+
+def node_names_filter(nodes: list[str]) -> dict[str, Any]:
+    """A Drydock node filter selecting exactly `nodes`."""
+    return {"filter_set_type": "union",
+            "filter_set": [{"filter_type": "union", "node_names": list(nodes)}]}
+
+
+def node_ready(status: Mapping[str, Any] | None) -> bool:
+    """Whether Promenade's view of a Kubernetes node says it is Ready."""
+    if not status:
+        return False
+    if isinstance(status.get("ready"), bool):
+        return bool(status["ready"])
+    kube = status.get("kubernetes")
+    if isinstance(kube, Mapping) and isinstance(kube.get("ready"), bool):
+        return bool(kube["ready"])
+    inner = status.get("status")
+    conditions = inner.get("conditions") if isinstance(inner, Mapping) else None
+    for cond in conditions or status.get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return str(cond.get("status")) == "True"
+    return False

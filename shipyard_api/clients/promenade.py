@@ -1,0 +1,50 @@
+"""Promenade over HTTP: health, decommission, remove-from-cluster, node status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import NotFound
+from common.httpclient import ServiceClient
+
+P = "/api/v1.0"
+DECOMMISSION_PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
+                       "remove-etcd-timeout", "etcd-ready-timeout")
+
+
+class PromenadeClient:
+    """Implements PromenadePort on a ServiceClient (marker and idempotency keys forwarded)."""
+
+    def __init__(self, client: ServiceClient, *, margin: float = 60.0) -> None:
+        self._client = client
+        self._margin = margin
+
+    def healthy(self, ctx: RequestContext) -> bool:
+        return self._client.raw("GET", f"{P}/health", ctx=ctx, read_timeout=10.0).status_code \
+            == 204
+
+    def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
+                     ctx: RequestContext, key: str) -> dict[str, Any]:
+        params = {k: int(v) for k, v in timeouts.items() if k in DECOMMISSION_PARAMS}
+        # Promenade is synchronous: wait as long as all its phases may take, plus a margin.
+        wait = sum(v for k, v in params.items() if k != "drain-node-grace-period")
+        body = {"rel": "design", "href": design_ref, "type": "application/x-yaml"}
+        result = self._client.request("POST", f"{P}/nodes/{node}/decommission", ctx=ctx,
+                                      params=params, json_body=body, idempotency_key=key,
+                                      read_timeout=float(wait) + self._margin)
+        return dict(result or {})
+
+    def remove_from_cluster(self, node: str, *, ctx: RequestContext,
+                            key: str) -> dict[str, Any]:
+        result = self._client.request("POST", f"{P}/nodes/{node}/remove-from-cluster", ctx=ctx,
+                                      idempotency_key=key)
+        return dict(result or {})
+
+    def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
+        try:
+            result = self._client.request("GET", f"{P}/nodes/{node}", ctx=ctx)
+        except NotFound:
+            return None
+        return dict(result or {})

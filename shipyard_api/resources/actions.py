@@ -1,0 +1,74 @@
+"""Routes of /actions: create, list, show, steps, and control (pause, unpause, stop)."""
+
+from __future__ import annotations
+
+import falcon
+
+from common import policy
+from common.body import read_json_object
+from common.errors import BadRequest
+from common.policy import authorize
+from shipyard_api.actions.service import ActionService
+
+P = "/api/v1.0"
+
+
+class ActionsResource:
+    def __init__(self, service: ActionService) -> None:
+        self._service = service
+
+    @authorize("shipyard:list_actions")
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self._service.list()
+
+    @authorize("shipyard:create_action")
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json_object(req)
+        unknown = sorted(set(body) - {"name", "parameters"})
+        if unknown:
+            raise BadRequest(f"Unknown field(s) in the action body: {', '.join(unknown)}")
+        definition = self._service.definition(body.get("name"))
+        policy.check(req, f"shipyard:action_{definition.name}")
+        view = self._service.create(definition.name, body.get("parameters"), req.context.berth)
+        resp.status = falcon.HTTP_201
+        resp.location = f"{P}/actions/{view['id']}"
+        resp.media = view
+
+
+class ActionResource:
+    def __init__(self, service: ActionService) -> None:
+        self._service = service
+
+    @authorize("shipyard:get_action")
+    def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str) -> None:
+        resp.media = self._service.get(action_id)
+
+
+class ActionStepResource:
+    def __init__(self, service: ActionService) -> None:
+        self._service = service
+
+    @authorize("shipyard:get_action_step")
+    def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str,
+               step_id: str) -> None:
+        resp.media = self._service.step(action_id, step_id)
+
+
+class ActionControlResource:
+    def __init__(self, service: ActionService) -> None:
+        self._service = service
+
+    @authorize("shipyard:invoke_action_control")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, action_id: str,
+                control_verb: str) -> None:
+        resp.status = falcon.HTTP_202
+        resp.media = self._service.control(action_id, control_verb, req.context.berth)
+
+
+def action_routes(service: ActionService) -> list[tuple[str, object]]:
+    return [
+        (f"{P}/actions", ActionsResource(service)),
+        (f"{P}/actions/{{action_id}}", ActionResource(service)),
+        (f"{P}/actions/{{action_id}}/steps/{{step_id}}", ActionStepResource(service)),
+        (f"{P}/actions/{{action_id}}/control/{{control_verb}}", ActionControlResource(service)),
+    ]

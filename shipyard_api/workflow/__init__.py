@@ -1,0 +1,1 @@
+"""Shipyard's durable workflow engine: persisted actions and steps run under database leases."""

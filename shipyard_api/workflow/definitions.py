@@ -1,0 +1,128 @@
+"""How an action is described to the engine: its steps, their policies, and the plan of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.context import RequestContext
+from shipyard_api.workflow.outcomes import Outcome, StepPolicy
+
+
+@dataclass
+class StepContext:
+    """Everything one run of one step gets: inputs, its memo, earlier outputs, the services."""
+
+    action_id: str
+    action_name: str
+    parameters: Mapping[str, Any]
+    marker: str
+    user: str | None
+    revision_id: int | None
+    step_id: str
+    name: str
+    node: str | None
+    attempt: int
+    memo: dict[str, Any]
+    outputs: Mapping[str, Mapping[str, Any]]
+    services: Any
+    now: float
+
+    def key(self, *extra: str) -> str:
+        """The Idempotency-Key of this step's calls: stable across retries and restarts."""
+        return ":".join([self.action_id, self.step_id, *extra])
+
+    def request_context(self) -> RequestContext:
+        """The context forwarded to peers: the action's marker and user."""
+        return RequestContext(marker=self.marker, end_user=self.user, user=self.user)
+
+    def output(self, name: str) -> Mapping[str, Any]:
+        """Output of the earlier step `name` (this node's, else the action-wide one)."""
+        if self.node is not None and step_id(name, self.node) in self.outputs:
+            return self.outputs[step_id(name, self.node)]
+        return self.outputs.get(name, {})
+
+
+StepFn = Callable[[StepContext], Outcome]
+PolicyFn = Callable[[StepContext], StepPolicy]
+ExclusiveFn = Callable[[StepContext], set[str]]
+
+
+@dataclass(frozen=True)
+class StepDef:
+    """One step of an action; `per_node` steps form a chain per target node."""
+
+    name: str
+    run: StepFn
+    policy: PolicyFn = lambda ctx: StepPolicy()
+    per_node: bool = False
+    exclusive: ExclusiveFn | None = None
+
+
+@dataclass(frozen=True)
+class FinishContext:
+    """What an action's finaliser sees when the action ends."""
+
+    action_id: str
+    revision_id: int | None
+    succeeded: bool
+    step_states: Mapping[str, str]
+    outputs: Mapping[str, Mapping[str, Any]]
+    services: Any
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An action request after validation: normalised parameters and what it touches."""
+
+    parameters: dict[str, Any]
+    targets: list[str] | None
+    revision_id: int | None
+    validations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ActionDefinition:
+    name: str
+    steps: Sequence[StepDef]
+    prepare: Callable[[Mapping[str, Any], Any], Prepared]
+    finish: Callable[[FinishContext], None] | None = None
+
+    def step(self, name: str) -> StepDef:
+        for s in self.steps:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    step_id: str
+    name: str
+    node: str | None
+    depends_on: tuple[str, ...]
+
+
+def step_id(name: str, node: str | None) -> str:
+    return name if node is None else f"{name}.{node}"
+
+
+def plan(definition: ActionDefinition, targets: Sequence[str] | None) -> list[PlannedStep]:
+    """Steps of one run: action-wide steps in order, per-node steps as one chain per target."""
+    out: list[PlannedStep] = []
+    tails: list[str] = []
+    node_tail: dict[str, str] = {}
+    for s in definition.steps:
+        if s.per_node:
+            for node in targets or []:
+                prev = node_tail.get(node)
+                deps = (prev,) if prev else tuple(tails)
+                sid = step_id(s.name, node)
+                out.append(PlannedStep(sid, s.name, node, deps))
+                node_tail[node] = sid
+        else:
+            deps = tuple(node_tail.values()) if node_tail else tuple(tails)
+            out.append(PlannedStep(s.name, s.name, None, deps))
+            tails, node_tail = [s.name], {}
+    return out

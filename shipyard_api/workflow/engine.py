@@ -1,0 +1,326 @@
+"""The engine: claim an action, run its due steps (concurrently where allowed), persist outcomes.
+
+Only the engine applies timeouts, retries with backoff, pause and stop; steps just return
+an outcome. A crash leaves steps in `running`; the next worker to claim the action (once the
+lease expires) runs them again with the same idempotency keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from common.context import current_marker
+from common.errors import BerthError
+from shipyard_api.workflow.definitions import (
+    ActionDefinition,
+    FinishContext,
+    StepContext,
+    StepDef,
+)
+from shipyard_api.workflow.models import ActionRow, StepRow
+from shipyard_api.workflow.outcomes import Done, Failed, Outcome, RetryAfter, StepPolicy
+from shipyard_api.workflow.states import TERMINAL_ACTION, TERMINAL_STEP, ActionState, StepState
+from shipyard_api.workflow.store import ActionStore, LeaseLost
+
+LOG = logging.getLogger(__name__)
+A, S = ActionState, StepState
+LIVE = (S.RUNNING.value, S.WAITING.value)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    lease_seconds: float = 30.0
+    hold_seconds: float = 5.0
+    max_concurrent_nodes: int = 4
+    max_poll_interval: float | None = None
+
+
+class Engine:
+    """Runs claimed actions for one worker identity (`owner`)."""
+
+    def __init__(self, store: ActionStore, definitions: Mapping[str, ActionDefinition],
+                 services: Any, *, owner: str, settings: EngineSettings | None = None,
+                 clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep,
+                 executor: Callable[[int], Executor] | None = None) -> None:
+        self.store = store
+        self.definitions = definitions
+        self.services = services
+        self.owner = owner
+        self.settings = settings or EngineSettings()
+        self.clock = clock
+        self.sleep = sleep
+        self._executor = executor or (lambda n: ThreadPoolExecutor(max_workers=n))
+
+    def run_once(self) -> bool:
+        """Claim one due action and run it until it ends, pauses or waits; False if none."""
+        action_id = self.store.claim(self.owner, self.clock(), self.settings.lease_seconds)
+        if action_id is None:
+            return False
+        try:
+            self.run_action(action_id)
+        except LeaseLost:
+            LOG.warning("Lost the lease of action %s; another worker has it", action_id)
+        return True
+
+    def run_action(self, action_id: str) -> None:
+        action = self.store.get(action_id)
+        definition = self.definitions[action.name]
+        if action.state == A.PENDING.value:
+            now = self.clock()
+            self.store.transition(action_id, A.RUNNING, now, started_at=now)
+        pool = self._executor(self.settings.max_concurrent_nodes + 1)
+        try:
+            _Run(self, definition, action_id, pool).loop()
+        finally:
+            pool.shutdown(wait=True)
+
+    # -- helpers used by _Run -----------------------------------------------------------
+    def context(self, action: ActionRow, step: StepRow, steps: list[StepRow]) -> StepContext:
+        outputs = {s.step_id: s.output for s in steps if s.state == S.SUCCESS.value}
+        return StepContext(
+            action_id=action.id, action_name=action.name, parameters=action.parameters,
+            marker=action.marker, user=action.user, revision_id=action.revision_id,
+            step_id=step.step_id, name=step.name, node=step.node, attempt=step.attempts + 1,
+            memo=dict(step.memo or {}), outputs=outputs, services=self.services,
+            now=self.clock())
+
+    def cap(self, delay: float) -> float:
+        limit = self.settings.max_poll_interval
+        return max(0.0, delay if limit is None else min(delay, limit))
+
+
+def execute(defn: StepDef, ctx: StepContext) -> Outcome | BaseException:
+    """Run one step in a worker thread; errors are returned for the engine to judge."""
+    current_marker.set(ctx.marker)
+    try:
+        return defn.run(ctx)
+    except Exception as exc:  # the engine decides between retry and failure
+        return exc
+
+
+def _note(now: float, message: str) -> dict[str, Any]:
+    return {"at": now, "message": message}
+
+
+class _Run:
+    """One stretch of work on one claimed action."""
+
+    def __init__(self, engine: Engine, definition: ActionDefinition, action_id: str,
+                 pool: Executor) -> None:
+        self.e = engine
+        self.defn = definition
+        self.action_id = action_id
+        self.pool = pool
+        self.in_flight: dict[Future[Outcome | BaseException], tuple[str, StepPolicy]] = {}
+
+    def loop(self) -> None:
+        e = self.e
+        while True:
+            now = e.clock()
+            if not e.store.renew(self.action_id, e.owner, now, e.settings.lease_seconds):
+                raise LeaseLost(self.action_id)
+            action = e.store.get(self.action_id)
+            steps = e.store.steps(self.action_id)
+            state = ActionState(action.state)
+            self._skip_unreachable(steps, now)
+            if state in (A.PAUSED, A.STOPPING) or state in TERMINAL_ACTION:
+                if self.in_flight:
+                    self._collect()
+                    continue
+                if state == A.STOPPING:
+                    self._stop(action, steps, now)
+                e.store.release(self.action_id, e.owner, now)
+                return
+            if all(s.state in {t.value for t in TERMINAL_STEP} for s in steps):
+                self._finish(action, steps, now)
+                return
+            for step, policy in self._due(action, steps, now):
+                self._start(action, step, steps, policy, now)
+            if self.in_flight:
+                self._collect()
+                continue
+            if not self._idle(steps, now):
+                return
+
+    def _idle(self, steps: list[StepRow], now: float) -> bool:
+        """Nothing running: sleep until the next due step, or hand the action back."""
+        dues = [s.next_attempt_at or now for s in steps if s.state == S.WAITING.value]
+        next_due = min(dues) if dues else now + 1.0
+        if next_due - now > self.e.settings.hold_seconds:
+            self.e.store.release(self.action_id, self.e.owner, next_due)
+            return False
+        self.e.sleep(max(0.0, next_due - now))
+        return True
+
+    def _skip_unreachable(self, steps: list[StepRow], now: float) -> None:
+        states = {s.step_id: s.state for s in steps}
+        dead = {S.FAILED.value, S.SKIPPED.value}
+        changed = True
+        while changed:
+            changed = False
+            for s in steps:
+                if states[s.step_id] == S.PENDING.value and any(
+                        states.get(d) in dead for d in s.depends_on):
+                    self.e.store.save_step(self.action_id, self.e.owner, s.step_id, S.SKIPPED,
+                                           ended_at=now, reason="DependencyFailed")
+                    states[s.step_id] = s.state = S.SKIPPED.value
+                    changed = True
+
+    def _due(self, action: ActionRow, steps: list[StepRow],
+             now: float) -> Iterator[tuple[StepRow, StepPolicy]]:
+        busy = {sid for sid, _ in self.in_flight.values()}
+        states = {s.step_id: s.state for s in steps}
+        active = _active_nodes(steps)
+        held = {s.step_id: self._keys(action, s, steps) for s in steps if s.state in LIVE}
+        for s in steps:
+            if s.step_id in busy or not _ready(s, states, now):
+                continue
+            ctx = self.e.context(action, s, steps)
+            policy = self.defn.step(s.name).policy(ctx)
+            if s.started_at is not None and now - s.started_at > policy.timeout:
+                self._timeout(s, policy, now)
+                continue
+            if (s.node is not None and s.node not in active
+                    and len(active) >= self.e.settings.max_concurrent_nodes):
+                continue
+            keys = self._keys(action, s, steps)
+            if any(keys & other for sid, other in held.items() if sid != s.step_id):
+                continue
+            if s.node is not None:
+                active.add(s.node)
+            held[s.step_id] = keys
+            yield s, policy
+
+    def _keys(self, action: ActionRow, step: StepRow, steps: list[StepRow]) -> set[str]:
+        fn = self.defn.step(step.name).exclusive
+        return fn(self.e.context(action, step, steps)) if fn else set()
+
+    def _timeout(self, s: StepRow, policy: StepPolicy, now: float) -> None:
+        msg = f"Step {s.step_id} did not finish within {policy.timeout:g} s"
+        self.e.store.save_step(self.action_id, self.e.owner, s.step_id, S.FAILED, ended_at=now,
+                               reason="Timeout", notes=[*s.notes, _note(now, msg)])
+        s.state = S.FAILED.value
+
+    def _start(self, action: ActionRow, step: StepRow, steps: list[StepRow],
+               policy: StepPolicy, now: float) -> None:
+        self.e.store.save_step(self.action_id, self.e.owner, step.step_id, S.RUNNING,
+                               attempts=step.attempts + 1,
+                               started_at=step.started_at if step.started_at else now)
+        ctx = self.e.context(action, step, steps)
+        defn = self.defn.step(step.name)
+        future = self.pool.submit(execute, defn, ctx)
+        self.in_flight[future] = (step.step_id, policy)
+        step.state = S.RUNNING.value
+
+    def _collect(self) -> None:
+        done, _ = wait(list(self.in_flight), timeout=self.e.settings.lease_seconds / 3,
+                       return_when=FIRST_COMPLETED)
+        for future in done:
+            sid, policy = self.in_flight.pop(future)
+            self._record(sid, policy, future.result())
+
+    def _record(self, sid: str, policy: StepPolicy, result: Outcome | BaseException) -> None:
+        e, now = self.e, self.e.clock()
+        step = next(s for s in e.store.steps(self.action_id) if s.step_id == sid)
+        save = e.store.save_step
+        if isinstance(result, Done):
+            notes = [*step.notes, _note(now, result.note)] if result.note else step.notes
+            save(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now, output=result.output,
+                 details=result.details, notes=notes, next_attempt_at=None)
+        elif isinstance(result, RetryAfter):
+            notes = [*step.notes, _note(now, result.note)][-50:] if result.note else step.notes
+            save(self.action_id, e.owner, sid, S.WAITING, notes=notes,
+                 next_attempt_at=now + e.cap(result.delay),
+                 memo={**(step.memo or {}), **result.memo},
+                 details=result.details or step.details)
+        elif isinstance(result, Failed):
+            save(self.action_id, e.owner, sid, S.FAILED, ended_at=now, reason=result.reason,
+                 details={**result.details, "message": result.message},
+                 notes=[*step.notes, _note(now, f"{result.reason}: {result.message}")])
+        else:
+            self._record_error(step, policy, result, now)
+
+    def _record_error(self, step: StepRow, policy: StepPolicy, exc: BaseException,
+                      now: float) -> None:
+        e = self.e
+        retry = exc.instance_retry if isinstance(exc, BerthError) else True
+        reason = exc.instance_reason if isinstance(exc, BerthError) else type(exc).__name__
+        details = exc.to_status() if isinstance(exc, BerthError) else {"error": str(exc)}
+        failures = step.failures + 1
+        note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}")
+        if not isinstance(exc, BerthError):
+            LOG.error("Step %s of %s raised", step.step_id, self.action_id, exc_info=exc)
+        if retry and failures <= policy.retries:
+            e.store.save_step(self.action_id, e.owner, step.step_id, S.WAITING,
+                              failures=failures, details=details,
+                              next_attempt_at=now + policy.backoff_for(failures),
+                              notes=[*step.notes, note][-50:])
+        else:
+            e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED,
+                              failures=failures, details=details, reason=reason, ended_at=now,
+                              notes=[*step.notes, note][-50:])
+
+    def _stop(self, action: ActionRow, steps: list[StepRow], now: float) -> None:
+        for s in steps:
+            if s.state in (S.PENDING.value, S.WAITING.value):
+                self.e.store.save_step(self.action_id, self.e.owner, s.step_id, S.SKIPPED,
+                                       ended_at=now, reason="Stopped")
+            elif s.state == S.RUNNING.value:
+                self.e.store.save_step(self.action_id, self.e.owner, s.step_id, S.FAILED,
+                                       ended_at=now, reason="Stopped")
+        self._call_finish(action, self.e.store.steps(self.action_id), False)
+        self.e.store.transition(self.action_id, A.STOPPED, now, reason="Stopped",
+                                message="Stopped by an operator")
+
+    def _finish(self, action: ActionRow, steps: list[StepRow], now: float) -> None:
+        ok = all(s.state == S.SUCCESS.value for s in steps)
+        message = self._call_finish(action, steps, ok)
+        first = next((s for s in steps if s.state == S.FAILED.value), None)
+        if ok and not message:
+            self.e.store.transition(self.action_id, A.COMPLETE, now, reason="Success",
+                                    message="All steps succeeded")
+        else:
+            reason = first.reason if first else "FinishFailed"
+            text = f"Step {first.step_id} failed: {reason}" if first else message
+            self.e.store.transition(self.action_id, A.FAILED, now, reason=reason,
+                                    message=text)
+        self.e.store.release(self.action_id, self.e.owner, now)
+
+    def _call_finish(self, action: ActionRow, steps: list[StepRow], ok: bool) -> str:
+        if self.defn.finish is None:
+            return ""
+        ctx = FinishContext(action_id=action.id, revision_id=action.revision_id, succeeded=ok,
+                            step_states={s.step_id: s.state for s in steps},
+                            outputs={s.step_id: s.output for s in steps},
+                            services=self.e.services)
+        try:
+            self.defn.finish(ctx)
+        except Exception as exc:  # a failed finaliser fails the action, it does not crash us
+            LOG.exception("Finishing action %s failed", action.id)
+            return f"Finishing the action failed: {exc}"
+        return ""
+
+
+def _ready(s: StepRow, states: Mapping[str, str], now: float) -> bool:
+    if s.state == S.PENDING.value:
+        return all(states.get(d) == S.SUCCESS.value for d in s.depends_on)
+    if s.state == S.WAITING.value:
+        return (s.next_attempt_at or 0.0) <= now
+    return s.state == S.RUNNING.value  # left running by a worker that died
+
+
+def _active_nodes(steps: list[StepRow]) -> set[str]:
+    """Nodes whose chain has started and not ended."""
+    by_node: dict[str, set[str]] = {}
+    for s in steps:
+        if s.node is not None:
+            by_node.setdefault(s.node, set()).add(s.state)
+    terminal = {t.value for t in TERMINAL_STEP}
+    return {n for n, st in by_node.items()
+            if (st & set(LIVE)) or (S.SUCCESS.value in st and not st <= terminal)}

@@ -1,0 +1,168 @@
+"""Persistence of actions and steps: creation, leases (conditional UPDATEs), transitions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import or_, select, text, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from common.errors import Conflict, NotFound
+from shipyard_api.workflow.definitions import PlannedStep
+from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
+from shipyard_api.workflow.states import (
+    CLAIMABLE,
+    CONTROLS,
+    TERMINAL_ACTION,
+    ActionState,
+    StepState,
+    check_action,
+    check_step,
+    sources_of,
+)
+
+ConflictCheck = Callable[[Sequence[ActionRow]], None]
+
+
+class LeaseLost(Exception):
+    """Another worker took the action over (our lease expired); stop working on it."""
+
+
+class ActionStore:
+    """All reads and writes of the workflow tables go through here."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+        self._create_lock = threading.Lock()
+
+    # -- creation and reads -------------------------------------------------------------
+    def create(self, row: ActionRow, steps: Sequence[PlannedStep],
+               check_conflicts: ConflictCheck) -> ActionRow:
+        """Insert an action and its planned steps unless `check_conflicts` raises."""
+        with self._create_lock, self._sessions.begin() as s:
+            if s.get_bind().dialect.name == "postgresql":
+                s.execute(text("LOCK TABLE actions IN SHARE ROW EXCLUSIVE MODE"))
+            active = s.scalars(select(ActionRow).where(
+                ActionRow.state.not_in([a.value for a in TERMINAL_ACTION]))).all()
+            check_conflicts(active)
+            s.add(row)
+            s.flush()
+            for pos, st in enumerate(steps):
+                s.add(StepRow(action_id=row.id, step_id=st.step_id, name=st.name, node=st.node,
+                              position=pos, depends_on=list(st.depends_on),
+                              state=StepState.PENDING.value, attempts=0, failures=0, memo={},
+                              output={}, details={}, notes=[]))
+            s.add(AuditRow(action_id=row.id, command="create", user=row.user, marker=row.marker,
+                           at=row.created_at, outcome="accepted"))
+        return row
+
+    def get(self, action_id: str) -> ActionRow:
+        with self._sessions() as s:
+            row = s.get(ActionRow, action_id)
+            if row is None:
+                raise NotFound(f"No action {action_id}")
+            return row
+
+    def all(self) -> list[ActionRow]:
+        with self._sessions() as s:
+            return list(s.scalars(select(ActionRow).order_by(ActionRow.created_at,
+                                                             ActionRow.id)).all())
+
+    def steps(self, action_id: str) -> list[StepRow]:
+        with self._sessions() as s:
+            return list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
+                                  .order_by(StepRow.position)).all())
+
+    def audit(self, action_id: str) -> list[AuditRow]:
+        with self._sessions() as s:
+            return list(s.scalars(select(AuditRow).where(AuditRow.action_id == action_id)
+                                  .order_by(AuditRow.id)).all())
+
+    # -- leases -------------------------------------------------------------------------
+    def claim(self, owner: str, now: float, ttl: float) -> str | None:
+        """Take the lease of one due action whose lease is free or expired."""
+        free = or_(ActionRow.lease_owner.is_(None), ActionRow.lease_expires < now)
+        claimable = ActionRow.state.in_([a.value for a in CLAIMABLE])
+        with self._sessions.begin() as s:
+            ids = s.scalars(select(ActionRow.id).where(claimable, free,
+                                                       ActionRow.next_run_at <= now)
+                            .order_by(ActionRow.next_run_at).limit(20)).all()
+            for action_id in ids:
+                res = s.execute(update(ActionRow).where(ActionRow.id == action_id, claimable, free)
+                                .values(lease_owner=owner, lease_expires=now + ttl))
+                if res.rowcount == 1:  # type: ignore[attr-defined]
+                    return action_id
+        return None
+
+    def renew(self, action_id: str, owner: str, now: float, ttl: float) -> bool:
+        with self._sessions.begin() as s:
+            res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
+                                                    ActionRow.lease_owner == owner)
+                            .values(lease_expires=now + ttl))
+            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+
+    def release(self, action_id: str, owner: str, next_run_at: float) -> None:
+        with self._sessions.begin() as s:
+            s.execute(update(ActionRow).where(ActionRow.id == action_id,
+                                              ActionRow.lease_owner == owner)
+                      .values(lease_owner=None, lease_expires=None, next_run_at=next_run_at))
+
+    # -- transitions --------------------------------------------------------------------
+    def transition(self, action_id: str, target: ActionState, now: float,
+                   **values: Any) -> bool:
+        """Move the action to `target` if its current state allows it (conditional UPDATE)."""
+        sources = [a.value for a in sources_of(target)]
+        extra: dict[str, Any] = dict(values)
+        if target in TERMINAL_ACTION:
+            extra.setdefault("ended_at", now)
+        with self._sessions.begin() as s:
+            res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
+                                                    ActionRow.state.in_(sources))
+                            .values(state=target.value, updated_at=now, **extra))
+            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+
+    def control(self, action_id: str, verb: str, *, user: str | None, marker: str | None,
+                now: float) -> ActionRow:
+        """Apply pause / unpause / stop, audited; 409 when the action's state forbids it."""
+        target = CONTROLS[verb]
+        with self._sessions.begin() as s:
+            row = s.get(ActionRow, action_id)
+            if row is None:
+                raise NotFound(f"No action {action_id}")
+            try:
+                check_action(ActionState(row.state), target)
+            except Conflict:
+                s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker,
+                               at=now, outcome=f"refused in state {row.state}"))
+                s.commit()
+                raise
+            res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
+                                                    ActionRow.state == row.state)
+                            .values(state=target.value, updated_at=now, next_run_at=now))
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                raise Conflict(f"Action {action_id} changed state; try again")
+            s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker, at=now,
+                           outcome="accepted"))
+        return self.get(action_id)
+
+    def save_step(self, action_id: str, owner: str, sid: str, target: StepState,
+                  **values: Any) -> None:
+        """Persist one step's new state, only while `owner` still holds the action's lease."""
+        with self._sessions.begin() as s:
+            holder = s.scalar(select(ActionRow.lease_owner).where(ActionRow.id == action_id))
+            if holder != owner:
+                raise LeaseLost(action_id)
+            step = s.scalars(select(StepRow).where(StepRow.action_id == action_id,
+                                                   StepRow.step_id == sid)).one()
+            check_step(StepState(step.state), target)
+            step.state = target.value
+            for key, value in values.items():
+                setattr(step, key, value)
+
+    def skip_steps(self, action_id: str, owner: str, sids: Iterable[str], note: str,
+                   now: float) -> None:
+        for sid in sids:
+            self.save_step(action_id, owner, sid, StepState.SKIPPED, ended_at=now,
+                           reason=note)

@@ -1,0 +1,177 @@
+"""redeploy_server on fake peers: order of effects, parameters, preflight, concurrency."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from common.errors import ValidationFailed
+from tests.unit.shipyard.conftest import Harness
+from tests.unit.shipyard.design import design
+
+MARKER = "6f1c3d2e-0000-4000-8000-000000000001"
+
+
+def test_redeploy_runs_every_step_in_order_for_the_target(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete", view["message"]
+    assert [s["id"] for s in view["steps"]] == [
+        "preflight", "resolve_design", "decommission.node01", "destroy_nodes.node01",
+        "remove_from_cluster.node01", "prepare_nodes.node01", "deploy_nodes.node01",
+        "wait_node_ready.node01", "relabel_nodes.node01"]
+    assert {s["state"] for s in view["steps"]} == {"success"}
+    assert harness.promenade.effects == [("decommission", "node01"),
+                                         ("remove_from_cluster", "node01")]
+    actions = [t["action"] for t in harness.drydock.tasks.values()]
+    assert actions == ["destroy_nodes", "prepare_nodes", "deploy_nodes", "relabel_nodes"]
+    assert all(t["nodes"] == ["node01"] for t in harness.drydock.tasks.values())
+
+
+def test_every_peer_call_carries_the_action_marker(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    action = harness.create("redeploy_server", {"target_nodes": ["node01"]}, marker=MARKER)
+    harness.drive(action["id"])
+    calls = harness.promenade.calls + harness.drydock.calls
+    assert calls and {c.marker for c in calls} == {MARKER}
+    assert action["context_marker"] == MARKER
+
+
+def test_decommission_gets_timeouts_from_deployment_configuration(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    harness.drive(action["id"])
+    step = harness.step(action["id"], "decommission.node01")
+    assert step["details"]["promenade"]["details"]["timeouts"] == {
+        "drain-node-timeout": 30, "drain-node-grace-period": 10, "clear-labels-timeout": 10,
+        "remove-etcd-timeout": 10, "etcd-ready-timeout": 10}
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, False), ("true", True),
+                                                 ("false", False)])
+def test_preserve_local_storage_reaches_drydock_destroy(harness: Harness, value: str | None,
+                                                        expected: bool) -> None:
+    harness.commit(tag="site-action-success")
+    params = {"target_nodes": "node01"}
+    if value is not None:
+        params["preserve-local-storage"] = value
+    action = harness.create("redeploy_server", params)
+    harness.drive(action["id"])
+    destroy = [t for t in harness.drydock.tasks.values() if t["action"] == "destroy_nodes"]
+    assert destroy[0]["options"] == {"preserve_local_storage": expected}
+
+
+def test_missing_target_revision_fails_in_preflight_and_touches_nothing(
+        harness: Harness) -> None:
+    harness.commit()  # committed, but never used by a site action
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert view["reason"] == "MissingPrecondition"
+    steps = {s["id"]: s for s in view["steps"]}
+    assert steps["preflight"]["state"] == "failed"
+    assert all(s["state"] == "skipped" for k, s in steps.items() if k != "preflight")
+    assert harness.promenade.calls == [] and harness.drydock.calls == []
+
+
+def test_target_revision_committed_uses_the_committed_design(harness: Harness) -> None:
+    rev = harness.commit()
+    action = harness.create("redeploy_server", {"target_nodes": "node02",
+                                                "target-revision": "committed"})
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete"
+    assert view["revision_id"] == rev
+    task = next(iter(harness.drydock.tasks.values()))
+    assert task["design_ref"].endswith(f"/revisions/{rev}/rendered-documents")
+
+
+def test_unknown_target_nodes_are_refused_naming_each(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    with pytest.raises(ValidationFailed) as err:
+        harness.create("redeploy_server", {"target_nodes": "node01,nodeX,nodeY"})
+    text = " ".join(m["message"] for m in err.value.messages)
+    assert "nodeX" in text and "nodeY" in text and "node01" not in text.split("nodeX")[0]
+    assert harness.api.list() == []
+
+
+def test_bad_parameters_are_all_reported(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    with pytest.raises(ValidationFailed) as err:
+        harness.create("redeploy_server", {"preserve-local-storage": "maybe",
+                                           "target-revision": "yesterday", "colour": "red"})
+    assert len(err.value.messages) == 4  # target_nodes missing, bool, revision, unknown key
+
+
+def test_failed_decommission_fails_the_node_chain_without_destroying(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.promenade.fail_decommission = {"node01"}
+    action = harness.create("redeploy_server", {"target_nodes": "node01,node03"})
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert view["reason"] == "DisassociateStepFailure"
+    assert harness.drydock.created("destroy_nodes", "node01") == 0
+    assert harness.drydock.created("deploy_nodes", "node03") == 1  # the other node went on
+
+
+def test_drydock_task_failure_fails_the_step_with_the_task(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drydock.fail = {("deploy_nodes", "node01")}
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    view = harness.drive(action["id"])
+    step = harness.step(action["id"], "deploy_nodes.node01")
+    assert view["state"] == "failed" and step["reason"] == "DrydockTaskFailed"
+    assert step["details"]["task"]["result"]["failures"] == ["node01"]
+
+
+def test_wait_ready_polls_until_the_node_is_ready(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.promenade.ready_after = 3
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    harness.drive(action["id"])
+    step = harness.step(action["id"], "wait_node_ready.node01")
+    assert step["state"] == "success" and step["attempts"] == 3
+
+
+def _concurrency_harness(harness: Harness, nodes: tuple[str, ...]) -> dict[str, int]:
+    """Track how many decommissions run at once, overall and per etcd cluster."""
+    lock = threading.Lock()
+    running: set[str] = set()
+    peak = {"all": 0, "etcd": 0}
+
+    def slow(node: str) -> None:
+        with lock:
+            running.add(node)
+            peak["all"] = max(peak["all"], len(running))
+            peak["etcd"] = max(peak["etcd"], len(running & {"node01", "node02"}))
+        time.sleep(0.05)
+        with lock:
+            running.discard(node)
+
+    harness.commit(design(nodes=nodes), tag="site-action-success")
+    harness.promenade.on_decommission = slow
+    return peak
+
+
+def test_targets_run_concurrently_but_one_etcd_member_at_a_time(harness: Harness) -> None:
+    peak = _concurrency_harness(harness, ("node01", "node02", "node03", "node04"))
+    action = harness.create("redeploy_server", {"target_nodes": "node01,node02,node03,node04"})
+    engine = harness.engine(executor=lambda n: ThreadPoolExecutor(max_workers=n))
+    view = harness.drive(action["id"], engine)
+    assert view["state"] == "complete"
+    assert peak["etcd"] == 1
+    assert peak["all"] >= 2
+
+
+def test_concurrency_limit_of_one_processes_nodes_one_after_another(harness: Harness) -> None:
+    peak = _concurrency_harness(harness, ("node01", "node03", "node04"))
+    action = harness.create("redeploy_server", {"target_nodes": "node03,node04"})
+    engine = harness.engine(limit=1, executor=lambda n: ThreadPoolExecutor(max_workers=n))
+    view = harness.drive(action["id"], engine)
+    assert view["state"] == "complete"
+    assert peak["all"] == 1
+    steps = {s["id"]: s for s in view["steps"]}
+    assert steps["relabel_nodes.node03"]["end"] <= steps["decommission.node04"]["start"]
