@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sitesim.kubeapi import factories
-from sitesim.kubeapi.errors import KubeInvalid
+from sitesim.kubeapi.errors import KubeBadRequest, KubeInvalid
 from sitesim.kubeapi.resources import ResourceType
 from sitesim.kubeapi.selectors import label_selector_from_object, matches
 
@@ -37,8 +37,8 @@ def validate_meta(res: ResourceType, obj: Obj, namespace: str | None) -> None:
     if res.namespaced:
         given = meta.get("namespace")
         if namespace and given and given != namespace:
-            problems.append("metadata.namespace: Invalid value: the namespace of the object "
-                            "does not match the namespace on the request")
+            raise KubeBadRequest("the namespace of the provided object does not match the "
+                                 "namespace sent on the request")
         meta["namespace"] = namespace or given or "default"
     else:
         meta.pop("namespace", None)

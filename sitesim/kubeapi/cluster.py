@@ -60,12 +60,12 @@ class KubeCluster:
 
     def __init__(self, hooks: SiteHooks, timings: KubeTimings | None = None, *,
                  clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, watch_history: int = 20000) -> None:
         self.hooks = hooks
         self.timings = timings or KubeTimings()
         self.clock = clock
         self.wall = wall
-        self.store = Store(wall)
+        self.store = Store(wall, history=watch_history)
         self.lock = self.store.lock
         self.nodes: dict[str, NodeSim] = {}
         self.timers = Timers()
