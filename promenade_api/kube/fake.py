@@ -103,6 +103,7 @@ class FakeKube:
                 return EvictResult("gone", f'pods "{pod.name}" not found')
             if answer.outcome == "evicted":
                 self.evictions.append(pod.name)
+            if answer.outcome in ("evicted", "gone"):  # "gone": it vanished meanwhile
                 self._remove(pod)
             return answer
 
