@@ -48,8 +48,8 @@ def node(name: str, *, address: str = "127.0.0.1", oob: dict[str, Any] | None = 
         "metadata": {"tags": tags or ["compute"], "rack": rack, "owner_data": labels or {},
                      "boot_mac": "52:54:00:00:00:01"},
     }
-    if oob:
-        data["oob"] = oob
+    data["oob"] = oob or {"type": "redfish", "network": "oob", "account": "admin",
+                          "credential": {"passphrase": "bmc-password"}}
     data.update(extra)
     return doc("drydock/BaremetalNode/v1", name, data)
 

@@ -1,0 +1,123 @@
+"""Tasks and leases on SQLite and PostgreSQL: admission, idempotency, claims, takeover."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from common.errors import Conflict
+from drydock_api import db
+from drydock_api.db.store import NodesBusy, TaskStore
+from drydock_api.tasks.states import IllegalTransition, TaskStatus
+from tests.unit.drydock.conftest import FakeClock
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/store.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(db_url: str, clock: FakeClock) -> Iterator[TaskStore]:
+    db.upgrade(db_url)
+    store = TaskStore(db.make_engine(db_url), clock=clock)
+    yield store
+    store.engine.dispose()
+
+
+def create(store: TaskStore, nodes: list[str], key: str | None = None,
+           exclusive: bool = True, action: str = "destroy_nodes") -> Any:
+    return store.create_task(action=action, design_ref="file:///d.yaml", node_filter=None,
+                             options={}, node_names=nodes, created_by="admin", marker=None,
+                             idempotency_key=key, exclusive=exclusive)
+
+
+def test_same_idempotency_key_returns_the_same_task(store: TaskStore):
+    first, created = create(store, ["n1"], key="k-1")
+    again, created_again = create(store, ["n1"], key="k-1")
+    assert created and not created_again and again.id == first.id
+    assert len(store.list_tasks()) == 1
+
+
+def test_overlapping_nodes_are_refused_while_a_task_is_active(store: TaskStore):
+    first, _ = create(store, ["n1", "n2"])
+    with pytest.raises(NodesBusy) as err:
+        create(store, ["n2", "n3"])
+    assert err.value.code == 409 and first.id in err.value.message and "n2" in err.value.message
+    create(store, ["n3"])
+    store.transition(first.id, TaskStatus.RUNNING)
+    store.transition(first.id, TaskStatus.COMPLETE)
+    create(store, ["n1", "n2"])
+
+
+def test_non_exclusive_tasks_may_share_nodes(store: TaskStore):
+    create(store, ["n1"])
+    create(store, ["n1"], exclusive=False, action="verify_nodes")
+
+
+def test_a_task_is_claimed_by_one_worker_only(store: TaskStore):
+    task, _ = create(store, ["n1"])
+    assert [t.id for t in store.claim("a", 10, 5)] == [task.id]
+    assert store.claim("b", 10, 5) == []
+
+
+def test_expired_lease_is_taken_over_and_the_old_owner_loses_it(store: TaskStore,
+                                                                 clock: FakeClock):
+    task, _ = create(store, ["n1"])
+    store.claim("a", 10, 5)
+    store.transition(task.id, TaskStatus.RUNNING)
+    clock.advance(5)
+    assert store.renew(task.id, "a", 10)
+    clock.advance(9)
+    assert store.claim("b", 10, 5) == []
+    clock.advance(2)
+    assert [t.id for t in store.claim("b", 10, 5)] == [task.id]
+    assert not store.renew(task.id, "a", 10)
+    assert store.get(task.id).lease_owner == "b"
+
+
+def test_illegal_transition_is_refused_and_changes_nothing(store: TaskStore):
+    task, _ = create(store, ["n1"])
+    with pytest.raises(IllegalTransition):
+        store.transition(task.id, TaskStatus.COMPLETE)
+    assert store.get(task.id).status == "queued"
+
+
+def test_terminate_of_a_queued_task_ends_it_at_once(store: TaskStore):
+    task, _ = create(store, ["n1"])
+    assert store.request_terminate(task.id, "admin").status == "terminated"
+    with pytest.raises(Conflict):
+        store.request_terminate(task.id, "admin")
+
+
+def test_terminate_of_a_running_task_asks_the_worker(store: TaskStore):
+    task, _ = create(store, ["n1"])
+    store.claim("a", 10, 1)
+    store.transition(task.id, TaskStatus.RUNNING)
+    row = store.request_terminate(task.id, "admin")
+    assert row.status == "terminating" and row.terminate_requested
+
+
+def test_list_filters_and_pages(store: TaskStore, clock: FakeClock):
+    ids = []
+    for i in range(5):
+        ids.append(create(store, [f"n{i}"])[0].id)
+        clock.advance(10)
+    store.claim("a", 10, 1)
+    store.transition(ids[0], TaskStatus.RUNNING)
+    assert [t.id for t in store.list_tasks(statuses=["running"])] == [ids[0]]
+    first = store.list_tasks(limit=2)
+    assert [t.id for t in first] == [ids[4], ids[3]]
+    assert [t.id for t in store.list_tasks(limit=2, marker=first[-1].id)] == [ids[2], ids[1]]
+    assert len(store.list_tasks(since=clock() - 25)) == 2
+    assert store.list_tasks(actions=["verify_nodes"]) == []

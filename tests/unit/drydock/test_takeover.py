@@ -1,0 +1,98 @@
+"""A worker that dies mid-task: another takes over after the lease and repeats no step."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from common.context import RequestContext
+from drydock_api.drivers.ports import Machine
+from tests.unit.drydock.conftest import FakeClock, SiteFactory
+
+
+class Crash(BaseException):
+    """Stands for the process dying: escapes every `except Exception`."""
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_takeover_after_lease_expiry_never_repeats_a_completed_step(make_site: SiteFactory):
+    clock = FakeClock()
+    site = make_site(["n1", "n2"], clock=clock)
+    body, _ = site.runtime.service.create(
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        RequestContext(), None)
+    original_delete = site.maas.delete_machine
+    crashed = threading.Event()
+
+    def dying_delete(system_id: str) -> None:
+        crashed.set()
+        raise Crash()
+
+    site.maas.delete_machine = dying_delete  # type: ignore[method-assign]
+    first = site.runtime.new_worker("first")
+    assert first.poll_once() == 1
+    first.join(30)
+    assert crashed.is_set()
+    row = site.runtime.store.get(body["task_id"])
+    assert row.status == "running" and row.lease_owner == "first"
+    second = site.runtime.new_worker("second")
+    assert second.poll_once() == 0
+    site.maas.delete_machine = original_delete  # type: ignore[method-assign]
+    clock.advance(site.runtime.worker_settings.lease_seconds + 1)
+    assert second.poll_once() == 1
+    second.join(30)
+    task = site.runtime.service.get(body["task_id"])
+    assert task["status"] == "complete" and task["result"]["status"] == "success"
+    assert site.maas.calls[("release", "n1")] == 1 and site.maas.calls[("release", "n2")] == 1
+    assert all(site.oob.calls[("graceful", site.address(n))] == 1 for n in ("n1", "n2"))
+    assert site.maas.machines == {}
+
+
+def test_release_in_progress_after_a_crash_is_waited_for_not_repeated(make_site: SiteFactory):
+    site = make_site(["n1"])
+    site.maas.machines["id-n1"] = Machine("id-n1", "n1", "Disk erasing", "off")
+    statuses = iter(["Disk erasing", "Disk erasing", "Ready"])
+    original = site.maas.find_machine
+
+    def find(hostname: str) -> Any:
+        machine = original(hostname)
+        if machine is None:
+            return None
+        return Machine(machine.system_id, hostname, next(statuses, "Ready"), "off")
+
+    site.maas.find_machine = find  # type: ignore[method-assign]
+    body, _ = site.runtime.service.create(
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        RequestContext(), None)
+    worker = site.runtime.new_worker("w")
+    worker.poll_once()
+    worker.join(30)
+    assert site.runtime.service.get(body["task_id"])["result"]["status"] == "success"
+    assert site.maas.calls[("release", "n1")] == 0
+
+
+def test_terminate_stops_before_the_next_node_step(make_site: SiteFactory):
+    site = make_site(["n1"])
+    gate, entered = threading.Event(), threading.Event()
+    original = site.oob.power_state
+
+    def slow_power_state(bmc: Any) -> str:
+        entered.set()
+        gate.wait(10)
+        return original(bmc)
+
+    site.oob.power_state = slow_power_state  # type: ignore[method-assign]
+    body, _ = site.runtime.service.create(
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        RequestContext(), None)
+    worker = site.runtime.new_worker("w")
+    worker.poll_once()
+    assert entered.wait(10)
+    assert site.runtime.service.terminate(body["task_id"], "admin")["status"] == "terminating"
+    gate.set()
+    worker.join(30)
+    task = site.runtime.service.get(body["task_id"], layers=-1)[body["task_id"]]
+    assert task["status"] == "terminated"
+    assert ("release", "n1") not in site.maas.calls and "id-n1" in site.maas.machines
