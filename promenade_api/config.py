@@ -64,7 +64,7 @@ KUBELET_OPTS: list[cfg.Opt] = [
                help="Time (s) allowed for the kubelet to stop after the label is set."),
     cfg.FloatOpt("poll_interval", default=2.0, min=0.01,
                  help="Interval (s) between checks of the node's Ready condition."),
-    cfg.StrOpt("shutdown_pod_label", default="app=promenade-kubelet-shutdown",
+    cfg.StrOpt("shutdown_pod_label", default="application=kubelet-shutdown",
                help="KEY=VALUE label of the kubelet-shutdown DaemonSet's pods."),
 ]
 

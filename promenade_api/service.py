@@ -49,7 +49,7 @@ class Settings:
     lease_poll: float = 1.0
     kubelet_timeout: int = 300
     kubelet_poll: float = 2.0
-    kubelet_pod_label: tuple[str, str] = ("app", "promenade-kubelet-shutdown")
+    kubelet_pod_label: tuple[str, str] = ("application", "kubelet-shutdown")
 
 
 def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:

@@ -23,7 +23,7 @@ def test_shutdown_labels_the_node_and_waits_for_ready_unknown(svc, kube, clock):
 
 def test_shutdown_accepts_the_daemonset_pod_reporting_done(svc, kube):
     kube.add_pod("shutdown-x", "node04", owner=("DaemonSet", "ds"),
-                 labels={"app": "promenade-kubelet-shutdown"}, phase="Succeeded")
+                 labels={"application": "kubelet-shutdown"}, phase="Succeeded")
     assert "completed" in svc.shutdown_kubelet("node04")["evidence"]
 
 
