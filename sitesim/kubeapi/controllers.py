@@ -124,27 +124,25 @@ def _pod(cluster: KubeCluster, pod: Obj) -> None:
         return
     node_name = pod["spec"].get("nodeName")
     if not node_name:
-        siblings: list[Obj] = []
-        node_name = scheduling.pick_node(cluster, pod["spec"], siblings)
+        node_name = scheduling.pick_node(cluster, pod["spec"], [])
         if node_name is None:
             return
     node = cluster.store.peek(NODES, "", node_name)
     if node is None:
         return
     ready = factories.node_ready_status(node) == "True"
+    phase = (pod.get("status") or {}).get("phase")
+    starts = phase == "Pending" and ready
+    flips = phase == "Running" and factories.is_pod_ready(pod) != ready
+    if not (starts or flips or node_name != pod["spec"].get("nodeName")):
+        return
     updated = copy.deepcopy(pod)
     updated["spec"]["nodeName"] = node_name
-    phase = (pod.get("status") or {}).get("phase")
-    if phase == "Pending" and ready:
+    if starts:
         pods.on_create(cluster, updated)
-    elif phase == "Running" and factories.is_pod_ready(pod) != ready:
-        for cond in updated["status"].get("conditions") or []:
-            if cond.get("type") in ("Ready", "ContainersReady"):
-                cond["status"] = "True" if ready else "False"
-        for status in updated["status"].get("containerStatuses") or []:
-            status["ready"] = ready
-    if updated != pod:
-        cluster.store.replace(PODS, updated, check_rv=False)
+    elif flips:
+        pods.set_ready(updated, ready)
+    cluster.store.replace(PODS, updated, check_rv=False)
 
 
 def _pdb_status(cluster: KubeCluster, pdb: Obj) -> None:

@@ -63,7 +63,7 @@ def delete_pod(cluster: KubeCluster, pod: Obj, grace: int | None, *,
     meta["deletionTimestamp"] = cluster.now()
     meta["deletionGracePeriodSeconds"] = int(grace if grace is not None else
                                              pod["spec"].get("terminationGracePeriodSeconds", 30))
-    _set_ready(pod, False)
+    set_ready(pod, False)
     if hang:
         cluster.timers.stuck.add(meta["uid"])
     else:
@@ -71,7 +71,7 @@ def delete_pod(cluster: KubeCluster, pod: Obj, grace: int | None, *,
     return cluster.store.replace(PODS, pod, check_rv=False)
 
 
-def _set_ready(pod: Obj, ready: bool) -> None:
+def set_ready(pod: Obj, ready: bool) -> None:
     flag = "True" if ready else "False"
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") in ("Ready", "ContainersReady"):

@@ -89,6 +89,63 @@ COLUMNS: dict[str, list[Column]] = {
         ("Node", "string", 1, lambda o, n: o["spec"].get("nodeName") or "<none>"),
     ],
 }
+
+
+def _status(field: str, default: Any = 0) -> Callable[[Obj, float], Any]:
+    return lambda o, n: (o.get("status") or {}).get(field, default)
+
+
+def _spec(field: str, default: Any = "N/A") -> Callable[[Obj, float], Any]:
+    return lambda o, n: (o.get("spec") or {}).get(field, default)
+
+
+def _ready_of(o: Obj, n: float) -> str:
+    status = o.get("status") or {}
+    return f"{status.get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 1)}"
+
+
+COLUMNS.update({
+    "daemonsets": [
+        ("Name", "string", 0, _name), ("Desired", "integer", 0,
+                                       _status("desiredNumberScheduled")),
+        ("Current", "integer", 0, _status("currentNumberScheduled")),
+        ("Ready", "integer", 0, _status("numberReady")),
+        ("Up-to-date", "integer", 0, _status("updatedNumberScheduled")),
+        ("Available", "integer", 0, _status("numberAvailable")),
+        ("Node Selector", "string", 0, lambda o, n: ",".join(
+            f"{k}={v}" for k, v in ((o["spec"]["template"].get("spec") or {})
+                                    .get("nodeSelector") or {}).items()) or "<none>"),
+        ("Age", "string", 0, age),
+    ],
+    "deployments": [
+        ("Name", "string", 0, _name), ("Ready", "string", 0, _ready_of),
+        ("Up-to-date", "integer", 0, _status("updatedReplicas")),
+        ("Available", "integer", 0, _status("availableReplicas")), ("Age", "string", 0, age),
+    ],
+    "replicasets": [
+        ("Name", "string", 0, _name), ("Desired", "integer", 0, _spec("replicas", 1)),
+        ("Current", "integer", 0, _status("replicas")),
+        ("Ready", "integer", 0, _status("readyReplicas")), ("Age", "string", 0, age),
+    ],
+    "statefulsets": [
+        ("Name", "string", 0, _name), ("Ready", "string", 0, _ready_of),
+        ("Age", "string", 0, age),
+    ],
+    "poddisruptionbudgets": [
+        ("Name", "string", 0, _name), ("Min Available", "string", 0, _spec("minAvailable")),
+        ("Max Unavailable", "string", 0, _spec("maxUnavailable")),
+        ("Allowed Disruptions", "integer", 0, _status("disruptionsAllowed")),
+        ("Age", "string", 0, age),
+    ],
+    "leases": [
+        ("Name", "string", 0, _name), ("Holder", "string", 0, lambda o, n: (
+            o.get("spec") or {}).get("holderIdentity", "")), ("Age", "string", 0, age),
+    ],
+    "namespaces": [
+        ("Name", "string", 0, _name), ("Status", "string", 0, _status("phase", "Active")),
+        ("Age", "string", 0, age),
+    ],
+})
 DEFAULT_COLUMNS: list[Column] = [("Name", "string", 0, _name), ("Age", "string", 0, age)]
 
 

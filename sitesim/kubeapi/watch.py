@@ -16,6 +16,7 @@ from sitesim.kubeapi.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from sitesim.kubeapi.table import to_table
 
 if TYPE_CHECKING:
     from sitesim.kubeapi.cluster import KubeCluster
@@ -34,10 +35,23 @@ class WatchQuery:
     field_selector: str | None
     resource_version: str | None
     timeout_seconds: float | None
+    as_table: bool = False
 
 
-def _line(kind: str, obj: Obj) -> bytes:
-    return (json.dumps({"type": kind, "object": obj}) + "\n").encode()
+class _Encoder:
+    """Encodes events; as Tables (column definitions in the first one only) when asked."""
+
+    def __init__(self, cluster: KubeCluster, resource: str, as_table: bool) -> None:
+        self.cluster, self.resource, self.as_table, self.first = cluster, resource, as_table, True
+
+    def line(self, kind: str, obj: Obj) -> bytes:
+        if self.as_table and kind != "ERROR":
+            rv = obj["metadata"].get("resourceVersion", "")
+            obj = to_table(self.resource, [obj], {"resourceVersion": rv}, self.cluster.wall())
+            if not self.first:
+                obj["columnDefinitions"] = []
+            self.first = False
+        return (json.dumps({"type": kind, "object": obj}) + "\n").encode()
 
 
 def open_watch(cluster: KubeCluster, res: ResourceType, query: WatchQuery) -> Iterator[bytes]:
@@ -58,6 +72,8 @@ def open_watch(cluster: KubeCluster, res: ResourceType, query: WatchQuery) -> It
             return False
         return matches(labels, meta.get("labels")) and fields_match(fields, obj, res.plural)
 
+    encoder = _Encoder(cluster, res.plural, query.as_table)
+
     def stream() -> Iterator[bytes]:
         last = start
         if start == 0:
@@ -66,7 +82,7 @@ def open_watch(cluster: KubeCluster, res: ResourceType, query: WatchQuery) -> It
                 initial = [copy.deepcopy(o) for o in cluster.store.iter(res, query.namespace)
                            if selected(o)]
             for obj in initial:
-                yield _line("ADDED", obj)
+                yield encoder.line("ADDED", obj)
         while not cluster.stopping.is_set():
             remaining = deadline - cluster.clock()
             if remaining <= 0:
@@ -82,11 +98,11 @@ def open_watch(cluster: KubeCluster, res: ResourceType, query: WatchQuery) -> It
                         cluster.store.changed.wait(min(POLL_SECONDS, remaining))
                         events = cluster.store.events_since(res.plural, last)
             if gone is not None:
-                yield _line("ERROR", gone)
+                yield encoder.line("ERROR", gone)
                 return
             for event in events:
                 last = event.rv
                 if selected(event.obj):
-                    yield _line(event.type, event.obj)
+                    yield encoder.line(event.type, event.obj)
 
     return stream()

@@ -160,7 +160,8 @@ class KubeApp:
             stream = open_watch(self.cluster, res, WatchQuery(
                 route.namespace, request.args.get("labelSelector"),
                 request.args.get("fieldSelector"), request.args.get("resourceVersion"),
-                _int_arg(request, "timeoutSeconds")))
+                _int_arg(request, "timeoutSeconds"),
+                table.wants_table(request.headers.get("Accept", ""))))
             return Response(stream, status=200, content_type=JSON, direct_passthrough=True)
         result = api.list(res, route.namespace, ListQuery(
             request.args.get("labelSelector"), request.args.get("fieldSelector"),

@@ -75,3 +75,16 @@ def test_watch_from_an_expired_resource_version_is_gone() -> None:
         assert response.json()["reason"] == "Expired"
     finally:
         server.shutdown()
+
+
+def test_watch_asked_as_table_sends_table_rows(cluster, server) -> None:
+    import json
+    response = requests.get(
+        f"{server.url}/api/v1/nodes", params={"watch": "true", "timeoutSeconds": "1"},
+        headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"},
+        stream=True, timeout=30)
+    events = [json.loads(line) for line in response.iter_lines() if line]
+    assert [e["object"]["kind"] for e in events] == ["Table"] * 6
+    assert events[0]["object"]["columnDefinitions"][0]["name"] == "Name"
+    assert events[1]["object"]["columnDefinitions"] == []
+    assert events[5]["object"]["rows"][0]["cells"][0] == "node06"
