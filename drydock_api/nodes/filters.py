@@ -110,7 +110,8 @@ def select_nodes(node_filter: Any, nodes: Mapping[str, NodeDef],
     unknown = sorted({n for e in node_filter["filter_set"] for n in e.get("node_names") or []
                       if n not in nodes})
     if unknown:
-        raise UnknownNodes(f"Unknown node names: {', '.join(unknown)}", messages=[
+        text = f"Unknown node names: {', '.join(unknown)}"
+        raise UnknownNodes(text, title=text, messages=[
             validation_message(f"Node {n} is not in the design", name="UnknownNode")
             for n in unknown])
     racks = rack_labels or {}
