@@ -49,11 +49,16 @@ STEP_TRANSITIONS: dict[StepState, frozenset[StepState]] = {
     S.SKIPPED: frozenset(),
 }
 
-# Control verbs (POST /actions/{id}/control/{verb}) and the state each one leads to.
+# Control verbs (POST /actions/{id}/control/{verb}): the state each leads to, and from where.
 CONTROLS: dict[str, ActionState] = {
     "pause": A.PAUSED,
     "unpause": A.RUNNING,
     "stop": A.STOPPING,
+}
+CONTROL_SOURCES: dict[str, frozenset[ActionState]] = {
+    "pause": frozenset({A.PENDING, A.RUNNING}),
+    "unpause": frozenset({A.PAUSED}),
+    "stop": frozenset({A.PENDING, A.RUNNING, A.PAUSED}),
 }
 
 TERMINAL_ACTION = frozenset({A.COMPLETE, A.FAILED, A.STOPPED})
@@ -70,6 +75,12 @@ def sources_of(target: ActionState) -> frozenset[ActionState]:
 def check_action(current: ActionState, target: ActionState) -> None:
     if target not in ACTION_TRANSITIONS[current]:
         raise Conflict(f"An action cannot go from {current.value} to {target.value}",
+                       reason="InvalidStateTransition")
+
+
+def check_control(verb: str, current: ActionState) -> None:
+    if current not in CONTROL_SOURCES[verb]:
+        raise Conflict(f"Cannot {verb} an action that is {current.value}",
                        reason="InvalidStateTransition")
 
 

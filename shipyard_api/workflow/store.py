@@ -19,6 +19,7 @@ from shipyard_api.workflow.states import (
     ActionState,
     StepState,
     check_action,
+    check_control,
     check_step,
     sources_of,
 )
@@ -132,6 +133,7 @@ class ActionStore:
             if row is None:
                 raise NotFound(f"No action {action_id}")
             try:
+                check_control(verb, ActionState(row.state))
                 check_action(ActionState(row.state), target)
             except Conflict:
                 s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker,

@@ -67,9 +67,10 @@ class Harness:
         return rev
 
     def engine(self, owner: str = "w1", *, lease: float = 30.0, limit: int = 4,
+               hold: float = 5.0,
                executor: Callable[[int], Executor] | None = None) -> Engine:
         return Engine(self.store, definitions(), self.services, owner=owner,
-                      settings=EngineSettings(lease_seconds=lease, hold_seconds=5.0,
+                      settings=EngineSettings(lease_seconds=lease, hold_seconds=hold,
                                               max_concurrent_nodes=limit),
                       clock=self.clock, sleep=self.clock.sleep,
                       executor=executor or (lambda n: InlineExecutor()))

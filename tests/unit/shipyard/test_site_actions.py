@@ -1,0 +1,115 @@
+"""deploy_site / update_site: intermediate-commit check, site-action tags; relabel; conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from common.errors import BadRequest, Conflict
+from shipyard_api.clients.fakes import FakeDrydock
+from tests.unit.shipyard.conftest import Harness
+
+
+@pytest.mark.parametrize("name", ["deploy_site", "update_site"])
+def test_successful_site_action_tags_the_revision_with_its_id(harness: Harness,
+                                                               name: str) -> None:
+    rev = harness.commit()
+    action = harness.create(name)
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete"
+    assert (rev, "site-action-success", {"dag_id": action["id"]}) in harness.docs.tag_log
+    relabel = [t for t in harness.drydock.tasks.values() if t["action"] == "relabel_nodes"]
+    assert relabel[0]["node_filter"] is None  # every node of the site
+
+
+def test_failure_after_validation_tags_site_action_failure(harness: Harness) -> None:
+    rev = harness.commit()
+    harness.services.drydock = harness.drydock = FailingRelabel()
+    action = harness.create("deploy_site")
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert (rev, "site-action-failure", {"dag_id": action["id"]}) in harness.docs.tag_log
+
+
+def test_failure_before_validation_writes_no_site_action_tag(harness: Harness) -> None:
+    harness.commit()
+    harness.promenade.health = False
+    action = harness.create("deploy_site")
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert [t for _, t, _ in harness.docs.tag_log if t.startswith("site-action")] == []
+
+
+def test_intermediate_commits_are_refused_with_409(harness: Harness) -> None:
+    harness.commit()
+    harness.commit()
+    with pytest.raises(Conflict) as err:
+        harness.create("update_site")
+    assert err.value.instance_reason == "IntermediateCommits"
+    assert harness.api.list() == []
+
+
+def test_intermediate_commit_check_counts_from_the_last_site_action(harness: Harness) -> None:
+    harness.commit()
+    harness.commit(tag="site-action-failure")
+    harness.commit()  # one commit since the last site action: the one used
+    action = harness.create("update_site")
+    assert harness.drive(action["id"])["state"] == "complete"
+
+
+def test_allow_intermediate_commits_overrides_and_is_recorded(harness: Harness) -> None:
+    harness.commit()
+    harness.commit()
+    action = harness.create("update_site", {"allow-intermediate-commits": "true"})
+    assert "skipped" in action["validations"][0]["message"]
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete"
+    notes = harness.step(action["id"], "intermediate_commit_check")["notes"]
+    assert "skipped" in notes[-1]["message"]
+
+
+def test_relabel_nodes_relabels_only_the_targets(harness: Harness) -> None:
+    harness.commit()
+    action = harness.create("relabel_nodes", {"target_nodes": ["node02"]})
+    assert harness.drive(action["id"])["state"] == "complete"
+    task = next(iter(harness.drydock.tasks.values()))
+    assert task["action"] == "relabel_nodes" and task["nodes"] == ["node02"]
+
+
+def test_unknown_action_is_a_bad_request(harness: Harness) -> None:
+    with pytest.raises(BadRequest) as err:
+        harness.create("reboot_everything")
+    assert "redeploy_server" in err.value.message
+
+
+def test_node_action_conflicts_with_active_action_on_the_same_node(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    first = harness.create("redeploy_server", {"target_nodes": "node01,node02"})
+    with pytest.raises(Conflict) as err:
+        harness.create("redeploy_server", {"target_nodes": "node02"})
+    assert first["id"] in err.value.message and "node02" in err.value.message
+    with pytest.raises(Conflict):
+        harness.create("relabel_nodes", {"target_nodes": "node01"})
+    with pytest.raises(Conflict):
+        harness.create("update_site", {"allow-intermediate-commits": True})
+    harness.create("redeploy_server", {"target_nodes": "node03"})
+
+
+def test_site_action_conflicts_with_any_node_action_until_it_ends(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    site = harness.create("update_site")
+    with pytest.raises(Conflict):
+        harness.create("redeploy_server", {"target_nodes": "node03"})
+    harness.drive(site["id"])
+    harness.create("redeploy_server", {"target_nodes": "node03"})
+
+
+class FailingRelabel(FakeDrydock):
+    """Every relabel task ends in failure."""
+
+    def get_task(self, task_id: str, **kwargs: Any) -> dict[str, Any]:
+        task = super().get_task(task_id, **kwargs)
+        if task["action"] == "relabel_nodes" and task["status"] == "complete":
+            task["result"] = {"status": "failure"}
+        return task
