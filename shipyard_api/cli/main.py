@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -36,7 +37,8 @@ class Shipyard:
         self.output = output
         self.marker = marker or str(uuid.uuid4())
         self.session = session or requests.Session()
-        self.console = Console(soft_wrap=True)
+        # Pipes and files get wide tables rather than truncated cells.
+        self.console = Console(width=None if sys.stdout.isatty() else 250)
 
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         out = {"X-Context-Marker": self.marker, "Accept": "application/json"}
