@@ -23,7 +23,7 @@ class EtcdManager:
         self._specs: dict[str, EtcdClusterSpec] = {c.name: c for c in model.spec.etcd}
         self.clusters: dict[str, EtcdCluster] = {
             c.name: EtcdCluster(c.name, list(c.members), workdir) for c in model.spec.etcd}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # one membership change at a time
 
     def start(self) -> None:
         started: list[EtcdCluster] = []
@@ -56,9 +56,10 @@ class EtcdManager:
         return [c for c in self.clusters.values() if node in c.members]
 
     def stop_member(self, node: str) -> None:
-        for cluster in self._clusters_of(node):
-            self._model.record_call("etcd", "member_stop", node)
-            cluster.stop_member(node)
+        with self._lock:
+            for cluster in self._clusters_of(node):
+                self._model.record_call("etcd", "member_stop", node)
+                cluster.stop_member(node)
 
     def _on_power(self, node: str, on: bool) -> None:
         if not on:
@@ -80,6 +81,10 @@ class EtcdManager:
             self._in_background(self.stop_member, fault.node)
 
     def _restart_all(self) -> None:
+        with self._lock:
+            self._restart_stopped()
+
+    def _restart_stopped(self) -> None:
         for cluster in self.clusters.values():
             for node, member in cluster.members.items():
                 if not member.running and self._model.is_on(node) \
