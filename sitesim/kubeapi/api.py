@@ -70,27 +70,30 @@ class ObjectApi:
         self.store = cluster.store
 
     def _count(self, res: ResourceType, verb: str, node: str | None) -> None:
+        """Report the call to the site (never under the cluster lock: the site has its own)."""
         op = COUNTED_OPS.get((res.plural, verb))
         if op is not None:
             self.cluster.hooks.record_call("kube", op, node)
 
-    def _pod_node(self, res: ResourceType, ns: str, name: str) -> str | None:
+    def _count_item(self, res: ResourceType, verb: str, ns: str, name: str) -> None:
+        if (res.plural, verb) not in COUNTED_OPS:
+            return
+        node: str | None = None
         if res.plural == "nodes":
-            return name
-        if res.plural == "pods":
-            pod = self.store.peek(res, ns, name)
-            node = (pod or {}).get("spec", {}).get("nodeName")
-            return str(node) if node else None
-        return None
+            node = name
+        elif res.plural == "pods":
+            with self.store.lock:
+                pod = self.store.peek(res, ns, name)
+                node = str((pod or {}).get("spec", {}).get("nodeName") or "") or None
+        self._count(res, verb, node)
 
     def _check_namespace(self, res: ResourceType, ns: str | None) -> None:
         if res.namespaced and ns and self.store.peek(NAMESPACES, "", ns) is None:
             raise not_found("namespaces", ns)
 
     def get(self, res: ResourceType, ns: str | None, name: str) -> Obj:
-        with self.store.lock:
-            self._count(res, "get", self._pod_node(res, ns or "", name))
-            return self.store.get(res, ns or "", name)
+        self._count_item(res, "get", ns or "", name)
+        return self.store.get(res, ns or "", name)
 
     def list(self, res: ResourceType, ns: str | None, query: ListQuery) -> Obj:
         """A <Kind>List honouring selectors and paging (limit / continue)."""
@@ -99,8 +102,8 @@ class ObjectApi:
         node = next((f.value for f in fields if f.field == "spec.nodeName" and not f.negate),
                     None)
         start = _decode_continue(query.continue_token) if query.continue_token else None
+        self._count(res, "list", node if res.plural == "pods" else None)
         with self.store.lock:
-            self._count(res, "list", node if res.plural == "pods" else None)
             rv = self.store.resource_version
             selected = []
             for obj in self.store.iter(res, ns):
@@ -122,11 +125,10 @@ class ObjectApi:
 
     def create(self, res: ResourceType, ns: str | None, body: Any) -> Obj:
         admission.validate_meta(res, body, ns)
+        node = (body.get("spec") or {}).get("nodeName") if res.plural == "pods" else None
+        self._count(res, "create", body["metadata"]["name"] if res.plural == "nodes" else node)
         with self.store.lock:
             self._check_namespace(res, body["metadata"].get("namespace"))
-            node = (body.get("spec") or {}).get("nodeName") if res.plural == "pods" else None
-            self._count(res, "create", body["metadata"]["name"] if res.plural == "nodes"
-                        else node)
             body["metadata"].pop("resourceVersion", None)
             admission.default(res, body, self.cluster.now())
             if res.plural == "pods":
@@ -138,15 +140,15 @@ class ObjectApi:
         admission.validate_meta(res, body, ns)
         if body["metadata"]["name"] != name:
             raise KubeBadRequest("the name of the object does not match the name on the URL")
+        self._count_item(res, "update", ns or "", name)
         with self.store.lock:
-            self._count(res, "update", self._pod_node(res, ns or "", name))
             current = self.store.get(res, ns or "", name)
             return self._store_update(res, current, body, subresource)
 
     def patch(self, res: ResourceType, ns: str | None, name: str, patch: Any,
               content_type: str, subresource: str | None = None) -> Obj:
+        self._count_item(res, "patch", ns or "", name)
         with self.store.lock:
-            self._count(res, "patch", self._pod_node(res, ns or "", name))
             current = self.store.get(res, ns or "", name)
             patched = apply_patch(current, patch, content_type)
             admission.validate_meta(res, patched, ns)
@@ -164,15 +166,13 @@ class ObjectApi:
     def delete(self, res: ResourceType, ns: str | None, name: str,
                grace: int | None = None) -> Obj:
         """Delete an object; a pod on a node terminates gracefully (see `pods`)."""
+        self._count_item(res, "delete", ns or "", name)
         with self.store.lock:
-            self._count(res, "delete", self._pod_node(res, ns or "", name))
             if res.plural == "pods":
                 return pods.delete_pod(self.cluster, self.store.get(res, ns or "", name), grace)
             obj = self.store.delete(res, ns or "", name)
             if res.plural == "namespaces":
                 self._delete_namespace_content(name)
-            if res.plural == "nodes":
-                self.cluster.nodes.pop(name, None)
             return obj
 
     def _delete_namespace_content(self, ns: str) -> None:

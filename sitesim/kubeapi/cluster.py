@@ -101,7 +101,12 @@ class KubeCluster:
             self._pending_labels.append((name, labels))
 
     def on_node_labels(self, callback: Callable[[str, dict[str, str]], None]) -> None:
-        """Call `callback(node, labels)` after a node's labels change (or a node appears)."""
+        """Call `callback(node, labels)` after a node's labels change (or a node appears).
+
+        Callbacks run on the controller thread (started by `start()`), holding no lock, so
+        they may call back into the site or this cluster; `flush_callbacks()` runs pending
+        ones at once (for use without the controllers).
+        """
         self._label_callbacks.append(callback)
 
     def flush_callbacks(self) -> None:
@@ -136,14 +141,12 @@ class KubeCluster:
                     now="")["metadata"]["labels"]
                 self.store.replace(NODES, node, check_rv=False)
             self.sync_node_ready(name)
-        self.flush_callbacks()
 
     def remove_node(self, name: str) -> None:
         """Delete the Node object (its pods are garbage-collected)."""
         with self.lock:
             if self.store.peek(NODES, "", name) is not None:
                 self.store.delete(NODES, "", name)
-            self.nodes.pop(name, None)
 
     def set_ready(self, name: str, ready: bool) -> None:
         """Model the node's kubelet being up (Ready True) or gone (Ready Unknown)."""
@@ -196,7 +199,6 @@ class KubeCluster:
             else:
                 meta.pop("resourceVersion", None)
                 result = self.api.replace(res, meta.get("namespace"), meta["name"], body)
-        self.flush_callbacks()
         return result
 
     # -- kubelet state -----------------------------------------------------------------------

@@ -39,8 +39,12 @@ def run_controllers(cluster: KubeCluster) -> None:
 def reconcile(cluster: KubeCluster) -> float | None:
     """One pass of every controller; returns when the next timer falls due."""
     with cluster.lock:
+        labelled = [n["metadata"]["name"] for n in cluster.store.iter(NODES)
+                    if (n["metadata"].get("labels") or {}).get(DECOMMISSION_LABEL) == "enabled"]
+    blocked = {n for n in labelled if cluster.hooks.fault("kube.kubelet_shutdown", n) is not None}
+    with cluster.lock:
         for name in [n["metadata"]["name"] for n in cluster.store.iter(NODES)]:
-            _kubelet(cluster, name)
+            _kubelet(cluster, name, name in blocked)
         _garbage_collect(cluster)
         for plural, step in (("deployments", workloads.reconcile_deployment),
                              ("replicasets", workloads.reconcile_replicaset),
@@ -56,10 +60,14 @@ def reconcile(cluster: KubeCluster) -> float | None:
 
 
 def _next_due(cluster: KubeCluster) -> float | None:
+    """The earliest timer still in the future (past-due work that is blocked, e.g. a pod on
+    a NotReady node, is retried on the next change or after `controller_interval`)."""
     times = list(cluster.timers.terminate_at.values()) + list(cluster.timers.create_at.values())
     for sim in cluster.nodes.values():
         times += [t for t in (sim.shutdown_at, sim.unknown_at) if t is not None]
-    return min(times) if times else None
+    now = cluster.clock()
+    future = [t for t in times if t > now]
+    return min(future) if future else None
 
 
 def _shutdown_pod_running(cluster: KubeCluster, name: str) -> bool:
@@ -77,7 +85,7 @@ def _shutdown_pod_running(cluster: KubeCluster, name: str) -> bool:
         for p in cluster.store.iter(PODS))
 
 
-def _kubelet(cluster: KubeCluster, name: str) -> None:
+def _kubelet(cluster: KubeCluster, name: str, blocked: bool) -> None:
     """Stop the kubelet of a node being decommissioned; its Ready turns Unknown later."""
     sim = cluster.nodes.get(name)
     node = cluster.store.peek(NODES, "", name)
@@ -85,7 +93,7 @@ def _kubelet(cluster: KubeCluster, name: str) -> None:
         return
     labels = node["metadata"].get("labels") or {}
     wants_shutdown = (labels.get(DECOMMISSION_LABEL) == "enabled" and sim.shutdown_enabled
-                      and sim.ready and cluster.hooks.fault("kube.kubelet_shutdown", name) is None)
+                      and sim.ready and not blocked)
     now = cluster.clock()
     if sim.kubelet_running:
         if not wants_shutdown or not _shutdown_pod_running(cluster, name):

@@ -102,15 +102,17 @@ def evict(cluster: KubeCluster, namespace: str, name: str, body: Any) -> Obj:
     options = body.get("deleteOptions") or {}
     grace = options.get("gracePeriodSeconds")
     with cluster.lock:
-        pod = cluster.store.peek(PODS, namespace, name)
-        node = (pod or {}).get("spec", {}).get("nodeName")
-        cluster.hooks.record_call("kube", "eviction", node)
-        if pod is None:
-            raise not_found("pods", name)
-        pod = copy.deepcopy(pod)
-        fault = cluster.hooks.fault("kube.eviction", node) if node else None
-        if fault == "fail":
-            raise KubeInternal(f'eviction of pod "{name}" failed: injected fault on node {node}')
+        found = cluster.store.peek(PODS, namespace, name)
+        node = (found or {}).get("spec", {}).get("nodeName")
+    # The site's hooks take the site's lock: never call them under the cluster lock.
+    cluster.hooks.record_call("kube", "eviction", node)
+    fault = cluster.hooks.fault("kube.eviction", node) if node else None
+    if found is None:
+        raise not_found("pods", name)
+    if fault == "fail":
+        raise KubeInternal(f'eviction of pod "{name}" failed: injected fault on node {node}')
+    with cluster.lock:
+        pod = copy.deepcopy(cluster.store.get(PODS, namespace, name))
         if pod["metadata"].get("deletionTimestamp"):
             return success_status(201)
         if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed", "Pending"):

@@ -108,7 +108,6 @@ class KubeApp:
             LOG.exception("kube api: %s %s failed", request.method, request.path)
             error = KubeInternal(f"internal error: {exc}")
             response = _json(error.kube_status(), 500)
-        self.cluster.flush_callbacks()
         return response(environ, start_response)
 
     def dispatch(self, request: Request) -> Response:

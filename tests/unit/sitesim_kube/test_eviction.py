@@ -127,3 +127,22 @@ def test_calls_are_counted_per_node(seeded, hooks, core) -> None:
     assert hooks.calls[("kube", "patch_node", "node04")] == 1
     assert hooks.calls[("kube", "eviction", "node04")] == 1
     assert hooks.calls[("kube", "delete_node", "node06")] == 1
+
+
+def test_site_hooks_are_called_without_the_cluster_lock(seeded, hooks, core) -> None:
+    import threading
+    lock_free: list[bool] = []
+    original = hooks.fault
+
+    def fault(operation: str, node: str):  # type: ignore[no-untyped-def]
+        result: list[object] = []
+        worker = threading.Thread(target=lambda: result.append(seeded.node_summary(node)))
+        worker.start()
+        worker.join(timeout=5)
+        lock_free.append(bool(result))
+        return original(operation, node)
+    hooks.fault = fault  # type: ignore[method-assign]
+    _evict(core, "debug-shell")
+    core.patch_node("node04", {"metadata": {"labels": {"promenade-decomission": "enabled"}}})
+    wait_for(lambda: len(lock_free) >= 2)
+    assert all(lock_free)

@@ -126,7 +126,9 @@ def test_label_callback_sees_label_changes(cluster, core) -> None:
     seen: list[tuple[str, dict[str, str]]] = []
     cluster.on_node_labels(lambda name, labels: seen.append((name, labels)))
     core.patch_node("node01", {"metadata": {"labels": {"kubernetes-etcd": None}}})
+    wait_for(lambda: seen)
     core.patch_node("node01", {"metadata": {"labels": {"kubernetes-etcd": "enabled"}}})
+    wait_for(lambda: len(seen) == 2)
     etcd = [labels.get("kubernetes-etcd") for name, labels in seen if name == "node01"]
     assert etcd == [None, "enabled"]
 
@@ -136,7 +138,24 @@ def test_readded_node_fires_the_label_callback(cluster) -> None:
     cluster.on_node_labels(lambda name, labels: seen.append(labels.get("kubernetes-etcd", "")))
     cluster.remove_node("node02")
     cluster.add_node("node02", {"kubernetes-etcd": "enabled"}, control_plane=True)
-    assert seen == ["enabled"]
+    wait_for(lambda: seen == ["enabled"])
+
+
+def test_label_callbacks_run_without_the_cluster_lock(cluster, core) -> None:
+    import threading
+    lock_free: list[bool] = []
+
+    def callback(name: str, labels: dict[str, str]) -> None:
+        # another thread must be able to use the cluster while the callback runs
+        result: list[object] = []
+        worker = threading.Thread(target=lambda: result.append(cluster.node_summary(name)))
+        worker.start()
+        worker.join(timeout=5)
+        lock_free.append(bool(result))
+    cluster.on_node_labels(callback)
+    core.patch_node("node03", {"metadata": {"labels": {"x": "y"}}})
+    wait_for(lambda: lock_free)
+    assert lock_free == [True]
 
 
 def test_apply_creates_then_replaces(cluster) -> None:
