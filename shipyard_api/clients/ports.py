@@ -42,9 +42,10 @@ def node_ready(status: Mapping[str, Any] | None) -> bool:
         return False
     if isinstance(status.get("ready"), bool):
         return bool(status["ready"])
-    kube = status.get("kubernetes")
-    if isinstance(kube, Mapping) and isinstance(kube.get("ready"), bool):
-        return bool(kube["ready"])
+    for key in ("kubelet", "kubernetes"):
+        inner_view = status.get(key)
+        if isinstance(inner_view, Mapping) and isinstance(inner_view.get("ready"), bool):
+            return bool(inner_view["ready"])
     inner = status.get("status")
     conditions = inner.get("conditions") if isinstance(inner, Mapping) else None
     for cond in conditions or status.get("conditions") or []:
