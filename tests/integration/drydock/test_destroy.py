@@ -1,0 +1,100 @@
+"""destroy_nodes end to end: drydock-api (with its worker thread) on the simulated site."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from tests.integration.drydock.conftest import Env
+
+pytestmark = pytest.mark.slow
+
+
+def test_destroy_redfish_and_ipmi_nodes_powers_off_wipes_and_removes_them(dd_env: Env):
+    resp = dd_env.post_task(["rf-a", "ipmi-a"])
+    assert resp.status_code == 201, resp.text
+    task = dd_env.wait(resp.json()["task_id"])
+    assert task["result"]["status"] == "success", task["result"]
+    for name in ("rf-a", "ipmi-a"):
+        node = dd_env.sim(f"/nodes/{name}")
+        assert node["power"] == "off"
+        assert node["maas_status"] is None
+        assert all(d["marker"] is None and d["wiped"] for d in node["disks"].values()), node
+        assert dd_env.releases(name) == 1
+    steps = {(m["node"], m["step"]) for m in task["result"]["details"]["messageList"]}
+    assert ("ipmi-a", "power_off") in steps and ("rf-a", "delete") in steps
+    assert "it-bmc-pw" not in repr(dd_env.task(task["task_id"], layers=-1))
+
+
+def test_preserve_local_storage_wipes_only_the_os_disk(dd_env: Env):
+    before = dd_env.sim("/nodes/rf-b")["disks"]["sdb"]["marker"]
+    assert before
+    task = dd_env.wait(dd_env.post_task(["rf-b"], preserve_local_storage=True).json()["task_id"])
+    assert task["result"]["status"] == "success", task["result"]
+    node = dd_env.sim("/nodes/rf-b")
+    assert node["disks"]["sda"]["wiped"] and node["disks"]["sda"]["marker"] is None
+    assert node["disks"]["sdb"]["marker"] == before and not node["disks"]["sdb"]["wiped"]
+    assert node["power"] == "off" and node["maas_status"] is None
+
+
+def test_unresponsive_bmc_fails_its_node_and_the_others_succeed(dd_env: Env):
+    dd_env.fault("rf-c", "bmc.power", "hang")
+    try:
+        task = dd_env.wait(dd_env.post_task(["rf-c", "rf-d"]).json()["task_id"])
+    finally:
+        dd_env.clear_faults()
+    assert task["result"]["status"] == "partial_success"
+    assert task["result"]["successes"] == ["rf-d"] and task["result"]["failures"] == ["rf-c"]
+    errors = [m for m in task["result"]["details"]["messageList"] if m["error"]]
+    assert errors and all(m["node"] == "rf-c" for m in errors)
+    assert "Redfish BMC" in errors[0]["message"]
+    assert dd_env.sim("/nodes/rf-c")["maas_status"] == "Deployed"
+    assert dd_env.sim("/nodes/rf-d")["maas_status"] is None
+
+
+def test_maas_release_failure_is_reported_with_maas_status(dd_env: Env):
+    dd_env.fault("rf-e", "maas.release", "fail")
+    try:
+        task = dd_env.wait(dd_env.post_task(["rf-e"]).json()["task_id"])
+    finally:
+        dd_env.clear_faults()
+    assert task["result"]["status"] == "failure"
+    errors = [m["message"] for m in task["result"]["details"]["messageList"] if m["error"]]
+    assert any("Failed releasing" in m for m in errors), errors
+    assert dd_env.sim("/nodes/rf-e")["maas_status"] == "Failed releasing"
+
+
+def test_overlapping_task_is_refused_and_terminate_stops_the_task(dd_env: Env):
+    first = dd_env.post_task(["rf-h"])
+    assert first.status_code == 201
+    clash = dd_env.post_task(["rf-h", "rf-g"])
+    assert clash.status_code == 409 and clash.json()["reason"] == "NodesBusy"
+    task_id = first.json()["task_id"]
+    stop = requests.post(f"{dd_env.url}/api/v1.0/tasks/{task_id}/terminate",
+                         headers=dd_env.headers, timeout=10)
+    assert stop.status_code == 200 and stop.json()["status"] in ("terminating", "terminated")
+    task = dd_env.wait(task_id)
+    assert task["status"] == "terminated"
+    assert dd_env.releases("rf-h") == 0 and dd_env.sim("/nodes/rf-h")["maas_status"]
+
+
+def test_destroying_an_already_destroyed_node_succeeds(dd_env: Env):
+    task = dd_env.wait(dd_env.post_task(["rf-a"]).json()["task_id"])
+    assert task["result"]["status"] == "success", task["result"]
+    assert dd_env.releases("rf-a") == 1
+
+
+def test_nodes_and_node_filter_over_http(dd_env: Env):
+    nodes = requests.get(f"{dd_env.url}/api/v1.0/nodes", params={"design_ref": dd_env.href},
+                         headers=dd_env.headers, timeout=30).json()
+    by_name = {n["hostname"]: n for n in nodes}
+    assert by_name["rf-j"]["maas_status"] == "Deployed" and by_name["rf-j"]["power_state"] == "on"
+    assert by_name["ipmi-b"]["oob_type"] == "ipmi"
+    picked = requests.post(f"{dd_env.url}/api/v1.0/nodefilter", headers=dd_env.headers,
+                           timeout=30, json={"design_ref": dd_env.href, "node_filter": {
+                               "filter_set_type": "intersection", "filter_set": [
+                                   {"rack_names": ["rack04"]}, {"node_tags": ["compute"]}]}})
+    assert picked.json() == ["rf-i", "rf-j"]
+    valid = requests.post(f"{dd_env.url}/api/v1.0/validatedesign", headers=dd_env.headers,
+                          timeout=30, json={"href": dd_env.href})
+    assert valid.status_code == 200, valid.text
