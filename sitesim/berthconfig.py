@@ -26,7 +26,7 @@ def write_tokens(path: Path) -> tuple[str, str]:
 
 
 def service_sections(service: str, berth_dir: Path, service_token: str,
-                     site: Mapping[str, Any]) -> Sections:
+                     site: Mapping[str, Any], ports: Mapping[str, int] = SERVICES) -> Sections:
     """The ini sections of one service: common ones, then what the service needs of the site.
 
     `SITE_SECTIONS` below is the place to add options as services grow."""
@@ -34,7 +34,7 @@ def service_sections(service: str, berth_dir: Path, service_token: str,
         "auth": {"strategy": "token", "token_file": str(berth_dir / "tokens.yaml"),
                  "service_token": service_token},
         "database": {"connection": f"sqlite:///{berth_dir / f'{service}.db'}"},
-        "peers": {f"{name}_url": f"http://127.0.0.1:{port}" for name, port in SERVICES.items()},
+        "peers": {f"{name}_url": f"http://127.0.0.1:{port}" for name, port in ports.items()},
         "logging": {"json": "false"},
     }
     for section, options in SITE_SECTIONS.get(service, {}).items():

@@ -67,7 +67,8 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
             proc.wait(timeout)
 
 
-def write_site_files(site: Site, berth_dir: Path) -> dict[str, str]:
+def write_site_files(site: Site, berth_dir: Path,
+                     ports: dict[str, int] = SERVICES) -> dict[str, str]:
     """Design, tokens, service configs; returns the environment for .berth/env."""
     design = berth_dir / "site-design.yaml"
     design.write_text(site.design_yaml())
@@ -76,11 +77,11 @@ def write_site_files(site: Site, berth_dir: Path) -> dict[str, str]:
     shutil.copyfile(site.kubeconfig, kubeconfig)
     facts: dict[str, Any] = {**site.urls, "kubeconfig": str(kubeconfig),
                              "maas_api_key": site.spec.maas_api_key}
-    for name in SERVICES:
+    for name in ports:
         write_ini(berth_dir / f"{name}.conf",
-                  service_sections(name, berth_dir, service_token, facts))
+                  service_sections(name, berth_dir, service_token, facts, ports))
     endpoints = [e for c in site.endpoints().etcd_endpoints.values() for e in c]
-    env = {f"{name.upper()}_URL": f"http://127.0.0.1:{port}" for name, port in SERVICES.items()}
+    env = {f"{name.upper()}_URL": f"http://127.0.0.1:{port}" for name, port in ports.items()}
     env.update(BERTH_TOKEN=admin_token, KUBECONFIG=str(kubeconfig), KUBE_API_URL=site.urls["kube"],
                MAAS_URL=site.urls["maas"], MAAS_API_KEY=site.spec.maas_api_key,
                REDFISH_URL=site.urls["redfish"], SITESIM_URL=site.urls["sitesim"],
@@ -93,8 +94,9 @@ class Up:
     """Everything `berth up` started, stopped in reverse order."""
 
     def __init__(self, site_file: str, berth_dir: Path, ports: SitePorts,
-                 with_services: bool = True) -> None:
+                 with_services: bool = True, service_ports: dict[str, int] | None = None) -> None:
         self.berth_dir = berth_dir
+        self.service_ports = dict(service_ports or SERVICES)
         self.site = Site(load_site(site_file), ports=ports, workdir=berth_dir / "site")
         self.with_services = with_services
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -104,13 +106,13 @@ class Up:
         self.berth_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.site.start()
-            self.env = write_site_files(self.site, self.berth_dir)
+            self.env = write_site_files(self.site, self.berth_dir, self.service_ports)
             if self.with_services:
-                for name, port in SERVICES.items():
+                for name, port in self.service_ports.items():
                     log = self.berth_dir / f"{name}.log"
                     self.procs[name] = start_service(name, port, self.berth_dir / f"{name}.conf",
                                                      log)
-                for name, port in SERVICES.items():
+                for name, port in self.service_ports.items():
                     wait_healthy(name, f"http://127.0.0.1:{port}", self.procs[name],
                                  self.berth_dir / f"{name}.log")
         except BaseException:
