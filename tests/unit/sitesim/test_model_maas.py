@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sitesim.maas.machines import MachineStore, MaasError
+from sitesim.maas.machines import MaasError, MachineStore
 from sitesim.maas.oauth import verify
 from sitesim.maas.statuses import OPERATIONS, Status
 from sitesim.model import SiteModel
