@@ -9,7 +9,13 @@ from typing import Any, Protocol
 from common.status import Message, health_message, simple_message
 from promenade_api.errors import EtcdNotAccessible, RemoveEtcdError
 from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
-from promenade_api.etcd.port import EtcdError, EtcdMemberNotFound, EtcdPort, EtcdUnreachable
+from promenade_api.etcd.port import (
+    EtcdError,
+    EtcdMemberNotFound,
+    EtcdPort,
+    EtcdRefused,
+    EtcdUnreachable,
+)
 from promenade_api.etcd.quorum import project, stable
 
 LOG = logging.getLogger(__name__)
@@ -36,7 +42,8 @@ class EtcdRemover:
         self._clock, self._sleep, self._poll = clock, sleep, poll_interval
 
     def health(self, cluster: ClusterSpec) -> list[MemberHealth]:
-        return [self._etcd.health(cluster, m) for m in self._etcd.members(cluster)]
+        members = sorted(self._etcd.members(cluster), key=lambda m: (m.name, m.id))
+        return [self._etcd.health(cluster, m) for m in members]
 
     # -- remove-etcd -------------------------------------------------------------------
     def remove_node(self, node: str, clusters: Sequence[ClusterSpec],
@@ -113,13 +120,7 @@ class EtcdRemover:
                             deadline: float) -> None:
         LOG.info("remove-etcd: removing member %s (%x) from %s", member.name, member.id,
                  cluster.name)
-        try:
-            self._etcd.remove_member(cluster, member)
-        except EtcdMemberNotFound:
-            LOG.info("remove-etcd: %s was already gone from %s", member.name, cluster.name)
-        except EtcdError as exc:
-            raise RemoveEtcdError(f"etcd refused to remove {member.name} from {cluster.name}",
-                                  messages=[simple_message(exc.message)]) from exc
+        self._remove_retrying(cluster, member, deadline)
         while True:
             try:
                 if member.id not in {m.id for m in self._etcd.members(cluster)}:
@@ -130,6 +131,27 @@ class EtcdRemover:
                 raise RemoveEtcdError(f"Removal of {member.name} from {cluster.name} was not "
                                       "confirmed before the timeout")
             self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+
+    def _remove_retrying(self, cluster: ClusterSpec, member: Member, deadline: float) -> None:
+        """MemberRemove; etcd's own refusals (e.g. members connected for under 5 s) are
+        retried until the deadline, since our projection already found the removal safe."""
+        while True:
+            try:
+                self._etcd.remove_member(cluster, member)
+                return
+            except EtcdMemberNotFound:
+                LOG.info("remove-etcd: %s was already gone from %s", member.name, cluster.name)
+                return
+            except EtcdRefused as exc:
+                if self._clock() + self._poll > deadline:
+                    raise RemoveEtcdError(
+                        f"etcd refused to remove {member.name} from {cluster.name}",
+                        messages=[simple_message(exc.message)]) from exc
+                LOG.info("remove-etcd: etcd refused for now (%s); retrying", exc.message)
+                self._sleep(self._poll)
+            except EtcdError as exc:
+                raise RemoveEtcdError(f"Could not remove {member.name} from {cluster.name}",
+                                      messages=[simple_message(exc.message)]) from exc
 
     # -- health statuses ---------------------------------------------------------------
     def health_messages(self, clusters: Sequence[ClusterSpec]) -> list[Message]:

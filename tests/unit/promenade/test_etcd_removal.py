@@ -134,3 +134,10 @@ def test_wait_stable_times_out(svc, etcd):
     etcd.down.add("node03")
     with pytest.raises(RemoveEtcdError):
         svc.remover().wait_stable("node01", clusters(), 5)
+
+
+def test_a_transient_etcd_refusal_is_retried_until_it_passes(svc, etcd, clock):
+    etcd.refuse_removal = True
+    clock.at(3, lambda: setattr(etcd, "refuse_removal", False))
+    svc.remove_etcd("node01", clusters(), 60)
+    assert etcd.removed == ["node01"]
