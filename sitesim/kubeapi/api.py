@@ -130,6 +130,8 @@ class ObjectApi:
         with self.store.lock:
             self._check_namespace(res, body["metadata"].get("namespace"))
             body["metadata"].pop("resourceVersion", None)
+            if res.plural in admission.STATUS_SUBRESOURCE and res.plural != "nodes":
+                body.pop("status", None)  # status is the controllers' to write
             admission.default(res, body, self.cluster.now())
             if res.plural == "pods":
                 pods.on_create(self.cluster, body)

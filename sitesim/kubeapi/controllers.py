@@ -140,7 +140,7 @@ def _pod(cluster: KubeCluster, pod: Obj) -> None:
         return
     ready = factories.node_ready_status(node) == "True"
     phase = (pod.get("status") or {}).get("phase")
-    starts = phase == "Pending" and ready
+    starts = phase in (None, "Pending") and ready
     flips = phase == "Running" and factories.is_pod_ready(pod) != ready
     if not (starts or flips or node_name != pod["spec"].get("nodeName")):
         return

@@ -71,3 +71,42 @@ def api_resource_list(group: str, version: str) -> Obj | None:
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
             "resources": resources}
+
+
+def _openapi_key(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def openapi_v3_root() -> Obj:
+    """`GET /openapi/v3`: where each group-version's OpenAPI document lives."""
+    return {"paths": {
+        _openapi_key(g, v): {"serverRelativeURL": f"/openapi/v3/{_openapi_key(g, v)}?hash=sitesim"}
+        for g, v in GROUP_VERSIONS}}
+
+
+def openapi_v3_group(group: str, version: str) -> Obj | None:
+    """A minimal OpenAPI v3 document: PATCH operations that accept `fieldValidation`.
+
+    kubectl looks for that parameter to decide that the server validates fields itself
+    (instead of downloading the full schema); schemas are left empty on purpose.
+    """
+    if (group, version) not in GROUP_VERSIONS:
+        return None
+    prefix = f"/apis/{group}/{version}" if group else f"/{_openapi_key(group, version)}"
+    param = {"name": "fieldValidation", "in": "query", "schema": {"type": "string"},
+             "description": "accepted and ignored by the simulated API"}
+    paths: Obj = {}
+    for res in RESOURCES:
+        if (res.group, res.version) != (group, version):
+            continue
+        scope = f"{prefix}/namespaces/{{namespace}}/" if res.namespaced else f"{prefix}/"
+        gvk = {"group": group, "version": version, "kind": res.kind}
+        paths[f"{scope}{res.plural}/{{name}}"] = {
+            op: {"x-kubernetes-group-version-kind": gvk, "parameters": [param],
+                 "responses": {"200": {"description": "OK"}}}
+            for op in ("get", "put", "patch", "delete")}
+        paths[f"{scope}{res.plural}"] = {
+            "post": {"x-kubernetes-group-version-kind": gvk, "parameters": [param],
+                     "responses": {"201": {"description": "Created"}}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (sitesim)", "version": "v1.32.4"},
+            "paths": paths, "components": {"schemas": {}}}

@@ -93,9 +93,9 @@ class Store:
             if key in self._bucket(res):
                 raise KubeAlreadyExists(f'{res.plural} "{key[1]}" already exists',
                                         kind=res.plural, name=key[1])
-            meta.setdefault("uid", str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", iso_now(self._wall))
-            meta.setdefault("generation", 1)
+            meta["uid"] = meta.get("uid") or str(uuid.uuid4())
+            meta["creationTimestamp"] = meta.get("creationTimestamp") or iso_now(self._wall)
+            meta["generation"] = meta.get("generation") or 1
             return self._write(res, key, obj, "ADDED")
 
     def replace(self, res: ResourceType, obj: Obj, *, check_rv: bool = True) -> Obj:

@@ -60,6 +60,11 @@ def _int_arg(request: Request, name: str) -> int | None:
 
 
 def _body(request: Request, required: bool = True) -> Any:
+    mimetype = request.mimetype or "application/json"
+    if not (mimetype == "application/json" or mimetype.endswith("+json")):
+        raise KubeUnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types "
+            f"include: application/json (got {mimetype!r})")
     data = request.get_data()
     if not data:
         if required:
@@ -122,6 +127,14 @@ class KubeApp:
             return _json(discovery.api_versions(request.host))
         if parts == ["apis"]:
             return _json(discovery.api_group_list())
+        if parts == ["openapi", "v3"]:
+            return _json(discovery.openapi_v3_root())
+        if parts[:2] == ["openapi", "v3"] and len(parts) in (4, 5):
+            gv = (parts[3], parts[4]) if parts[2] == "apis" and len(parts) == 5 else (
+                "", parts[3])
+            openapi = discovery.openapi_v3_group(*gv) if parts[2] in ("api", "apis") else None
+            if openapi is not None:
+                return _json(openapi)
         if len(parts) == 2 and parts[0] == "apis":
             group = discovery.api_group(parts[1])
             if group is not None:

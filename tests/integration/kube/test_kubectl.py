@@ -144,3 +144,24 @@ def test_delete_node(site: Site) -> None:
     assert result.returncode == 0, result.stderr
     assert site.cluster.node_summary("node06")["present"] is False
     assert "node06" not in site.kubectl("get", "nodes").stdout
+
+
+def test_apply_creates_then_updates_a_pdb(site: Site, tmp_path: Path) -> None:
+    manifest = tmp_path / "pdb.yaml"
+    manifest.write_text(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\n"
+        "metadata: {name: cache, namespace: demo}\n"
+        "spec:\n  minAvailable: 1\n  selector: {matchLabels: {application: scratch-cache}}\n")
+    first = site.kubectl("apply", "-f", str(manifest))
+    assert first.returncode == 0, first.stderr
+    manifest.write_text(manifest.read_text().replace("minAvailable: 1", "maxUnavailable: 0"))
+    second = site.kubectl("apply", "-f", str(manifest))
+    assert second.returncode == 0, second.stderr
+    rows = site.kubectl("get", "pdb", "-n", "demo", "cache", "--no-headers").stdout.split()
+    assert rows[:4] == ["cache", "N/A", "0", "0"]
+
+
+def test_run_schedules_a_pod_on_a_ready_node(site: Site) -> None:
+    assert site.kubectl("cordon", "node04", "node05").returncode == 0
+    assert site.kubectl("run", "tmp", "--image=busybox", "-n", "demo").returncode == 0
+    _wait(lambda: [p["status"]["phase"] for p in site.pods_on("node06", "tmp")] == ["Running"])
