@@ -60,7 +60,7 @@ class KubeCluster:
 
     def __init__(self, hooks: SiteHooks, timings: KubeTimings | None = None, *,
                  clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time, watch_history: int = 20000) -> None:
+                 wall: Callable[[], float] = time.time, watch_history: int = 5000) -> None:
         self.hooks = hooks
         self.timings = timings or KubeTimings()
         self.clock = clock

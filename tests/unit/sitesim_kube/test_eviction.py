@@ -146,3 +146,19 @@ def test_site_hooks_are_called_without_the_cluster_lock(seeded, hooks, core) -> 
     core.patch_node("node04", {"metadata": {"labels": {"promenade-decomission": "enabled"}}})
     wait_for(lambda: len(lock_free) >= 2)
     assert all(lock_free)
+
+
+def test_concurrent_evictions_respect_the_budget(seeded, core) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [p.metadata.name for p in _web_pods(core)]
+
+    def attempt(name: str) -> int:
+        try:
+            _evict(core, name)
+        except kubernetes.client.ApiException as exc:
+            return int(exc.status)
+        return 201
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        codes = sorted(pool.map(attempt, names))
+    assert codes == [201, 429, 429]
