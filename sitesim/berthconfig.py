@@ -45,12 +45,21 @@ def service_sections(service: str, berth_dir: Path, service_token: str,
 
 SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "promenade": {
-        "kubernetes": {"kubeconfig": lambda s: s["kubeconfig"], "api_url": lambda s: s["kube"]},
+        "kubernetes": {"kubeconfig": lambda s: s["kubeconfig"], "api_url": lambda s: s["kube"],
+                       "poll_interval": 0.5},
+        "clear_labels": {"poll_interval": 0.5},
+        "etcd": {"poll_interval": 1.0},
+        "kubelet": {"poll_interval": 0.5},
     },
     "drydock": {
         "maas": {"url": lambda s: s["maas"], "api_key": lambda s: s["maas_api_key"]},
+        "oob": {"poll_interval": 0.2, "graceful_timeout": 10},
+        "steps": {"maas_poll_interval": 0.5},
     },
-    "shipyard": {},
+    "shipyard": {
+        "documents": {"secret_key_file": lambda s: s["berth_dir"] + "/shipyard-documents.key",
+                      "public_url": lambda s: s["shipyard_url"]},
+    },
 }
 
 

@@ -67,6 +67,24 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
             proc.wait(timeout)
 
 
+def running_summary(site: Site, services: dict[str, int]) -> list[str]:
+    """One line per running component, for the operator."""
+    spec = site.spec
+    ipmi = ", ".join(f"{n} udp/{p} ({spec.node(n).bmc.impl})" for n, p in site.ipmi_ports.items())
+    lines = [f"site {spec.name!r}: {len(spec.nodes)} nodes over "
+             f"{len({n.rack for n in spec.nodes})} racks",
+             f"sitesim admin API   {site.urls['sitesim']}",
+             f"Kubernetes API      {site.urls['kube']}",
+             f"MAAS                {site.urls['maas']}",
+             f"Redfish (sushy-tools emulator) {site.urls['redfish']}"]
+    if ipmi:
+        lines.append(f"IPMI BMCs           {ipmi}")
+    for name, endpoints in site.endpoints().etcd_endpoints.items():
+        lines.append(f"etcd {name:<14} {', '.join(endpoints)}")
+    lines += [f"{name:<19} http://127.0.0.1:{port}" for name, port in services.items()]
+    return lines
+
+
 def write_site_files(site: Site, berth_dir: Path,
                      ports: dict[str, int] = SERVICES) -> dict[str, str]:
     """Design, tokens, service configs; returns the environment for .berth/env."""
@@ -76,7 +94,9 @@ def write_site_files(site: Site, berth_dir: Path,
     kubeconfig = berth_dir / "kubeconfig"
     shutil.copyfile(site.kubeconfig, kubeconfig)
     facts: dict[str, Any] = {**site.urls, "kubeconfig": str(kubeconfig),
-                             "maas_api_key": site.spec.maas_api_key}
+                             "maas_api_key": site.spec.maas_api_key,
+                             "berth_dir": str(berth_dir),
+                             "shipyard_url": f"http://127.0.0.1:{ports['shipyard']}"}
     for name in ports:
         write_ini(berth_dir / f"{name}.conf",
                   service_sections(name, berth_dir, service_token, facts, ports))
@@ -159,7 +179,9 @@ def up(site_file: str, berth_dir: str, no_services: bool) -> None:
     pid_file = directory / PID_FILE
     pid_file.write_text(str(os.getpid()))
     try:
-        click.echo(f"Berth is up on site {runner.site.spec.name!r}; {directory / 'env'}:")
+        services = runner.service_ports if runner.with_services else {}
+        click.echo("Running:\n  " + "\n  ".join(running_summary(runner.site, services)))
+        click.echo(f"\nEnvironment ({directory / 'env'}):")
         click.echo(env_lines(env), nl=False)
         click.echo(f"\nTry:  set -a; . {directory / 'env'}; set +a; "
                    "kubectl get nodes; curl -s $SITESIM_URL/nodes/node03")

@@ -85,6 +85,11 @@ class MaasApp:
                                      request.args.getlist("mac_address"),
                                      request.args.getlist("id"))
             return [self._json(m) for m in found]
+        if request.method == "POST" and op is None:
+            machine = self._store.enlist_by_request(request.values.get("hostname", ""),
+                                                    request.values.getlist("mac_addresses"))
+            self._count("create", machine)
+            return self._json(machine)
         if request.method == "POST" and op == "allocate":
             machine = self._store.allocate(request.values.get("name"),
                                            request.values.get("system_id"))

@@ -82,6 +82,23 @@ class MachineStore:
             return None
         return self.create(node.name, node.mac, status, node)
 
+    def enlist_by_request(self, hostname: str, macs: list[str]) -> Machine:
+        """POST /machines/: enlist one of the site's nodes (then commission it, as MAAS does)."""
+        problems: dict[str, list[str]] = {}
+        try:
+            node = self._model.spec.node(hostname)
+        except KeyError:
+            problems["hostname"] = [f"{hostname!r} is not a machine of this simulated site."]
+        if not macs:
+            problems["mac_addresses"] = ["This field is required."]
+        if problems:
+            raise MaasError(400, json.dumps(problems))
+        if self.by_hostname(hostname) is not None:
+            raise MaasError(400, json.dumps({"hostname": [
+                f"Node with hostname {hostname!r} already exists."]}))
+        machine = self.create(hostname, macs[0], Status.NEW, node)
+        return self.commission(machine.system_id)
+
     def create(self, hostname: str, mac: str, status: Status, node: NodeSpec) -> Machine:
         devices = [BlockDevice(id=i + 1, name=d.name, size=d.size_gb * 10**9)
                    for i, d in enumerate(node.disks)]
