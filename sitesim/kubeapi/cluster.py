@@ -13,7 +13,7 @@ from sitesim.hooks import SiteHooks
 from sitesim.kubeapi import factories
 from sitesim.kubeapi.api import ObjectApi
 from sitesim.kubeapi.errors import KubeBadRequest
-from sitesim.kubeapi.resources import BY_GROUP_PLURAL, BY_KIND, for_manifest
+from sitesim.kubeapi.resources import BY_GROUP_PLURAL, for_manifest
 from sitesim.kubeapi.store import Event, Store, iso_now
 
 Obj = dict[str, Any]
@@ -136,9 +136,8 @@ class KubeCluster:
                     ready="True" if ready else "Unknown", address=sim.address, now=self.now()))
             else:
                 node = copy.deepcopy(current)
-                node["metadata"]["labels"] = factories.node_object(
-                    name, labels, control_plane=control_plane, ready="True", address="",
-                    now="")["metadata"]["labels"]
+                node["metadata"]["labels"] = factories.node_labels(
+                    name, labels, control_plane=control_plane)
                 self.store.replace(NODES, node, check_rv=False)
             self.sync_node_ready(name)
 
@@ -253,5 +252,3 @@ class KubeCluster:
             self._thread.join(timeout=10)
             self._thread = None
 
-
-__all__ = ["KubeCluster", "KubeTimings", "NodeSim", "BY_KIND"]

@@ -60,9 +60,8 @@ def node_conditions(ready: str, now: str) -> list[Obj]:
     return conds
 
 
-def node_object(name: str, labels: dict[str, str], *, control_plane: bool, ready: str,
-                address: str, now: str) -> Obj:
-    """A Node as a kubelet registers it."""
+def node_labels(name: str, labels: dict[str, str], *, control_plane: bool) -> dict[str, str]:
+    """The labels a kubelet registers (well-known ones, then the given ones)."""
     all_labels = {
         "beta.kubernetes.io/arch": "amd64",
         "beta.kubernetes.io/os": "linux",
@@ -73,6 +72,13 @@ def node_object(name: str, labels: dict[str, str], *, control_plane: bool, ready
     if control_plane:
         all_labels[CONTROL_PLANE_LABEL] = ""
     all_labels.update(labels)
+    return all_labels
+
+
+def node_object(name: str, labels: dict[str, str], *, control_plane: bool, ready: str,
+                address: str, now: str) -> Obj:
+    """A Node as a kubelet registers it."""
+    all_labels = node_labels(name, labels, control_plane=control_plane)
     capacity = {"cpu": "8", "memory": "32778508Ki", "pods": "110", "ephemeral-storage":
                 "101430960Ki"}
     return {
