@@ -100,74 +100,11 @@ POWER_OPS = {
 }
 
 
-def _backend() -> RedfishBackend:
-    import flask
-    backend: RedfishBackend = flask.request.environ[ENVIRON_KEY]
-    return backend
-
-
 def _install_drivers() -> Any:
     """Put the site-aware drivers into the emulator app (once per process); return the app."""
     from sushy_tools.emulator import main as emulator
-    from sushy_tools.emulator.resources import drives, storage
-    from sushy_tools.emulator.resources.systems.base import AbstractSystemsDriver
 
-    class SiteSystems(AbstractSystemsDriver):  # type: ignore[misc]
-        driver = "<sitesim>"
-
-        @property
-        def systems(self) -> list[str]:
-            return sorted(_backend().nodes)
-
-        def uuid(self, identity: str) -> str:
-            return _backend().by_name[_backend().node_of(identity).name]
-
-        def name(self, identity: str) -> str:
-            return _backend().node_of(identity).name
-
-        def get_power_state(self, identity: str) -> str:
-            backend = _backend()
-            node = backend.node_of(identity)
-            backend.model.record_call("redfish", "get_power_state", node.name)
-            return "On" if backend.model.is_on(node.name) else "Off"
-
-        def set_power_state(self, identity: str, state: str) -> None:
-            _backend().set_power(identity, state)
-
-        def get_boot_device(self, identity: str) -> str:
-            backend = _backend()
-            return REDFISH_BOOT.get(backend.model.boot_device(backend.node_of(identity).name),
-                                    "Hdd")
-
-        def set_boot_device(self, identity: str, boot_source: str) -> None:
-            backend = _backend()
-            node = backend.node_of(identity)
-            backend.model.record_call("redfish", "set_boot", node.name)
-            backend.model.set_boot_device(node.name, boot_source.lower())
-
-        def get_boot_mode(self, identity: str) -> str:
-            return "UEFI"
-
-        def set_boot_mode(self, identity: str, boot_mode: str) -> None:
-            return None
-
-        def get_nics(self, identity: str) -> list[dict[str, str]]:
-            node = _backend().node_of(identity)
-            return [{"id": node.mac, "mac": node.mac}]
-
-        def get_total_memory(self, identity: str) -> int:
-            return 32
-
-        def get_total_cpus(self, identity: str) -> int:
-            return 8
-
-    class SiteStorage(storage.StaticDriver):  # type: ignore[misc]
-        def get_storage_col(self, identity: str) -> list[dict[str, Any]]:
-            return _backend().storage(identity)
-
-    class SiteDrives(drives.StaticDriver):  # type: ignore[misc]
-        def get_drives(self, identity: str, storage_id: str) -> list[dict[str, Any]]:
-            return _backend().drives(identity, storage_id)
+    from sitesim.bmc.sushy_drivers import SiteDrives, SiteStorage, SiteSystems
 
     app = emulator.app
     with _INSTALL_LOCK:
