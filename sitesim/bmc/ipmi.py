@@ -113,25 +113,56 @@ def apply_chassis(model: SiteModel, node: NodeSpec, directive: int) -> None:
         model.set_power_later(name, False, timings.graceful_shutdown)
 
 
+class _Listener:
+    """pyghmi dispatches every server socket from one process-wide queue, so all sites of a
+    process share one thread that pumps it (started by the first user, stopped by the last)."""
+
+    lock = threading.Lock()
+    users = 0
+    stop = threading.Event()
+    thread: threading.Thread | None = None
+
+    @classmethod
+    def acquire(cls) -> None:
+        with cls.lock:
+            cls.users += 1
+            if cls.thread is None:
+                cls.stop = threading.Event()
+                cls.thread = threading.Thread(target=cls._pump, args=(cls.stop,),
+                                              name="sitesim-ipmi", daemon=True)
+                cls.thread.start()
+
+    @classmethod
+    def release(cls) -> None:
+        with cls.lock:
+            cls.users -= 1
+            if cls.users > 0 or cls.thread is None:
+                return
+            cls.stop.set()
+            thread, cls.thread = cls.thread, None
+        thread.join(timeout=5)
+
+    @staticmethod
+    def _pump(stop: threading.Event) -> None:
+        while not stop.is_set():
+            ipmisession.Session.wait_for_rsp(0.2)
+
+
 class PyghmiBmcs:
-    """Every pyghmi BMC of a site, served by one listener thread."""
+    """Every pyghmi BMC of a site, served by the process's IPMI listener thread."""
 
     def __init__(self, model: SiteModel, nodes: list[tuple[NodeSpec, int]]) -> None:
         self.bmcs = [SiteIpmiBmc(model, node, port) for node, port in nodes]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._listen, name="sitesim-ipmi", daemon=True)
+        self._started = False
 
     def start(self) -> None:
-        if self.bmcs:
-            self._thread.start()
-
-    def _listen(self) -> None:
-        while not self._stop.is_set():
-            ipmisession.Session.wait_for_rsp(0.2)
+        if self.bmcs and not self._started:
+            _Listener.acquire()
+            self._started = True
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
         for bmc in self.bmcs:
             bmc.close()
+        if self._started:
+            _Listener.release()
+            self._started = False
