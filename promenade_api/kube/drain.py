@@ -172,38 +172,52 @@ class Drainer:
 
     def _remove_batch(self, node: str, pods: list[Pod], how: str, grace: int, deadline: float,
                       report: DrainReport, failures: dict[str, str]) -> None:
+        """Evict (or delete) in parallel rounds; pods refused with 429 are retried together
+        after the retry delay, so waiting never holds a slot of the pool."""
         LOG.info("drain %s: %s %d pod(s)", node, "evicting" if how == "evict" else "deleting",
                  len(pods))
+        removed: list[Pod] = []
+        pending = list(pods)
         with ThreadPoolExecutor(max_workers=min(self._s.parallelism, len(pods))) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, self._remove_one, pod, how,
-                                   grace, deadline) for pod in pods]
-            outcomes = [f.result() for f in futures]
-        removed = []
-        for pod, (done_how, error) in zip(pods, outcomes, strict=True):
-            if error:
-                failures[pod.key] = error
-            else:
-                removed.append(pod)
-                (report.deleted if done_how == "delete" else report.evicted).append(pod.key)
+            while pending:
+                futures = [pool.submit(contextvars.copy_context().run, self._attempt, pod, how,
+                                       grace) for pod in pending]
+                retry: list[tuple[Pod, str]] = []
+                for pod, future in zip(pending, futures, strict=True):
+                    state, done_how, message = future.result()
+                    if state == "done":
+                        removed.append(pod)
+                        (report.deleted if done_how == "delete" else report.evicted).append(
+                            pod.key)
+                    elif state == "failed":
+                        failures[pod.key] = f"{pod.key}: eviction failed: {message}"
+                    else:
+                        retry.append((pod, message))
+                pending = self._wait_to_retry(node, retry, deadline, failures)
         self._await(node, removed, deadline, failures)
 
-    def _remove_one(self, pod: Pod, how: str, grace: int, deadline: float) -> tuple[str, str]:
-        """('evict'|'delete', error or '') after retrying 429s until the deadline."""
-        while True:
-            result = (self._kube.delete_pod(pod, grace) if how == "delete"
-                      else self._kube.evict(pod, grace))
-            if result.outcome in ("evicted", "gone"):
-                return how, ""
-            if result.outcome == "unsupported":
-                how = "delete"
-                continue
-            if result.outcome == "failed":
-                return how, f"{pod.key}: eviction failed: {result.message}"
-            if self._clock() + self._s.retry_delay > deadline:
-                return how, f"{pod.key}: eviction still refused at the timeout: {result.message}"
-            LOG.info("eviction of %s refused (%s); retrying in %ss", pod.key, result.message,
-                     self._s.retry_delay)
-            self._sleep(self._s.retry_delay)
+    def _attempt(self, pod: Pod, how: str, grace: int) -> tuple[str, str, str]:
+        """One try: ('done'|'retry'|'failed', 'evict'|'delete', message)."""
+        result = (self._kube.delete_pod(pod, grace) if how == "delete"
+                  else self._kube.evict(pod, grace))
+        if result.outcome == "unsupported":
+            how, result = "delete", self._kube.delete_pod(pod, grace)
+        if result.outcome in ("evicted", "gone"):
+            return "done", how, ""
+        return ("retry" if result.outcome == "retry" else "failed"), how, result.message
+
+    def _wait_to_retry(self, node: str, retry: list[tuple[Pod, str]], deadline: float,
+                       failures: dict[str, str]) -> list[Pod]:
+        if not retry:
+            return []
+        if self._clock() + self._s.retry_delay > deadline:
+            for pod, message in retry:
+                failures[pod.key] = f"{pod.key}: eviction still refused at the timeout: {message}"
+            return []
+        LOG.info("drain %s: %d eviction(s) refused (%s); retrying in %ss", node, len(retry),
+                 retry[0][1], self._s.retry_delay)
+        self._sleep(self._s.retry_delay)
+        return [pod for pod, _ in retry]
 
     def _await(self, node: str, pods: list[Pod], deadline: float,
                failures: dict[str, str]) -> None:
