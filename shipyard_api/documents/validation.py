@@ -79,11 +79,11 @@ def peer_messages(name: str, status: Mapping[str, Any], code: int) -> list[Messa
               or [] if isinstance(m, dict)]
     failed = code >= 400 or status.get("status") == "Failure"
     if failed and not any(m.get("error") for m in listed):
-        listed.append(validation_message(f"{name}: {status.get('message') or 'invalid'}",
-                                         name=check))
+        listed.append({**validation_message(f"{name}: {status.get('message') or 'invalid'}",
+                                            name=check), "source": name})
     if not listed:
-        listed.append(validation_message(f"{name} found the design valid", name=check,
-                                         error=False, level="Info"))
+        listed.append({**validation_message(f"{name} found the design valid", name=check,
+                                            error=False, level="Info"), "source": name})
     return listed
 
 
