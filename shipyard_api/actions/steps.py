@@ -6,11 +6,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
 from shipyard_api.actions.design import deployment_configuration, etcd_membership, node_names
 from shipyard_api.actions.params import version_of
-from shipyard_api.actions.ports import services
+from shipyard_api.actions.ports import Services, services
 from shipyard_api.workflow.definitions import FinishContext, StepContext
 from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
 
@@ -98,11 +99,20 @@ def drydock_task(ctx: StepContext, action: str, node_filter: dict[str, Any] | No
     outcome = str(result.get("status") if isinstance(result, dict) else result or "")
     if status not in FINISHED:
         return retry_after(interval, details={"task": task})
+    details = {"task": task, "tree": _tree(svc, str(task_id), rc)}
     if outcome == "success":
-        return done({"task_id": task_id}, details={"task": task},
+        return done({"task_id": task_id}, details=details,
                     note=f"Drydock {action} task {task_id} succeeded")
     return failed("DrydockTaskFailed", f"Drydock {action} task {task_id} ended {status} "
-                  f"with result {outcome or 'unknown'}", {"task": task})
+                  f"with result {outcome or 'unknown'}", details)
+
+
+def _tree(svc: Services, task_id: str, rc: RequestContext) -> dict[str, Any]:
+    """The finished task's whole tree, for the operator; its absence is not an error."""
+    try:
+        return svc.drydock.task_tree(task_id, ctx=rc)
+    except BerthError as exc:
+        return {"error": exc.message}
 
 
 def intermediate_commits(ctx: StepContext) -> Outcome:

@@ -31,6 +31,13 @@ class DrydockClient:
         return dict(result or {})
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        """The task itself with its subtasks' errors (cheap enough to poll)."""
+        result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
+                                      params={"subtaskerrors": "true"})
+        return dict(result or {})
+
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        """Every task of the tree by id, plus `init_task_id` (Drydock's layers=-1 view)."""
         result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
                                       params={"subtaskerrors": "true", "layers": "-1"})
         return dict(result or {})

@@ -129,6 +129,13 @@ class FakeDrydock:
                                   "successes": [n for n in task["nodes"] if n not in failures]}
             return dict(task)
 
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            self.calls.append(Call("task_tree", None, None, ctx.marker))
+            if task_id not in self.tasks:
+                raise NotFound(f"No task {task_id}")
+            return {"init_task_id": task_id, task_id: dict(self.tasks[task_id])}
+
     def created(self, action: str, node: str | None = None) -> int:
         """How many distinct tasks of `action` (for `node`) were created."""
         return sum(1 for t in self.tasks.values()

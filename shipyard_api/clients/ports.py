@@ -29,6 +29,8 @@ class DrydockPort(Protocol):
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
 
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
+
 
 def node_names_filter(nodes: list[str]) -> dict[str, Any]:
     """A Drydock node filter selecting exactly `nodes`."""

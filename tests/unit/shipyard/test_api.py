@@ -63,6 +63,7 @@ def test_action_and_step_are_readable_after_the_run(api: Any, harness: Harness) 
     step = client.simulate_get(f"{P}/actions/{created['id']}/steps/destroy_nodes.node01",
                                headers=h).json
     assert step["state"] == "success" and step["details"]["task"]["action"] == "destroy_nodes"
+    assert step["details"]["tree"]["init_task_id"] == step["output"]["task_id"]
 
 
 def test_control_pause_and_unpause_answer_202(api: Any, harness: Harness) -> None:

@@ -95,7 +95,14 @@ def test_drydock_task_creation_and_read() -> None:
         "options": {"preserve_local_storage": True}}
     assert session.sent[0]["headers"]["Idempotency-Key"] == "A:destroy.n1"
     assert dd.get_task("t1", ctx=ctx)["status"] == "running"
-    assert session.sent[1]["params"] == {"subtaskerrors": "true", "layers": "-1"}
+    assert session.sent[1]["params"] == {"subtaskerrors": "true"}
+
+
+def test_drydock_task_tree_asks_every_layer() -> None:
+    tree = {"init_task_id": "t1", "t1": {"task_id": "t1"}, "t2": {"task_id": "t2"}}
+    http, session = client({("GET", "/api/v1.0/tasks/t1"): (200, tree)})
+    assert DrydockClient(http).task_tree("t1", ctx=RequestContext()) == tree
+    assert session.sent[0]["params"] == {"subtaskerrors": "true", "layers": "-1"}
 
 
 def test_missing_task_is_not_found() -> None:
