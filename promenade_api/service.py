@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,18 +13,36 @@ from oslo_config import cfg
 from common.context import RequestContext
 from common.designref import DesignResolver
 from common.documents import Document, select
-from common.errors import NotFound
-from common.status import Message
+from common.errors import BerthError, NotFound
+from common.status import Message, simple_message
+from promenade_api.errors import (
+    ClearLabelsError,
+    DeleteNodeError,
+    DrainNodeError,
+    RemoveEtcdError,
+    ShutdownKubeletError,
+)
 from promenade_api.etcd.design import SCHEMA, clusters_of_node, load_clusters, validate_design
 from promenade_api.etcd.model import ClusterSpec
-from promenade_api.etcd.port import EtcdPort
+from promenade_api.etcd.port import EtcdError, EtcdPort
 from promenade_api.etcd.removal import EtcdRemover
 from promenade_api.kube.drain import Drainer, DrainReport, DrainSettings, held_locks, plan_drain
 from promenade_api.kube.kubelet import KubeletStopper
 from promenade_api.kube.labels import LabelManager
 from promenade_api.kube.lease import LeaseLock
-from promenade_api.kube.port import KubeNotFound, KubePort
+from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 from promenade_api.kube.removal import remove_from_cluster
+
+
+@contextmanager
+def step_errors(cls: type[BerthError], what: str) -> Iterator[None]:
+    """Kubernetes/etcd failures of an operation become its spec reason (404 stays 404)."""
+    try:
+        yield
+    except KubeNotFound:
+        raise
+    except (KubeApiError, EtcdError) as exc:
+        raise cls(f"{what}: {exc.message}", messages=[simple_message(exc.message)]) from exc
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -114,13 +133,15 @@ class Promenade:
 
     # -- operations ----------------------------------------------------------------------
     def drain(self, node: str, timeout: int | None, grace: int | None) -> DrainReport:
-        return self.drainer().run(node, self.settings.drain_timeout if timeout is None
-                                  else timeout,
-                                  self.settings.drain_grace_period if grace is None else grace)
+        with step_errors(DrainNodeError, f"Drain of {node} failed"):
+            return self.drainer().run(
+                node, self.settings.drain_timeout if timeout is None else timeout,
+                self.settings.drain_grace_period if grace is None else grace)
 
     def clear_labels(self, node: str, timeout: int | None) -> dict[str, Any]:
-        return self.labels().clear(node, self.settings.clear_labels_timeout
-                                   if timeout is None else timeout)
+        with step_errors(ClearLabelsError, f"Clearing the labels of {node} failed"):
+            return self.labels().clear(node, self.settings.clear_labels_timeout
+                                       if timeout is None else timeout)
 
     def put_labels(self, node: str, labels: Any) -> dict[str, Any]:
         return self.labels().replace(node, labels)
@@ -129,8 +150,9 @@ class Promenade:
                     timeout: int | None) -> list[Message]:
         if not clusters_of_node(clusters, node):
             self._require_node(node)
-        return self.remover().remove_node(node, clusters, self.settings.remove_etcd_timeout
-                                          if timeout is None else timeout)
+        with step_errors(RemoveEtcdError, f"Removing the etcd members of {node} failed"):
+            return self.remover().remove_node(node, clusters, self.settings.remove_etcd_timeout
+                                              if timeout is None else timeout)
 
     def etcd_health(self, clusters: list[ClusterSpec]) -> list[Message]:
         return self.remover().health_messages(clusters)
@@ -139,11 +161,13 @@ class Promenade:
         stopper = KubeletStopper(self.kube, pod_label=self.settings.kubelet_pod_label,
                                  clock=self.clock, sleep=self.sleep,
                                  poll_interval=self.settings.kubelet_poll)
-        return stopper.shutdown(node, self.settings.kubelet_timeout if timeout is None
-                                else timeout)
+        with step_errors(ShutdownKubeletError, f"Shutting down the kubelet of {node} failed"):
+            return stopper.shutdown(node, self.settings.kubelet_timeout if timeout is None
+                                    else timeout)
 
     def remove_from_cluster(self, node: str) -> dict[str, Any]:
-        return remove_from_cluster(self.kube, node, self.settings.drain)
+        with step_errors(DeleteNodeError, f"Removing {node} from the cluster failed"):
+            return remove_from_cluster(self.kube, node, self.settings.drain)
 
     def validate_design(self, ref: Any, ctx: RequestContext | None) -> list[Message]:
         return validate_design(self.design(ref, ctx))

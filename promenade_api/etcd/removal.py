@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from common.errors import BerthError
 from common.status import Message, health_message, simple_message
 from promenade_api.errors import EtcdNotAccessible, RemoveEtcdError
 from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
@@ -58,7 +59,13 @@ class EtcdRemover:
 
     def _remove_from(self, cluster: ClusterSpec, node: str, deadline: float) -> list[Message]:
         lock = self._lock_for(cluster.name)
-        if not lock.acquire(max(0.0, deadline - self._clock())):
+        try:
+            acquired = lock.acquire(max(0.0, deadline - self._clock()))
+        except BerthError as exc:
+            raise RemoveEtcdError(f"Could not take the lease {lock.name} serialising removals "
+                                  f"from {cluster.name}; nothing was changed",
+                                  messages=[simple_message(exc.message)]) from exc
+        if not acquired:
             raise RemoveEtcdError(f"Another removal from etcd cluster {cluster.name} is still "
                                   f"running (lease {lock.name}); nothing was changed")
         try:
@@ -90,7 +97,7 @@ class EtcdRemover:
         for member in targets:
             self._move_leadership(cluster, member, health, deadline)
             lock.renew()
-            self._remove_and_confirm(cluster, member, deadline)
+            self._remove_and_confirm(cluster, member, deadline, lock.renew)
             out.append(simple_message(f"Removed member {member.name} from etcd cluster "
                                       f"{cluster.name}", error=False, cluster=cluster.name))
         return out
@@ -116,11 +123,11 @@ class EtcdRemover:
                                       f"{member.name} in time; nothing was removed")
             self._sleep(min(self._poll, 0.2))
 
-    def _remove_and_confirm(self, cluster: ClusterSpec, member: Member,
-                            deadline: float) -> None:
+    def _remove_and_confirm(self, cluster: ClusterSpec, member: Member, deadline: float,
+                            renew: Callable[[], None]) -> None:
         LOG.info("remove-etcd: removing member %s (%x) from %s", member.name, member.id,
                  cluster.name)
-        self._remove_retrying(cluster, member, deadline)
+        self._remove_retrying(cluster, member, deadline, renew)
         while True:
             try:
                 if member.id not in {m.id for m in self._etcd.members(cluster)}:
@@ -132,7 +139,8 @@ class EtcdRemover:
                                       "confirmed before the timeout")
             self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
 
-    def _remove_retrying(self, cluster: ClusterSpec, member: Member, deadline: float) -> None:
+    def _remove_retrying(self, cluster: ClusterSpec, member: Member, deadline: float,
+                         renew: Callable[[], None]) -> None:
         """MemberRemove; etcd's own refusals (e.g. members connected for under 5 s) are
         retried until the deadline, since our projection already found the removal safe."""
         while True:
@@ -149,6 +157,7 @@ class EtcdRemover:
                         messages=[simple_message(exc.message)]) from exc
                 LOG.info("remove-etcd: etcd refused for now (%s); retrying", exc.message)
                 self._sleep(self._poll)
+                renew()
             except EtcdError as exc:
                 raise RemoveEtcdError(f"Could not remove {member.name} from {cluster.name}",
                                       messages=[simple_message(exc.message)]) from exc

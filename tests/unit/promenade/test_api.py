@@ -278,5 +278,23 @@ def test_validatedesign_without_ref_is_400(api):
 def test_kubernetes_down_is_a_failure_status(api, kube):
     client, h = api
     kube.down = True
-    body = status(client.simulate_post(f"{P}/nodes/node04/drain", headers=h), 500)
-    assert body["reason"] == "KubernetesUnavailable"
+    body = status(client.simulate_post(f"{P}/nodes/node04/drain", headers=h), 500,
+                  "DrainNodeError")
+    assert "unreachable" in body["details"]["messageList"][0]["message"]
+
+
+@pytest.mark.parametrize("path,reason", [
+    ("drain", "DrainNodeError"), ("clear-labels", "ClearLabelsError"),
+    ("shutdown-kubelet", "ShutdownKubeletError"), ("remove-from-cluster", "DeleteNodeError")])
+def test_kubernetes_failures_carry_the_step_reason(api, kube, path, reason):
+    client, h = api
+    kube.down = True
+    status(client.simulate_post(f"{P}/nodes/node04/{path}", headers=h), 500, reason)
+
+
+def test_kubernetes_down_while_taking_the_etcd_lease_is_remove_etcd_error(api, kube, ref, etcd):
+    client, h = api
+    kube.down = True
+    status(client.simulate_post(f"{P}/nodes/node01/remove-etcd", json=ref, headers=h), 500,
+           "RemoveEtcdError")
+    assert etcd.removed == []
