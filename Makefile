@@ -3,15 +3,17 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# A real Keystone in its own venv, for the keystone auth strategy's tests.
+KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim
 
-.PHONY: run test lint typecheck unit debs venv clean
+.PHONY: run test lint typecheck unit debs venv keystone clean
 
 run: venv debs
 	$(BIN)/berth up
 
-test: venv debs lint typecheck
+test: venv debs keystone lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 unit: venv
@@ -24,6 +26,13 @@ typecheck: venv
 	$(BIN)/mypy $(PACKAGES)
 
 venv: $(STAMP)
+
+keystone: $(KEYSTONE_STAMP)
+
+$(KEYSTONE_STAMP):
+	test -x .venv-keystone/bin/python || $(PYTHON) -m venv .venv-keystone
+	.venv-keystone/bin/pip install -q keystone gunicorn
+	touch $(KEYSTONE_STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,4 +52,4 @@ debs:
 	fi
 
 clean:
-	rm -rf $(VENV) .berth build *.egg-info
+	rm -rf $(VENV) .venv-keystone .berth build *.egg-info

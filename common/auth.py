@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hmac
+import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +13,9 @@ from typing import Any, Protocol
 import yaml
 from oslo_config import cfg
 
-from common.errors import Unauthenticated
+from common.errors import ServiceUnavailable, Unauthenticated
+
+LOG = logging.getLogger(__name__)
 
 TOKEN_HEADER = "X-Auth-Token"
 
@@ -88,14 +92,23 @@ WSGIApp = Callable[..., Any]
 
 
 def wrap_keystone(app: WSGIApp, conf: cfg.ConfigOpts) -> WSGIApp:
-    """Put keystonemiddleware in front of `app`; it decides late so we render the 401 body."""
+    """Put keystonemiddleware in front of `app`, configured from `[keystone_authtoken]` of
+    `conf`; it decides late (delay_auth_decision) so that our app renders the 401 body."""
     from keystonemiddleware import auth_token
 
-    options = {"delay_auth_decision": True}
+    options: dict[str, Any] = {"oslo_config_config": conf, "delay_auth_decision": True}
     middleware = auth_token.AuthProtocol(app, options)
 
     def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        return middleware(environ, start_response)
+        try:
+            return middleware(environ, start_response)
+        except Exception as exc:  # Keystone itself failing must still give a status body
+            LOG.exception("Token validation failed")
+            body = json.dumps(ServiceUnavailable(
+                f"Identity service unavailable: {type(exc).__name__}").to_status()).encode()
+            start_response("503 Service Unavailable", [
+                ("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
 
     return wsgi
 

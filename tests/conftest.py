@@ -3,6 +3,7 @@
 import importlib.util
 
 pytest_plugins = [
-    name for name in ("tests.fixtures.site", "tests.fixtures.postgres", "tests.fixtures.services")
+    name for name in ("tests.fixtures.site", "tests.fixtures.postgres", "tests.fixtures.keystone",
+                 "tests.fixtures.services")
     if importlib.util.find_spec(name) is not None
 ]
