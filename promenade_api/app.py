@@ -18,10 +18,10 @@ from common.app import (
 )
 from common.designref import DesignResolver
 from common.health import callable_check
+from common.status import health_message
 from promenade_api import config, policy
 from promenade_api.etcd.client import Etcd3Port
 from promenade_api.kube.client import KubeClient, load_api_client
-from promenade_api.kube.port import KubePort
 from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
 from promenade_api.resources.nodes import (
     ClearLabelsResource,
@@ -44,12 +44,21 @@ class Deps:
     health_checks: list[HealthCheck] = field(default_factory=list)
 
 
-def build_kube(conf: cfg.ConfigOpts) -> KubePort:
+def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
     """The KubePort for `[kubernetes]` (kubeconfig, else $KUBECONFIG; api_url overrides)."""
     k = conf.kubernetes
     kubeconfig = k.kubeconfig or os.environ.get("KUBECONFIG", "")
     return KubeClient(load_api_client(kubeconfig, k.api_url), k.request_timeout,
                       k.poll_interval)
+
+
+def kubernetes_check(kube: KubeClient) -> HealthCheck:
+    """Kubernetes API reachable; an unconfigured API is reported, not counted as a failure."""
+    if not kube.configured:
+        return lambda: health_message(
+            "kubernetes", "Kubernetes API not configured ([kubernetes] kubeconfig, api_url or "
+            "$KUBECONFIG); node operations will fail", error=False)
+    return callable_check("kubernetes", lambda: f"Kubernetes API {kube.ping()} reachable")
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
@@ -59,7 +68,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
                               token=conf.auth.service_token or None)
     svc = Promenade(kube, Etcd3Port(conf.etcd.request_timeout), resolver,
                     settings_from_conf(conf))
-    return Deps(promenade=svc, health_checks=[callable_check("kubernetes", kube.ping)])
+    return Deps(promenade=svc, health_checks=[kubernetes_check(kube)])
 
 
 def routes(svc: Promenade) -> list[tuple[str, object]]:

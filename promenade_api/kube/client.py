@@ -75,6 +75,10 @@ class KubeClient:
         self._timeout = request_timeout
         self._poll = poll_interval
 
+    @property
+    def configured(self) -> bool:
+        return self._api is not None
+
     # -- plumbing ----------------------------------------------------------------------
     def _request(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
                  body: Any = None, content_type: str = "application/json",
