@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import falcon
 
-from common.body import read_json
 from common.errors import ValidationFailed
 from common.policy import authorize
 from common.status import status_body
 from promenade_api.errors import MissingDesignRef
 from promenade_api.resources.nodes import render
-from promenade_api.resources.params import Query
+from promenade_api.resources.params import Query, design_ref_body
 from promenade_api.service import Promenade
 
 
@@ -39,15 +37,7 @@ class ValidateDesignResource:
 
     @authorize("promenade:validate_design")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = read_json(req, required=False)
-        ref: Any
-        if isinstance(body, dict) and "href" in body:
-            ref = body
-        elif isinstance(body, str) and body.strip():
-            ref = body.strip()
-        else:
-            raise MissingDesignRef("The body must be a design reference: {href: ...} or "
-                                   "{rel: design, href: ..., type: application/x-yaml}")
+        ref = design_ref_body(req)
         messages = self._svc.validate_design(ref, req.context.berth)
         if messages:
             raise ValidationFailed("Promenade's documents failed validation", messages=messages)

@@ -7,7 +7,7 @@ from typing import Any
 
 import falcon
 
-from common.body import read_json
+from common.body import read_json, read_text
 from common.errors import BadRequest
 from common.status import simple_message
 from promenade_api.errors import MissingDesignRef
@@ -40,7 +40,13 @@ class Query:
 
 
 def design_ref_body(req: falcon.Request) -> Any:
-    """The design reference of the body: `{rel, href, type}` or a bare href (JSON string)."""
+    """The design reference of the body: `{rel, href, type}`, or a bare href (a JSON string,
+    or a text/plain body)."""
+    if (req.content_type or "").split(";")[0].strip().lower() == "text/plain":
+        text = read_text(req, ("text/plain",)).strip()
+        if text:
+            return text
+        raise MissingDesignRef("The text/plain body must be the design's href")
     body = read_json(req, required=False)
     if isinstance(body, dict) and isinstance(body.get("href"), str) and body["href"].strip():
         return body

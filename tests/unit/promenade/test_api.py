@@ -122,8 +122,21 @@ def test_remove_etcd_refusal_is_500_remove_etcd_error(api, ref, etcd):
 
 def test_remove_etcd_of_a_wrong_content_type_is_415(api, ref):
     client, h = api
-    status(client.simulate_post(f"{P}/nodes/node01/remove-etcd", body="x",
-                                headers={**h, "Content-Type": "text/plain"}), 415)
+    status(client.simulate_post(f"{P}/nodes/node01/remove-etcd", body="<x/>",
+                                headers={**h, "Content-Type": "application/xml"}), 415)
+
+
+def test_remove_etcd_accepts_a_text_plain_href(api, ref, etcd):
+    client, h = api
+    status(client.simulate_post(f"{P}/nodes/node01/remove-etcd", body=ref["href"],
+                                headers={**h, "Content-Type": "text/plain"}), 200)
+    assert etcd.removed == ["node01"]
+
+
+def test_an_unsupported_design_ref_scheme_is_400(api):
+    client, h = api
+    status(client.simulate_post(f"{P}/nodes/node01/remove-etcd", json="ftp://x/design",
+                                headers=h), 400)
 
 
 def test_health_statuses(api, ref, etcd):
