@@ -34,7 +34,8 @@ def commit(store: DocumentStore, validator: CommitValidator, *, force: bool = Fa
         if ok and not dryrun:
             if not store.lock.holds(owner):
                 raise DocumentsLocked("The document lock expired during validation; retry")
-            store.add_tag(revision, COMMITTED_TAG)
+            store.add_tag(revision, COMMITTED_TAG, {
+                "user": ctx.end_user or ctx.user if ctx else None, "forced": errors > 0})
     message = "Validations succeeded" if errors == 0 else f"Validations failed ({errors} errors)"
     if errors and force:
         message = f"FORCED: {message}; committed anyway"

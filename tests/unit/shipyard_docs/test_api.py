@@ -227,6 +227,7 @@ class TestCommit:
         assert resp.json["details"]["forced"] is True
         assert resp.json["details"]["errorCount"] == 1
         assert sqlite_store.revision_id("committed") == 1
+        assert sqlite_store.tag(1, "committed")["data"] == {"user": "alice", "forced": True}
 
     def test_dryrun_tags_nothing(self, sqlite_store: DocumentStore) -> None:
         client = make_client(sqlite_store)
