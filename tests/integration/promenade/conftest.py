@@ -53,12 +53,13 @@ class CountingHooks:
 
     def __init__(self) -> None:
         self.calls: Counter[tuple[str, str | None]] = Counter()
+        self.faults: dict[tuple[str, str], str] = {}
 
     def record_call(self, system: str, op: str, node: str | None) -> None:
         self.calls[(op, node)] += 1
 
-    def fault(self, operation: str, node: str) -> None:
-        return None
+    def fault(self, operation: str, node: str) -> Any:
+        return self.faults.get((operation, node))
 
 
 @dataclass

@@ -167,3 +167,52 @@ def test_health_extended_reports_the_kubernetes_api(api: Api, kube_site: KubeSit
     body = client.simulate_get("/api/v1.0/health/extended", headers=api.headers).json
     assert body["details"]["messageList"][0]["name"] == "kubernetes"
     assert client.simulate_get("/api/v1.0/health").status_code == 204
+
+
+def test_a_pod_under_two_pdbs_fails_with_the_api_message(api: Api, kube_site: KubeSite):
+    label(kube_site, "node04", pool="twin")
+    kube_site.cluster.apply(deployment("twin", 2, {"pool": "twin"}))
+    kube_site.cluster.apply(pdb("twin", 0))
+    second = pdb("twin", 0)
+    second["metadata"]["name"] = "twin-again"
+    kube_site.cluster.apply(second)
+    wait_for(lambda: len(kube_site.pods_on("node04", "twin-")) == 2)
+    result = api.post("/nodes/node04/drain", params={"timeout": "10", "grace-period": "1"})
+    assert result.status_code == 500 and result.json["reason"] == "DrainNodeError"
+    errors = [m["message"] for m in result.json["details"]["messageList"] if m["error"]]
+    assert len([e for e in errors if "twin-" in e and "more than one" in e]) == 2
+
+
+def test_an_injected_eviction_failure_is_reported_per_pod(api: Api, kube_site: KubeSite):
+    kube_site.hooks.faults[("kube.eviction", "node04")] = "fail"
+    result = api.post("/nodes/node04/drain", params={"timeout": "10", "grace-period": "1"})
+    assert result.status_code == 500 and result.json["reason"] == "DrainNodeError"
+    assert "injected fault" in str(result.json["details"]["messageList"])
+    assert kube_site.node("node04")["spec"]["unschedulable"] is True
+
+
+def test_drain_falls_back_to_polling_when_the_watch_fails(api, kube_site, monkeypatch):
+    def broken_watch(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("watch error: too old resource version")
+
+    monkeypatch.setattr(kube_site.kube, "_watch_pods", broken_watch)
+    result = api.post("/nodes/node04/drain", params={"timeout": "30", "grace-period": "1"})
+    assert result.status_code == 200, result.json
+    assert kube_site.hooks.calls[("list_pods", None)] + kube_site.hooks.calls[
+        ("list_pods", "node04")] >= 2
+    assert "debug-shell" not in kube_site.pods_on("node04")
+
+
+def test_clear_labels_waits_for_daemonset_pods_that_no_longer_match(api, kube_site):
+    kube_site.cluster.apply({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "etcd-agent", "namespace": "kube-system"},
+        "spec": {"selector": {"matchLabels": {"application": "etcd-agent"}},
+                 "template": {"metadata": {"labels": {"application": "etcd-agent"}},
+                              "spec": {"nodeSelector": {"kubernetes-etcd": "enabled"},
+                                       "containers": [{"name": "a", "image": "busybox"}]}}}})
+    wait_for(lambda: kube_site.pods_on("node01", "etcd-agent-"))
+    result = api.post("/nodes/node01/clear-labels", params={"timeout": "10"})
+    assert result.status_code == 200, result.json
+    assert kube_site.pods_on("node01", "etcd-agent-", live=False) == []
+    assert "kubernetes-etcd" in result.json["details"]["removed_labels"]
