@@ -316,3 +316,28 @@ class TestRendering:
                                    REJECT).revision_id
         docs, errors = store.rendered(rev)
         assert len(docs) == 2 and "missing" in errors[0]["message"]
+
+
+def test_concurrent_writers_lose_no_update(store: DocumentStore) -> None:
+    import threading
+
+    outcomes: dict[str, str] = {}
+    start = threading.Barrier(6)
+
+    def write(name: str) -> None:
+        start.wait()
+        try:
+            store.put_collection(name, [node(f"{name}-node")], APPEND)
+            outcomes[name] = "ok"
+        except DocumentsLocked:
+            outcomes[name] = "locked"
+
+    threads = [threading.Thread(target=write, args=(f"c{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    written = sorted(n for n, o in outcomes.items() if o == "ok")
+    assert len(outcomes) == 6 and written
+    assert sorted(store.buffer_changes()) == written
+    assert len(store.revisions()) == len(written)
