@@ -29,6 +29,7 @@ def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient | 
     if not kubeconfig and not api_url:
         return None
     configuration = k8s.Configuration()
+    configuration.connection_pool_maxsize = 64  # parallel evictions share one pool
     if kubeconfig:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration)
