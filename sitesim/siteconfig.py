@@ -231,7 +231,7 @@ def _parse_node(item: Mapping[str, Any], defaults: Mapping[str, Any], index: int
         control_plane=bool(control), profile=str(item.get("profile") or
                                                  (tags[0] if tags else "default")),
         bmc=bmc, disks=disks, state=str(state),
-        mac=str(item.get("mac") or _mac(index)),
+        mac=str(item.get("mac") or _mac(index + 1)),
         address=str(item.get("address") or f"10.23.{index // 250}.{index % 250 + 2}"),
         kubelet_shutdown=bool(item.get("kubelet_shutdown", True)),
     )
