@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, MetaData, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
+
+from common import migrate
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -43,8 +43,6 @@ def session_factory(engine: Engine) -> sessionmaker:  # type: ignore[type-arg]
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Apply Alembic migrations to `url` (a fresh database or an older revision)."""
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("sqlalchemy.url", url)
-    command.upgrade(cfg, revision)
+    """Apply Alembic migrations to `url` (a fresh database or an older revision); concurrent
+    callers (gunicorn workers, replicas) wait for each other."""
+    migrate.upgrade(MIGRATIONS, url, "shipyard", revision)
