@@ -136,10 +136,15 @@ class Drainer:
         report = DrainReport(warnings=list(plan.warnings), skipped=[
             {"pod": p.key, "reason": r} for p, r in plan.skipped])
         failures: dict[str, str] = {}
-        for batch, how in ((plan.delete, "delete"), (plan.evict, "evict"),
-                           (plan.hold, "evict")):
+        for batch, how in ((plan.delete, "delete"), (plan.evict, "evict")):
             if batch:
                 self._remove_batch(node, batch, how, grace_period, deadline, report, failures)
+        if failures:  # hold pods go last, and only once everything else has gone
+            failures.update({p.key: f"{p.key}: not evicted (eviction hold) because other pods "
+                             "did not leave" for p in plan.hold})
+        elif plan.hold:
+            self._remove_batch(node, plan.hold, "evict", grace_period, deadline, report,
+                               failures)
         self._await(node, plan.awaiting, deadline, failures)
         if failures:
             self._fail(node, failures, report)
@@ -161,11 +166,14 @@ class Drainer:
         locks = held_locks(annotations, self._s.lock_patterns)
         while locks:
             if self._clock() >= deadline:
+                plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
+                pods = sorted(p.key for p in plan.evict + plan.hold + plan.delete)
                 raise DrainNodeError(
-                    f"Drain of {node} timed out waiting for eviction locks",
+                    f"Drain of {node} timed out waiting for eviction locks; nothing was evicted",
                     messages=[simple_message(f"Eviction lock {k} still held on {node}")
-                              for k in locks],
-                    details={"locks": locks, "node": node})
+                              for k in locks]
+                    + [simple_message(f"Pod {p} still present on {node}", pod=p) for p in pods],
+                    details={"locks": locks, "node": node, "remaining_pods": pods})
             LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(locks))
             self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
             locks = held_locks(self._kube.get_node(node).annotations, self._s.lock_patterns)

@@ -150,6 +150,7 @@ def test_drain_sets_the_maintenance_label_before_waiting_for_locks(kube, clock):
     assert seen[0]["maintenance.berth.io/required"] == "true"
     assert kube.evictions == []
     assert err.value.details["locks"] == ["eviction-lock.berth.io/ceph"]
+    assert err.value.details["remaining_pods"] == ["default/p"]
     assert "eviction-lock.berth.io/ceph" in err.value.messages[0]["message"]
 
 
@@ -159,6 +160,16 @@ def test_drain_evicts_hold_pods_last(kube, clock):
     kube.add_pod("c", "node04")
     drainer(kube, clock).run("node04", 3600, 1800)
     assert kube.evictions[-1] == "a-held"
+
+
+def test_hold_pods_stay_when_other_pods_could_not_be_evicted(kube, clock):
+    kube.add_pod("held", "node04", annotations={"berth.io/eviction-hold": ""})
+    kube.add_pod("db", "node04")
+    kube.evict_script["db"] = [RETRY] * 100
+    with pytest.raises(DrainNodeError) as err:
+        drainer(kube, clock).run("node04", 20, 5)
+    assert kube.pod_names("node04") == ["db", "held"] and "held" not in kube.evictions
+    assert sorted(err.value.details["remaining_pods"]) == ["default/db", "default/held"]
 
 
 def test_drain_of_an_unknown_node_is_not_found(kube, clock):
