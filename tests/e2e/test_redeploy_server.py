@@ -1,0 +1,155 @@
+"""redeploy_server end to end: Shipyard, Promenade and Drydock under gunicorn on sitesim.
+
+The first test runs before any site action tagged a revision (it relies on file order).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import NOT_REDEPLOYED, REDEPLOY_READY, create, steps_of
+from tests.fixtures.services import Berth, wait_for
+
+pytestmark = pytest.mark.slow
+TEARDOWN = ("decommission", "destroy_nodes", "remove_from_cluster")
+
+
+def test_missing_target_revision_fails_in_preflight_and_touches_nothing(berth: Berth) -> None:
+    tags = berth.api("GET", f"/revisions/{berth.revision}/tags").json()
+    assert not [t for t in tags if t["tag"].startswith("site-action")]
+    before = berth.calls(node="node05")
+    action = create(berth, "redeploy_server", target_nodes="node05")
+    view = berth.wait_action(action["id"])
+    steps = steps_of(view)
+    assert view["state"] == "failed" and view["reason"] == "MissingPrecondition"
+    assert steps["preflight"]["state"] == "failed"
+    assert {s["state"] for k, s in steps.items() if k != "preflight"} == {"skipped"}
+    assert berth.calls(node="node05") == before
+
+
+def _teardown_observed(berth: Berth, node: str, view: dict[str, Any]) -> dict[str, Any]:
+    """The site shows the node drained, out of etcd, powered off, wiped, out of MAAS and k8s."""
+    steps = steps_of(view)
+    for name in TEARDOWN:
+        assert steps[f"{name}.{node}"]["state"] == "success", steps[f"{name}.{node}"]
+    seen = berth.sim(f"/nodes/{node}")
+    assert seen["power"] == "off" or REDEPLOY_READY
+    assert seen["etcd"] == [] or REDEPLOY_READY
+    assert berth.calls(system="maas", op="release", node=node) >= 1
+    return seen
+
+
+def test_redeploy_server_with_wait_tears_down_and_redeploys_node01(
+        berth: Berth, successful_revision: int) -> None:
+    before = berth.sim("/nodes/node01")
+    assert before["kubernetes"]["ready"] and before["etcd"]
+    result = berth.cli("create", "action", "redeploy_server", "--param", "target_nodes=node01",
+                       "--wait", "--poll", "0.2", "--timeout", "300")
+    action_id = result.output.split("Action ", 1)[1].split()[0]
+    view = berth.api("GET", f"/actions/{action_id}").json()
+    assert view["revision_id"] == successful_revision
+    seen = _teardown_observed(berth, "node01", view)
+    others = [berth.sim(f"/nodes/{n}")["etcd"] for n in ("node02", "node03")]
+    assert all(o for o in others)  # the rest of the etcd cluster kept its members
+    report = steps_of(view)["decommission.node01"]["details"]["promenade"]
+    assert report["code"] == 200
+    assert [m["message"] for m in report["details"]["messageList"]] == [
+        "drain: succeeded", "clear-labels: succeeded", "remove-etcd: succeeded",
+        "etcd-ready: succeeded", "shutdown-kubelet: succeeded"]
+    if not REDEPLOY_READY:
+        assert result.exit_code == 1
+        assert seen["kubernetes"]["present"] is False and seen["maas_status"] is None
+        assert all(d["wiped"] for d in seen["disks"].values())
+        assert steps_of(view)["prepare_nodes.node01"]["state"] == "failed"
+        pytest.skip(NOT_REDEPLOYED)
+    assert result.exit_code == 0, result.output
+    assert view["state"] == "complete"
+    assert seen["power"] == "on" and seen["kubernetes"]["ready"]
+    labels = seen["kubernetes"]["labels"]
+    assert labels.get("kubernetes-etcd") == "enabled"  # relabelled from the design
+
+
+def test_preserve_local_storage_keeps_the_data_disk(berth: Berth,
+                                                    successful_revision: int) -> None:
+    before = berth.sim("/nodes/node04")["disks"]
+    assert before["sdb"]["marker"]
+    action = create(berth, "redeploy_server", target_nodes=["node04"],
+                    **{"preserve-local-storage": "true"})
+    view = berth.wait_action(action["id"], timeout=300)
+    seen = _teardown_observed(berth, "node04", view)
+    destroy = steps_of(view)["destroy_nodes.node04"]
+    assert destroy["details"]["task"]["options"] == {"preserve_local_storage": True}
+    assert seen["disks"]["sdb"] == before["sdb"]  # data disk marker survived
+    assert seen["disks"]["sda"]["marker"] != before["sda"]["marker"]  # OS disk wiped
+    if not REDEPLOY_READY:
+        pytest.skip(NOT_REDEPLOYED)
+    assert view["state"] == "complete"
+
+
+def test_killed_worker_is_replaced_and_no_destructive_call_is_repeated(
+        berth: Berth, successful_revision: int, faults: Any) -> None:
+    releases = berth.calls(system="maas", op="release", node="node05")
+    deletes = berth.calls(system="maas", op="delete", node="node05")
+    faults("node05", "maas.release")  # Drydock's destroy hangs in MAAS release
+    action = create(berth, "redeploy_server", target_nodes="node05")
+    wait_for(lambda: berth.api("GET", f"/actions/{action['id']}/steps/destroy_nodes.node05")
+             .json()["state"] == "waiting", 60, "Shipyard polling the destroy task")
+    berth.worker.kill()  # SIGKILL: no chance to release the lease
+    berth.worker.start()
+    faults.clear()
+    view = berth.wait_action(action["id"], timeout=300)
+    steps = steps_of(view)
+    _teardown_observed(berth, "node05", view)
+    assert steps["decommission.node05"]["attempts"] == 1
+    assert steps["destroy_nodes.node05"]["attempts"] >= 2  # polled by both workers
+    assert berth.calls(system="maas", op="release", node="node05") == releases + 1
+    assert berth.calls(system="maas", op="delete", node="node05") == deletes + 1
+    tasks = [n for n in steps["destroy_nodes.node05"]["notes"] if "created" in n["message"]]
+    assert len(tasks) == 1
+    if not REDEPLOY_READY:
+        pytest.skip(NOT_REDEPLOYED)
+    assert view["state"] == "complete"
+
+
+def test_paused_action_waits_and_unpause_runs_it(berth: Berth,
+                                                successful_revision: int) -> None:
+    berth.worker.stop()  # queue and pause the action before any worker can claim it
+    try:
+        touched = berth.calls(node="node02")
+        action = create(berth, "relabel_nodes", target_nodes="node02")
+        paused = berth.cli("-o", "json", "pause", f"action/{action['id']}")
+        assert paused.exit_code == 0 and json.loads(paused.output)["state"] == "paused"
+    finally:
+        berth.worker.start()
+    time.sleep(1.5)  # a running worker must leave a paused action alone
+    view = berth.api("GET", f"/actions/{action['id']}").json()
+    assert view["state"] == "paused" and {s["state"] for s in view["steps"]} == {"pending"}
+    assert berth.calls(node="node02") == touched
+    assert berth.cli("unpause", f"action/{action['id']}").exit_code == 0
+    view = berth.wait_action(action["id"])
+    assert view["state"] == "complete", view["message"]
+    relabel = steps_of(view)["relabel_nodes"]["details"]["task"]
+    assert relabel["result"]["status"] == "success" and relabel["node_filter"]
+    labels = berth.sim("/nodes/node02")["kubernetes"]["labels"]
+    assert labels.get("kubernetes-etcd") == "enabled"
+    assert [a["command"] for a in view["command_audit"]] == ["create", "pause", "unpause"]
+
+
+def test_stop_before_any_step_runs_touches_nothing(berth: Berth,
+                                                   successful_revision: int) -> None:
+    berth.worker.stop()  # nobody runs actions while we queue and stop one
+    try:
+        touched = berth.calls(node="node02")
+        action = create(berth, "relabel_nodes", target_nodes="node02")
+        stopped = berth.cli("-o", "json", "stop", f"action/{action['id']}")
+        assert json.loads(stopped.output)["state"] == "stopping"
+    finally:
+        berth.worker.start()
+    view = berth.wait_action(action["id"])
+    assert view["state"] == "stopped"
+    assert {s["state"] for s in view["steps"]} == {"skipped"}
+    assert berth.calls(node="node02") == touched
