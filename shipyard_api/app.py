@@ -19,11 +19,12 @@ from shipyard_api import config, policy
 from shipyard_api.actions import definitions
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
+from shipyard_api.actions.statuses import SiteStatuses
 from shipyard_api.clients.drydock import DrydockClient
 from shipyard_api.clients.promenade import PromenadeClient
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.documents.deps import DocumentDeps, build_document_deps
-from shipyard_api.resources.actions import action_routes
+from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.store import ActionStore
@@ -50,6 +51,7 @@ class Deps:
     health_checks: list[HealthCheck] = field(default_factory=list)
     runtime: Runtime | None = None
     actions: ActionService | None = None
+    site_statuses: SiteStatuses | None = None
 
 
 def build_runtime(conf: cfg.ConfigOpts, worker_count: int) -> Runtime:
@@ -92,8 +94,10 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     checks = [callable_check("database", database),
               peer_check("promenade", peer_client(conf, "promenade")),
               peer_check("drydock", peer_client(conf, "drydock"))]
+    statuses = SiteStatuses(runtime.services.drydock, runtime.documents.store,
+                            runtime.documents.public_url)
     runtime.workers.start()
-    return Deps(health_checks=checks, runtime=runtime, actions=actions)
+    return Deps(health_checks=checks, runtime=runtime, actions=actions, site_statuses=statuses)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -103,6 +107,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         routes += document_routes(deps.runtime.documents.store, deps.runtime.documents.validator)
     if deps.actions is not None:
         routes += action_routes(deps.actions)
+    if deps.site_statuses is not None:
+        routes += site_status_routes(deps.site_statuses)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks))
 

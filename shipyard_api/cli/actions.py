@@ -18,6 +18,13 @@ ACTION_COLUMNS = [("Name", "name"), ("Action", "id"), ("Lifecycle", "action_life
 STEP_COLUMNS = [("Step", "id"), ("State", "state"), ("Attempts", "attempts"),
                 ("Start", "start"), ("End", "end"), ("Reason", "reason"), ("Last note", "note")]
 
+STATUS_COLUMNS = {
+    "nodes-provision-status": [("Hostname", "hostname"), ("Status", "status"),
+                               ("Retired", "retired")],
+    "machines-power-state": [("Hostname", "hostname"), ("Power State", "power_state"),
+                             ("Error", "error")],
+}
+
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
     params: dict[str, str] = {}
@@ -139,6 +146,21 @@ def register(cli: click.Group, create: click.Group, get: click.Group,
             raise click.BadParameter("use step/<action id>/<step id>")
         action_id, step_id = target.split("/", 1)
         sy.emit(sy.request("GET", f"/actions/{action_id}/steps/{step_id}"))
+
+    @get.command("site-statuses")
+    @click.option("--filter", "filters", multiple=True,
+                  type=click.Choice(["nodes-provision-status", "machines-power-state"]),
+                  help="Only this status list (repeatable; default both).")
+    @click.pass_obj
+    def get_site_statuses(sy: Shipyard, filters: tuple[str, ...]) -> None:
+        """Nodes' provisioning status and power state, as Drydock sees them."""
+        body = sy.request("GET", "/site_statuses", params={"filters": list(filters)})
+        if sy.output != "table":
+            sy.emit(body)
+            return
+        for key, columns in STATUS_COLUMNS.items():
+            if key in body:
+                sy.emit(body[key], columns, title=key)
 
     for verb in ("pause", "unpause", "stop"):
         cli.add_command(_control_command(verb))

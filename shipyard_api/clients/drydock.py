@@ -41,3 +41,9 @@ class DrydockClient:
         result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
                                       params={"subtaskerrors": "true", "layers": "-1"})
         return dict(result or {})
+
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
+        """Drydock's view of every node: MAAS status, power state, retirement."""
+        params = {"design_ref": design_ref} if design_ref else None
+        result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params)
+        return [dict(n) for n in result or []]

@@ -90,6 +90,7 @@ class FakeDrydock:
     fail: set[tuple[str, str]] = field(default_factory=set)
     calls: list[Call] = field(default_factory=list)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    node_list: list[dict[str, Any]] = field(default_factory=list)
     _by_key: dict[str, str] = field(default_factory=dict)
     _reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -135,6 +136,10 @@ class FakeDrydock:
             if task_id not in self.tasks:
                 raise NotFound(f"No task {task_id}")
             return {"init_task_id": task_id, task_id: dict(self.tasks[task_id])}
+
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
+        self.calls.append(Call("nodes", None, design_ref, ctx.marker))
+        return [dict(n) for n in self.node_list]
 
     def created(self, action: str, node: str | None = None) -> int:
         """How many distinct tasks of `action` (for `node`) were created."""

@@ -31,6 +31,8 @@ class DrydockPort(Protocol):
 
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
 
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]: ...
+
 
 def node_names_filter(nodes: list[str]) -> dict[str, Any]:
     """A Drydock node filter selecting exactly `nodes`."""

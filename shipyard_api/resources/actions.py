@@ -9,6 +9,7 @@ from common.body import read_json_object
 from common.errors import BadRequest
 from common.policy import authorize
 from shipyard_api.actions.service import ActionService
+from shipyard_api.actions.statuses import SiteStatuses
 
 P = "/api/v1.0"
 
@@ -63,6 +64,21 @@ class ActionControlResource:
                 control_verb: str) -> None:
         resp.status = falcon.HTTP_202
         resp.media = self._service.control(action_id, control_verb, req.context.berth)
+
+
+class SiteStatusesResource:
+    def __init__(self, statuses: SiteStatuses) -> None:
+        self._statuses = statuses
+
+    @authorize("shipyard:get_site_statuses")
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        filters = [f.strip() for v in req.get_param_as_list("filters") or [] for f in
+                   v.split(",") if f.strip()]
+        resp.media = self._statuses.get(filters, req.context.berth)
+
+
+def site_status_routes(statuses: SiteStatuses) -> list[tuple[str, object]]:
+    return [(f"{P}/site_statuses", SiteStatusesResource(statuses))]
 
 
 def action_routes(service: ActionService) -> list[tuple[str, object]]:

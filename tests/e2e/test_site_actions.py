@@ -43,3 +43,14 @@ def test_intermediate_commits_are_refused_then_allowed(berth: Berth) -> None:
     assert [t["data"] for t in written] == [{"dag_id": action["id"]}]
     expected = "site-action-success" if view["state"] == "complete" else "site-action-failure"
     assert written[0]["tag"] == expected
+
+
+def test_site_statuses_show_every_node_of_the_site(berth: Berth) -> None:
+    result = berth.cli("-o", "json", "get", "site-statuses")
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    names = {n["name"] for n in berth.sim("/nodes")}
+    assert {n["hostname"] for n in body["nodes-provision-status"]} == names
+    powers = {p["hostname"]: p["power_state"] for p in body["machines-power-state"]}
+    for name in names:
+        assert powers[name] == berth.sim(f"/nodes/{name}")["power"]

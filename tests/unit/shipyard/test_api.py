@@ -155,3 +155,45 @@ def test_intermediate_commits_are_409_unless_allowed(api: Any, harness: Harness)
     allowed = post(client, tokens["admin"], {"name": "deploy_site", "parameters": {
         "allow-intermediate-commits": "true"}})
     assert allowed.status_code == 201
+
+
+@pytest.fixture
+def status_api(harness: Harness, tmp_path: Path) -> tuple[falcon.testing.TestClient,
+                                                          dict[str, str]]:
+    from shipyard_api.actions.statuses import SiteStatuses
+
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
+    conf = config.load(str(tmp_path / "shipyard.conf"))
+    statuses = SiteStatuses(harness.drydock, harness.docs, "http://shipyard")
+    app = create_app(conf, Deps(actions=harness.api, site_statuses=statuses))
+    harness.drydock.node_list = [
+        {"hostname": "node01", "maas_status": "Deployed", "power_state": "on", "retired": False},
+        {"hostname": "node02", "maas_status": None, "power_state": "off", "retired": True,
+         "power_error": None}]
+    return falcon.testing.TestClient(app), tokens
+
+
+def test_site_statuses_list_provisioning_and_power(status_api: Any, harness: Harness) -> None:
+    client, tokens = status_api
+    rev = harness.commit()
+    h = {"X-Auth-Token": tokens["reader"]}
+    body = client.simulate_get(f"{P}/site_statuses", headers=h).json
+    assert body["nodes-provision-status"] == [
+        {"hostname": "node01", "status": "Deployed", "retired": False},
+        {"hostname": "node02", "status": "Absent", "retired": True}]
+    assert [p["power_state"] for p in body["machines-power-state"]] == ["on", "off"]
+    assert harness.drydock.calls[-1].key.endswith(f"/revisions/{rev}/rendered-documents")
+    only = client.simulate_get(f"{P}/site_statuses", headers=h,
+                               params={"filters": "machines-power-state"}).json
+    assert list(only) == ["machines-power-state"]
+
+
+def test_site_statuses_unknown_filter_is_400(status_api: Any) -> None:
+    client, tokens = status_api
+    resp = client.simulate_get(f"{P}/site_statuses", headers={"X-Auth-Token": tokens["admin"]},
+                               params={"filters": "disk-colour"})
+    assert resp.status_code == 400 and resp.json["reason"] == "InvalidFilter"
+    nobody = client.simulate_get(f"{P}/site_statuses",
+                                 headers={"X-Auth-Token": tokens["nobody"]})
+    assert nobody.status_code == 403

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from shipyard_api import config
 from shipyard_api.actions import definitions
+from shipyard_api.actions.statuses import SiteStatuses
 from shipyard_api.app import Deps, create_app
 from shipyard_api.cli.main import cli
 from shipyard_api.workflow.engine import Engine, EngineSettings
@@ -35,7 +36,9 @@ class Quiet(WSGIRequestHandler):
 def served(harness: Harness, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     tokens = write_tokens(tmp_path / "tokens.yaml")
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
-    app = create_app(config.load(str(tmp_path / "shipyard.conf")), Deps(actions=harness.api))
+    statuses = SiteStatuses(harness.drydock, harness.docs, "http://shipyard")
+    app = create_app(config.load(str(tmp_path / "shipyard.conf")),
+                     Deps(actions=harness.api, site_statuses=statuses))
     port = free_port()
     server = make_server("127.0.0.1", port, app, handler_class=Quiet)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -134,3 +137,16 @@ def test_wait_follows_the_action_and_exits_by_its_outcome(served: Any, harness: 
         assert "DrydockTaskFailed" in failed.output
     finally:
         workers.stop()
+
+
+def test_get_site_statuses_prints_both_tables(served: Any, harness: Harness) -> None:
+    harness.drydock.node_list = [{"hostname": "node01", "maas_status": "Deployed",
+                                  "power_state": "on"}]
+    result = run(served, "get", "site-statuses", token="reader")
+    assert result.exit_code == 0
+    assert "nodes-provision-status" in result.output and "Deployed" in result.output
+    assert "machines-power-state" in result.output
+    only = run(served, "-o", "json", "get", "site-statuses", "--filter",
+               "machines-power-state")
+    assert json.loads(only.output) == {"machines-power-state": [
+        {"hostname": "node01", "power_state": "on", "error": None}]}
