@@ -12,10 +12,13 @@ from common.errors import BerthError
 from common.httpclient import ServiceClient
 from common.status import Message, is_status_body, validation_message
 from shipyard_api.documents.store import DocumentStore
+from shipyard_api.strategy.checks import check_strategy
+from shipyard_api.strategy.model import configured_strategy_name
 
 Document = dict[str, Any]
 DEPLOYMENT_CONFIGURATION = "shipyard/DeploymentConfiguration/v1"
 DEPLOYMENT_STRATEGY = "shipyard/DeploymentStrategy/v1"
+BAREMETAL_NODE = "drydock/BaremetalNode/v1"
 
 
 class PeerValidator(Protocol):
@@ -27,22 +30,25 @@ class PeerValidator(Protocol):
 
 
 def shipyard_checks(docs: Sequence[Document]) -> list[Message]:
-    """Shipyard's own rules: a deployment-configuration, and the strategy it names."""
+    """Shipyard's own rules: a deployment-configuration, and the strategy it names (whose
+    groups are checked: names, dependencies, labels, criteria, selected nodes)."""
     configs = select(docs, DEPLOYMENT_CONFIGURATION, "deployment-configuration")
     if not configs:
         return [validation_message(
             f"The design has no {DEPLOYMENT_CONFIGURATION} named deployment-configuration",
             name="DeploymentConfiguration",
             documents=[{"schema": DEPLOYMENT_CONFIGURATION, "name": "deployment-configuration"}])]
-    data = configs[0].get("data") if isinstance(configs[0].get("data"), dict) else {}
-    provisioner = (data or {}).get("physical_provisioner") or {}
-    strategy = provisioner.get("deployment_strategy") if isinstance(provisioner, dict) else None
-    if strategy and not select(docs, DEPLOYMENT_STRATEGY, str(strategy)):
+    name, explicit = configured_strategy_name(docs)
+    strategies = select(docs, DEPLOYMENT_STRATEGY, name)
+    if not strategies:
+        if not explicit:
+            return []  # no strategy: one critical group of every node
         return [validation_message(
-            f"deployment-configuration names deployment strategy {strategy}, which the design "
+            f"deployment-configuration names deployment strategy {name}, which the design "
             f"does not contain", name="DeploymentStrategy",
             documents=[doc_ref(configs[0])])]
-    return []
+    nodes = [doc_ref(d)["name"] for d in select(docs, BAREMETAL_NODE)]
+    return check_strategy(strategies[0].get("data"), doc_ref(strategies[0]), nodes or None)
 
 
 class HttpPeerValidator:

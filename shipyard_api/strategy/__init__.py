@@ -1,0 +1,1 @@
+"""Deployment strategies: groups of nodes, their order, selection and success criteria (pure)."""
