@@ -80,88 +80,94 @@ def wait_for(sy: Shipyard, action_id: str, poll: float, timeout: float | None) -
     return action
 
 
+
+@click.command("action")
+@click.argument("name")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Action parameter (repeatable), e.g. target_nodes=node01,node02.")
+@click.option("--allow-intermediate-commits", is_flag=True,
+              help="Run deploy_site/update_site despite intermediate commits.")
+@click.option("--wait", is_flag=True, help="Follow the action until it ends.")
+@click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
+@click.option("--timeout", type=float, default=None, help="Give up waiting after (s).")
+@click.pass_obj
+def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
+                  allow_intermediate_commits: bool, wait: bool, poll: float,
+                  timeout: float | None) -> None:
+    """Create the action NAME (redeploy_server, relabel_nodes, deploy_site, update_site)."""
+    parameters: dict[str, Any] = parse_params(params)
+    if allow_intermediate_commits:
+        parameters["allow-intermediate-commits"] = "true"
+    action = sy.request("POST", "/actions", json={"name": name, "parameters": parameters})
+    if not wait:
+        sy.emit(action, ACTION_COLUMNS)
+        return
+    if sy.output == "table":
+        click.echo(f"Action {action['id']} created; following it (context marker "
+                   f"{action['context_marker']})")
+    action = wait_for(sy, action["id"], poll, timeout)
+    sy.emit(action, ACTION_COLUMNS)
+    if action["state"] != "complete":
+        click.echo(f"Action {action['id']} ended {action['state']}: "
+                   f"{action.get('message') or action.get('reason')}", err=True)
+        raise SystemExit(1)
+
+@click.command("actions")
+@click.pass_obj
+def get_actions(sy: Shipyard) -> None:
+    """List actions."""
+    sy.emit(sy.request("GET", "/actions"), ACTION_COLUMNS)
+
+@click.command("action")
+@click.argument("action_id")
+@click.pass_obj
+def describe_action(sy: Shipyard, action_id: str) -> None:
+    """Show an action, its steps, validations and command audit."""
+    action = sy.request("GET", f"/actions/{action_id}")
+    if sy.output != "table":
+        sy.emit(action)
+        return
+    sy.emit(action, ACTION_COLUMNS)
+    sy.console.print(steps_table(action))
+    for v in action.get("validations") or []:
+        click.echo(f"Validation: {v.get('message')}")
+    for a in action.get("command_audit") or []:
+        click.echo(f"Audit: {a['datetime']} {a['user']} {a['command']} ({a['outcome']})")
+
+@click.command("step")
+@click.argument("target", metavar="ACTION_ID/STEP_ID")
+@click.pass_obj
+def describe_step(sy: Shipyard, target: str) -> None:
+    """Show one step with what Promenade or Drydock answered."""
+    if "/" not in target:
+        raise click.BadParameter("use step/<action id>/<step id>")
+    action_id, step_id = target.split("/", 1)
+    sy.emit(sy.request("GET", f"/actions/{action_id}/steps/{step_id}"))
+
+@click.command("site-statuses")
+@click.option("--filter", "filters", multiple=True,
+              type=click.Choice(["nodes-provision-status", "machines-power-state"]),
+              help="Only this status list (repeatable; default both).")
+@click.pass_obj
+def get_site_statuses(sy: Shipyard, filters: tuple[str, ...]) -> None:
+    """Nodes' provisioning status and power state, as Drydock sees them."""
+    body = sy.request("GET", "/site_statuses", params={"filters": list(filters)})
+    if sy.output != "table":
+        sy.emit(body)
+        return
+    for key, columns in STATUS_COLUMNS.items():
+        if key in body:
+            sy.emit(body[key], columns, title=key)
+
+
 def register(cli: click.Group, create: click.Group, get: click.Group,
              describe: click.Group) -> None:
     """Add the action commands to the `shipyard` groups."""
-
-    @create.command("action")
-    @click.argument("name")
-    @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-                  help="Action parameter (repeatable), e.g. target_nodes=node01,node02.")
-    @click.option("--allow-intermediate-commits", is_flag=True,
-                  help="Run deploy_site/update_site despite intermediate commits.")
-    @click.option("--wait", is_flag=True, help="Follow the action until it ends.")
-    @click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
-    @click.option("--timeout", type=float, default=None, help="Give up waiting after (s).")
-    @click.pass_obj
-    def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
-                      allow_intermediate_commits: bool, wait: bool, poll: float,
-                      timeout: float | None) -> None:
-        """Create the action NAME (redeploy_server, relabel_nodes, deploy_site, update_site)."""
-        parameters: dict[str, Any] = parse_params(params)
-        if allow_intermediate_commits:
-            parameters["allow-intermediate-commits"] = "true"
-        action = sy.request("POST", "/actions", json={"name": name, "parameters": parameters})
-        if not wait:
-            sy.emit(action, ACTION_COLUMNS)
-            return
-        if sy.output == "table":
-            click.echo(f"Action {action['id']} created; following it (context marker "
-                       f"{action['context_marker']})")
-        action = wait_for(sy, action["id"], poll, timeout)
-        sy.emit(action, ACTION_COLUMNS)
-        if action["state"] != "complete":
-            click.echo(f"Action {action['id']} ended {action['state']}: "
-                       f"{action.get('message') or action.get('reason')}", err=True)
-            raise SystemExit(1)
-
-    @get.command("actions")
-    @click.pass_obj
-    def get_actions(sy: Shipyard) -> None:
-        """List actions."""
-        sy.emit(sy.request("GET", "/actions"), ACTION_COLUMNS)
-
-    @describe.command("action")
-    @click.argument("action_id")
-    @click.pass_obj
-    def describe_action(sy: Shipyard, action_id: str) -> None:
-        """Show an action, its steps, validations and command audit."""
-        action = sy.request("GET", f"/actions/{action_id}")
-        if sy.output != "table":
-            sy.emit(action)
-            return
-        sy.emit(action, ACTION_COLUMNS)
-        sy.console.print(steps_table(action))
-        for v in action.get("validations") or []:
-            click.echo(f"Validation: {v.get('message')}")
-        for a in action.get("command_audit") or []:
-            click.echo(f"Audit: {a['datetime']} {a['user']} {a['command']} ({a['outcome']})")
-
-    @describe.command("step")
-    @click.argument("target", metavar="ACTION_ID/STEP_ID")
-    @click.pass_obj
-    def describe_step(sy: Shipyard, target: str) -> None:
-        """Show one step with what Promenade or Drydock answered."""
-        if "/" not in target:
-            raise click.BadParameter("use step/<action id>/<step id>")
-        action_id, step_id = target.split("/", 1)
-        sy.emit(sy.request("GET", f"/actions/{action_id}/steps/{step_id}"))
-
-    @get.command("site-statuses")
-    @click.option("--filter", "filters", multiple=True,
-                  type=click.Choice(["nodes-provision-status", "machines-power-state"]),
-                  help="Only this status list (repeatable; default both).")
-    @click.pass_obj
-    def get_site_statuses(sy: Shipyard, filters: tuple[str, ...]) -> None:
-        """Nodes' provisioning status and power state, as Drydock sees them."""
-        body = sy.request("GET", "/site_statuses", params={"filters": list(filters)})
-        if sy.output != "table":
-            sy.emit(body)
-            return
-        for key, columns in STATUS_COLUMNS.items():
-            if key in body:
-                sy.emit(body[key], columns, title=key)
-
+    create.add_command(create_action)
+    get.add_command(get_actions)
+    get.add_command(get_site_statuses)
+    describe.add_command(describe_action)
+    describe.add_command(describe_step)
     for verb in ("pause", "unpause", "stop"):
         cli.add_command(_control_command(verb))
 
