@@ -8,6 +8,7 @@ import base64
 import configparser
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,17 @@ def test_every_deployment_runs_a_console_script_of_the_berth_image(overlay) -> N
         assert cont["image"] == "berth:latest"
         assert cont["command"][0] in scripts, cont["command"]
         assert cont["command"][0] == name  # the Deployment is named after what it runs
+
+
+def test_every_flag_of_a_command_is_one_its_console_script_accepts() -> None:
+    commands = {tuple(container(d)["command"]) for name in OVERLAYS
+                for d in workloads(build(DEPLOY / "overlays" / name)).values()}
+    for command in sorted(commands):
+        script = Path(sys.executable).parent / command[0]
+        usage = subprocess.run([str(script), "--help"], capture_output=True, text=True,
+                               timeout=120, check=True).stdout
+        for flag in (arg for arg in command[1:] if arg.startswith("--")):
+            assert f"[{flag} " in usage, f"{command[0]} does not accept {flag}"
 
 
 def test_api_probes_and_services_target_the_bound_port(overlay) -> None:
