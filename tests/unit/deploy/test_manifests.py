@@ -1,6 +1,6 @@
-"""Berth's Kubernetes manifests: each overlay renders, every object is a valid Kubernetes
-object, the pods run Berth's console scripts with working config, and Promenade's RBAC grants
-exactly the calls its KubeClient makes."""
+"""Berth's Kubernetes manifests: each overlay renders the same with kubectl and the Python
+renderer, every object is a valid Kubernetes object, and the pods run Berth's console scripts
+with configuration that points at what they mount."""
 
 from __future__ import annotations
 
@@ -9,93 +9,31 @@ import configparser
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client as k8s
 
-from drydock_api import config as drydock_config
-from promenade_api import config as promenade_config
-from promenade_api.kube.client import load_api_client
-from shipyard_api import config as shipyard_config
-from tests.unit.deploy import kube_calls
 from tests.unit.deploy.kustomize import build
-
-ROOT = Path(__file__).resolve().parents[3]
-DEPLOY = ROOT / "deploy" / "kubernetes"
-OVERLAYS = ("embedded", "postgres")
-NAMESPACE = "berth"
-API_PORTS = {"shipyard-api": 9000, "promenade-api": 9001, "drydock-api": 9002}
-WORKERS = ("shipyard-worker", "drydock-worker")
-CONFIG_OF = {"shipyard": shipyard_config, "promenade": promenade_config,
-             "drydock": drydock_config}
-Obj = dict[str, Any]
-
-
-@pytest.fixture(scope="module", params=OVERLAYS)
-def overlay(request: pytest.FixtureRequest) -> tuple[str, list[Obj]]:
-    return request.param, build(DEPLOY / "overlays" / request.param)
-
-
-def find(objects: list[Obj], kind: str, name: str) -> Obj:
-    """The object of that kind named `name` (or generated from `name` with a hash suffix)."""
-    hits = [o for o in objects if o["kind"] == kind and (
-        o["metadata"]["name"] == name or o["metadata"]["name"].rsplit("-", 1)[0] == name)]
-    assert len(hits) == 1, f"{kind}/{name}: {len(hits)} objects"
-    return hits[0]
-
-
-def workloads(objects: list[Obj], kind: str = "Deployment") -> dict[str, Obj]:
-    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
-
-
-def container(deployment: Obj) -> Obj:
-    containers = deployment["spec"]["template"]["spec"]["containers"]
-    assert len(containers) == 1
-    return containers[0]
-
-
-def env_of(cont: Obj) -> dict[str, Obj]:
-    return {e["name"]: e for e in cont.get("env") or []}
-
-
-def option(args: list[str], flag: str) -> str:
-    return args[args.index(flag) + 1]
-
-
-def mounted_files(objects: list[Obj], workload: Obj) -> dict[str, str]:
-    """Path -> content of every file the pod's ConfigMap and Secret volumes put there."""
-    pod = workload["spec"]["template"]["spec"]
-    volumes = {v["name"]: v for v in pod.get("volumes") or []}
-    files: dict[str, str] = {}
-    for mount in container(workload).get("volumeMounts") or []:
-        volume = volumes[mount["name"]]
-        if "configMap" in volume:
-            source, data = volume["configMap"], find(objects, "ConfigMap",
-                                                     volume["configMap"]["name"])["data"]
-        elif "secret" in volume:
-            source = volume["secret"]
-            raw = find(objects, "Secret", source["secretName"])["data"]
-            data = {k: base64.b64decode(v).decode() for k, v in raw.items()}
-        else:
-            continue
-        items = source.get("items") or [{"key": k, "path": k} for k in data]
-        for item in items:
-            files[f"{mount['mountPath']}/{item['path']}"] = data[item["key"]]
-    return files
-
-
-def service_of(cont: Obj) -> str:
-    return cont["command"][0].split("-")[0]
-
-
-def read_conf(text: str) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(text)
-    return parser
+from tests.unit.deploy.objects import (
+    API_PORTS,
+    CONFIG_OF,
+    DEPLOY,
+    NAMESPACE,
+    OVERLAYS,
+    ROOT,
+    WORKERS,
+    Obj,
+    container,
+    env_of,
+    find,
+    mounted_files,
+    option,
+    read_conf,
+    service_of,
+    workloads,
+)
 
 
 # -- rendering and schema --------------------------------------------------------------------
@@ -317,79 +255,3 @@ def test_secrets_hold_only_marked_placeholders(overlay) -> None:
             for key, value in obj["data"].items():
                 assert "REPLACE-ME" in base64.b64decode(value).decode(), \
                     f"{obj['metadata']['name']}/{key} is not a placeholder"
-
-
-def test_promenade_kubeconfig_uses_the_service_account_token(tmp_path: Path) -> None:
-    objects = build(DEPLOY / "overlays" / "embedded")
-    deployment = workloads(objects)["promenade-api"]
-    files = mounted_files(objects, deployment)
-    conf = read_conf(files[option(container(deployment)["command"], "--config-file")])
-    text = files[conf["kubernetes"]["kubeconfig"]]
-    account = "/var/run/secrets/kubernetes.io/serviceaccount"
-    (tmp_path / "token").write_text("sa-token")
-    (tmp_path / "ca.crt").write_text("")
-    (tmp_path / "kubeconfig").write_text(text.replace(account, str(tmp_path)))
-    api = load_api_client(kubeconfig=str(tmp_path / "kubeconfig"))
-    assert api is not None
-    assert api.configuration.host == "https://kubernetes.default.svc"
-    bearer = api.configuration.auth_settings()["BearerToken"]
-    assert (bearer["key"], bearer["value"]) == ("authorization", "Bearer sa-token")
-    assert api.configuration.ssl_ca_cert == str(tmp_path / "ca.crt")
-
-
-# -- kubelet shutdown and RBAC ---------------------------------------------------------------
-def test_kubelet_shutdown_daemonset_stops_the_kubelet_of_labelled_nodes(overlay) -> None:
-    daemonset = workloads(overlay[1], "DaemonSet")["kubelet-shutdown"]
-    pod = daemonset["spec"]["template"]
-    assert pod["spec"]["nodeSelector"] == {"promenade-decomission": "enabled"}
-    assert pod["spec"]["hostPID"] is True
-    cont = container(daemonset)
-    assert cont["securityContext"]["privileged"] is True
-    script = " ".join(cont["command"])
-    assert "nsenter --target 1 --mount --uts --ipc --net --pid" in script
-    assert "systemctl stop kubelet" in script
-    deployment = workloads(overlay[1])["promenade-api"]
-    files = mounted_files(overlay[1], deployment)
-    conf = read_conf(files[option(container(deployment)["command"], "--config-file")])
-    key, _, value = conf["kubelet"]["shutdown_pod_label"].partition("=")
-    assert pod["metadata"]["labels"][key] == value  # what Promenade watches for
-
-
-def granted(objects: list[Obj], account: str) -> Iterator[tuple[kube_calls.Grant, str | None]]:
-    """(group, resource, verb) the account is bound to, with the namespace (None: cluster)."""
-    for binding in objects:
-        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
-            continue
-        if {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE} not in \
-                binding["subjects"]:
-            continue
-        role = find(objects, binding["roleRef"]["kind"], binding["roleRef"]["name"])
-        namespace = binding["metadata"].get("namespace")
-        for rule in role["rules"]:
-            for verb in rule["verbs"]:
-                for url in rule.get("nonResourceURLs") or []:
-                    yield ("", f"nonResourceURL:{url}", verb), None
-                for group in rule.get("apiGroups") or []:
-                    for resource in rule["resources"]:
-                        yield (group, resource, verb), namespace
-
-
-def test_promenade_rbac_grants_exactly_what_its_kube_client_calls(overlay) -> None:
-    objects = overlay[1]
-    # Every KubePort method is exercised: a new method fails here until it is added to
-    # kube_calls.port_calls and its verbs to promenade-rbac.yaml.
-    assert kube_calls.port_methods() == set(kube_calls.port_calls())
-    used = {kube_calls.grant_of(m, u) for m, u in kube_calls.recorded_requests()}
-    needed = {grant for grant, _ in used}
-    grants = dict(granted(objects, "promenade"))
-    assert set(grants) == needed
-    assert not any("*" in part for grant in grants for part in grant)
-    # Leases are the only namespaced calls Promenade makes itself (lease_namespace); they are
-    # granted in Berth's namespace only, and the pod points lease_namespace there.
-    namespaced = {grant for grant, ns in grants.items() if ns is not None}
-    assert namespaced == {g for g in needed if g[1] == "leases"}
-    assert set(grants.values()) == {None, NAMESPACE}
-    deployment = workloads(objects)["promenade-api"]
-    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "promenade"
-    lease_ns = env_of(container(deployment))["OS_KUBERNETES__LEASE_NAMESPACE"]
-    assert lease_ns["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
