@@ -108,7 +108,8 @@ class Deployment:
         for g in self.order:
             status = self.status[g]
             shown = status if status in (SUCCEEDED, FAILED) else "not_started"
-            reason = self.reason[g] or (None if status == PENDING else f"in progress: {status}")
+            in_progress = status in (PREPARING, DEPLOYING)
+            reason = self.reason[g] or (f"in progress: {status}" if in_progress else None)
             groups.append({"name": g, "critical": self.groups[g].critical, "status": shown,
                            "reason": reason, "nodes": list(self.members[g])})
         return {"groups": groups, "nodes": dict(self.nodes)}
