@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import configparser
+import os
 import shutil
 import subprocess
 import sys
@@ -42,8 +43,10 @@ def test_python_renderer_matches_kubectl_kustomize(name: str) -> None:
     kubectl = shutil.which("kubectl")
     if not kubectl:
         pytest.skip("kubectl is not installed: only the Python renderer is checked")
+    # No cluster is involved: an unreadable kubeconfig keeps kubectl from contacting one.
+    env = {**os.environ, "KUBECONFIG": str(DEPLOY / "no-such-kubeconfig")}
     run = subprocess.run([kubectl, "kustomize", str(DEPLOY / "overlays" / name)],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, env=env)
     if run.returncode != 0 and "unknown command" in run.stderr:
         pytest.skip(f"this kubectl cannot build kustomizations: {run.stderr.strip()}")
     assert run.returncode == 0, run.stderr
