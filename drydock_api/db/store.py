@@ -190,7 +190,8 @@ class TaskStore:
             return row
 
     def request_terminate(self, task_id: str, user: str | None) -> TaskRow:
-        """Queued → terminated at once; running → terminating (the worker stops it)."""
+        """Unclaimed → terminated at once; claimed or running → terminating (the worker that
+        holds it stops before the next node step and ends it terminated)."""
         with self.sessions.begin() as s:
             row = s.get(TaskRow, task_id, with_for_update=True)
             if row is None or row.parent_id is not None:
@@ -200,8 +201,6 @@ class TaskStore:
             if row.status in ("requested", "queued") and not held:
                 target = TaskStatus.TERMINATED
                 row.completed = now
-            elif row.status in ("requested", "queued"):
-                target = TaskStatus(row.status)
             else:
                 target = TaskStatus.TERMINATING
             if target.value != row.status:

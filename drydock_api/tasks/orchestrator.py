@@ -13,7 +13,7 @@ from typing import Any
 from common.context import RequestContext, current_marker
 from common.documents import Document
 from common.errors import BerthError
-from common.status import Message, simple_message, validation_message
+from common.status import simple_message, validation_message
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import TaskStore
@@ -68,6 +68,9 @@ class Orchestrator:
         ctx = RequestContext(marker=task.context_marker or RequestContext().marker,
                              end_user=task.created_by)
         action = self._actions[row.action]
+        if action.steps is None and row.status == "terminating":
+            self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self._clock())
+            return
         try:
             if action.steps is None:
                 self._run_design_level(row, ctx)
@@ -198,6 +201,3 @@ def _summary(action: str, ok: list[str], bad: list[str]) -> str:
     text = f"{action}: {len(ok)} node(s) succeeded, {len(bad)} failed"
     return text + (f" ({', '.join(bad)})" if bad else "")
 
-
-def task_messages(progress: ProgressStore, row: TaskRow) -> list[Message]:
-    return progress.messages(row)

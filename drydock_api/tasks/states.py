@@ -27,7 +27,7 @@ S = TaskStatus
 
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.REQUESTED: frozenset({S.QUEUED, S.RUNNING, S.TERMINATED}),
-    S.QUEUED: frozenset({S.RUNNING, S.TERMINATED}),
+    S.QUEUED: frozenset({S.RUNNING, S.TERMINATING, S.TERMINATED}),
     S.RUNNING: frozenset({S.COMPLETE, S.TERMINATING}),
     S.TERMINATING: frozenset({S.TERMINATED}),
     S.TERMINATED: frozenset(),

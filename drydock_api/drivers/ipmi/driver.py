@@ -31,22 +31,19 @@ def translated(bmc: BmcAccess, what: str) -> Iterator[None]:
 
 
 class IpmiDriver:
-    """Keeps one pyghmi Command per BMC and serialises calls to each BMC.
+    """Keeps one pyghmi Command per BMC and serialises every pyghmi call in the process.
 
-    pyghmi hangs when a second session to the same BMC is opened in one process while a
-    stale one is registered, so a broken session is dropped (and its registration removed)
-    before a new one is made. Power changes use wait=False; the caller polls.
+    pyghmi keeps its sessions, sockets and I/O loop in process-wide state that is not safe
+    for concurrent logins from several threads, and it hangs when a second session to the
+    same BMC is opened while a stale one is registered; so calls are serialised, and a broken
+    session is dropped (and its registration removed) before a new one is made. Power changes
+    use wait=False; the caller polls. Each call takes milliseconds, so the lock costs little.
     """
 
     def __init__(self, *, factory: Callable[..., Any] = ipmi_command.Command) -> None:
         self._factory = factory
         self._sessions: dict[Key, Any] = {}
-        self._locks: dict[Key, threading.Lock] = {}
-        self._guard = threading.Lock()
-
-    def _lock(self, key: Key) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
+        self._lock = threading.Lock()
 
     def _forget(self, bmc: BmcAccess, key: Key) -> None:
         self._sessions.pop(key, None)
@@ -55,7 +52,7 @@ class IpmiDriver:
 
     def _call(self, bmc: BmcAccess, what: str, fn: Callable[[Any], Any]) -> Any:
         key = (bmc.address, bmc.port, bmc.account)
-        with self._lock(key):
+        with self._lock:
             try:
                 with translated(bmc, what):
                     cmd = self._sessions.get(key)
