@@ -80,7 +80,6 @@ def wait_for(sy: Shipyard, action_id: str, poll: float, timeout: float | None) -
     return action
 
 
-
 @click.command("action")
 @click.argument("name")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
