@@ -1,0 +1,100 @@
+"""Destroy every node of a large simulated site in one destroy_nodes task; print the wall
+time beside the slowest single node's time (the target is within 1.5x of it).
+
+    .venv/bin/python bench/destroy_scale.py [--nodes 200] [--pool 256] [--ipmi-every 10]
+
+Drydock runs as a real `drydock-api` process (one in-process worker) against the site's
+MAAS simulator, Redfish emulator and pyghmi IPMI BMCs; the site keeps its default timings
+(graceful shutdown 1 s, power 0.5 s, release 0.5 s, MAAS erase 1 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sitesim.generate import generate_site  # noqa: E402
+from sitesim.site import Site  # noqa: E402
+from sitesim.siteconfig import parse_site  # noqa: E402
+from tests.support.services import ServiceProcess, write_tokens  # noqa: E402
+
+
+def seconds(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def start_drydock(site: Site, work: Path, pool: int) -> tuple[ServiceProcess, str]:
+    tokens = write_tokens(work / "tokens.yaml")
+    (work / "design.yaml").write_text(site.design_yaml())
+    api = ServiceProcess("drydock", work, {
+        "auth": {"strategy": "token", "token_file": work / "tokens.yaml"},
+        "database": {"connection": f"sqlite:///{work}/drydock.db"},
+        "logging": {"level": "WARNING"},
+        "maas": {"url": site.urls["maas"], "api_key": site.spec.maas_api_key},
+        "oob": {"poll_interval": 0.1, "graceful_timeout": 5, "request_timeout": 10},
+        "steps": {"maas_poll_interval": 0.1},
+        "worker": {"threads": 1, "node_pool_size": pool, "poll_interval": 0.1},
+    })
+    return api, tokens["admin"]
+
+
+def run(url: str, token: str, href: str) -> tuple[float, dict[str, Any]]:
+    headers = {"X-Auth-Token": token}
+    started = time.perf_counter()
+    resp = requests.post(f"{url}/api/v1.0/tasks", headers=headers, timeout=60, json={
+        "action": "destroy_nodes", "design_ref": href, "node_filter": None})
+    resp.raise_for_status()
+    task_id = resp.json()["task_id"]
+    while True:
+        task = requests.get(f"{url}/api/v1.0/tasks/{task_id}", headers=headers,
+                            timeout=60).json()
+        if task["status"] in ("complete", "terminated"):
+            break
+        time.sleep(0.1)
+    wall = time.perf_counter() - started
+    tree = requests.get(f"{url}/api/v1.0/tasks/{task_id}", params={"layers": 2},
+                        headers=headers, timeout=120).json()
+    return wall, tree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--racks", type=int, default=10)
+    parser.add_argument("--pool", type=int, default=256, help="[worker] node_pool_size")
+    parser.add_argument("--ipmi-every", type=int, default=10,
+                        help="every Nth node has a pyghmi IPMI BMC (0: all Redfish)")
+    opts = parser.parse_args()
+    raw = generate_site(opts.nodes, opts.racks, 0, ipmi_every=opts.ipmi_every)
+    raw["workloads"] = False
+    site = Site(parse_site(raw)).start()
+    work = Path(tempfile.mkdtemp(prefix="destroy-scale-"))
+    api, token = start_drydock(site, work, opts.pool)
+    try:
+        wall, tree = run(api.url, token, f"file://{work}/design.yaml")
+        top = tree[tree["init_task_id"]]
+        nodes = [t for k, t in tree.items() if k != "init_task_id" and t.get("node")]
+        times = sorted((seconds(t["created"], t["completed"]), t["node"]) for t in nodes
+                       if t.get("completed"))
+        slowest, name = times[-1]
+        print(f"nodes: {len(nodes)}  result: {top['result']['status']}  "
+              f"failures: {len(top['result']['failures'])}  node pool: {opts.pool}")
+        print(f"wall time: {wall:.2f} s   slowest node: {slowest:.2f} s ({name})   "
+              f"median node: {times[len(times) // 2][0]:.2f} s   "
+              f"ratio: {wall / slowest:.2f}x (target <= 1.5x)")
+    finally:
+        api.stop()
+        site.stop()
+
+
+if __name__ == "__main__":
+    main()
