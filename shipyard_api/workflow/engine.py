@@ -140,8 +140,8 @@ class _Run:
             if all(s.state in {t.value for t in TERMINAL_STEP} for s in steps):
                 self._finish(action, steps, now)
                 return
-            for step, policy in self._due(action, steps, now):
-                self._start(action, step, steps, policy, now)
+            for step, policy, keys in self._due(action, steps, now):
+                self._start(action, step, steps, policy, keys, now)
             if self.in_flight:
                 self._collect()
                 continue
@@ -151,8 +151,8 @@ class _Run:
     def _idle(self, steps: list[StepRow], now: float) -> bool:
         """Nothing running: sleep until the next due step, or hand the action back."""
         dues = [s.next_attempt_at or now for s in steps if s.state == S.WAITING.value]
-        next_due = min(dues) if dues else now + 1.0
-        if next_due - now > self.e.settings.hold_seconds:
+        next_due = min(dues) if dues else now + 1.0  # else blocked by a limit: look again soon
+        if not dues or next_due - now > self.e.settings.hold_seconds:
             self.e.store.release(self.action_id, self.e.owner, next_due)
             return False
         self.e.sleep(max(0.0, next_due - now))
@@ -173,11 +173,12 @@ class _Run:
                     changed = True
 
     def _due(self, action: ActionRow, steps: list[StepRow],
-             now: float) -> Iterator[tuple[StepRow, StepPolicy]]:
+             now: float) -> Iterator[tuple[StepRow, StepPolicy, set[str]]]:
         busy = {sid for sid, _ in self.in_flight.values()}
         states = {s.step_id: s.state for s in steps}
         active = _active_nodes(steps)
         held = {s.step_id: self._keys(action, s, steps) for s in steps if s.state in LIVE}
+        held[""] = self.e.store.held_keys(self.action_id)  # other actions' exclusive steps
         for s in steps:
             if s.step_id in busy or not _ready(s, states, now):
                 continue
@@ -195,7 +196,7 @@ class _Run:
             if s.node is not None:
                 active.add(s.node)
             held[s.step_id] = keys
-            yield s, policy
+            yield s, policy, keys
 
     def _keys(self, action: ActionRow, step: StepRow, steps: list[StepRow]) -> set[str]:
         fn = self.defn.step(step.name).exclusive
@@ -208,9 +209,10 @@ class _Run:
         s.state = S.FAILED.value
 
     def _start(self, action: ActionRow, step: StepRow, steps: list[StepRow],
-               policy: StepPolicy, now: float) -> None:
+               policy: StepPolicy, keys: set[str], now: float) -> None:
+        memo = {**(step.memo or {}), "exclusive": sorted(keys)} if keys else step.memo
         self.e.store.save_step(self.action_id, self.e.owner, step.step_id, S.RUNNING,
-                               attempts=step.attempts + 1,
+                               attempts=step.attempts + 1, memo=memo,
                                started_at=step.started_at if step.started_at else now)
         ctx = self.e.context(action, step, steps)
         defn = self.defn.step(step.name)

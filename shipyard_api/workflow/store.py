@@ -149,6 +149,17 @@ class ActionStore:
                            outcome="accepted"))
         return self.get(action_id)
 
+    def held_keys(self, except_action: str) -> set[str]:
+        """Exclusive keys held by running or waiting steps of other unfinished actions."""
+        live = [StepState.RUNNING.value, StepState.WAITING.value]
+        with self._sessions() as s:
+            memos = s.scalars(select(StepRow.memo).join(ActionRow,
+                                                        ActionRow.id == StepRow.action_id)
+                              .where(StepRow.state.in_(live), StepRow.action_id != except_action,
+                                     ActionRow.state.not_in([a.value for a in TERMINAL_ACTION]))
+                              ).all()
+        return {str(k) for memo in memos for k in (memo or {}).get("exclusive") or []}
+
     def save_step(self, action_id: str, owner: str, sid: str, target: StepState,
                   **values: Any) -> None:
         """Persist one step's new state, only while `owner` still holds the action's lease."""

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from common.errors import ValidationFailed
+from shipyard_api.workflow.states import StepState
 from tests.unit.shipyard.conftest import Harness
 from tests.unit.shipyard.design import design
 
@@ -175,3 +176,33 @@ def test_concurrency_limit_of_one_processes_nodes_one_after_another(harness: Har
     assert peak["all"] == 1
     steps = {s["id"]: s for s in view["steps"]}
     assert steps["relabel_nodes.node03"]["end"] <= steps["decommission.node04"]["start"]
+
+
+def test_etcd_member_waits_while_another_action_decommissions_its_cluster_peer(
+        harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    first = harness.create("redeploy_server", {"target_nodes": "node01"})
+    second = harness.create("redeploy_server", {"target_nodes": "node02"})
+    release: list[str] = []
+
+    def hold(node: str) -> None:  # node01's decommission is still running elsewhere
+        if node == "node02":
+            release.append(node)
+
+    harness.promenade.on_decommission = hold
+    # Another worker holds the first action, in the middle of decommissioning node01.
+    assert harness.store.claim("other", harness.clock(), 1000) == first["id"]
+    harness.store.save_step(first["id"], "other", "preflight", StepState.RUNNING)
+    harness.store.save_step(first["id"], "other", "preflight", StepState.SUCCESS,
+                            output={"revision_id": 1})
+    harness.store.save_step(first["id"], "other", "resolve_design", StepState.RUNNING)
+    harness.store.save_step(first["id"], "other", "resolve_design", StepState.SUCCESS,
+                            output={"etcd": {"node01": ["kubernetes"]}})
+    harness.store.save_step(first["id"], "other", "decommission.node01", StepState.RUNNING,
+                            memo={"exclusive": ["etcd:kubernetes"]})
+    view = harness.drive(second["id"], rounds=20)
+    assert harness.step(second["id"], "decommission.node02")["state"] == "pending"
+    assert view["state"] == "running" and release == []
+    harness.store.save_step(first["id"], "other", "decommission.node01", StepState.SUCCESS)
+    view = harness.drive(second["id"])
+    assert view["state"] == "complete" and release == ["node02"]
