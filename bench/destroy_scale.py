@@ -61,7 +61,7 @@ def run(url: str, token: str, href: str) -> tuple[float, dict[str, Any]]:
             break
         time.sleep(0.1)
     wall = time.perf_counter() - started
-    tree = requests.get(f"{url}/api/v1.0/tasks/{task_id}", params={"layers": 2},
+    tree = requests.get(f"{url}/api/v1.0/tasks/{task_id}", params={"layers": -1},
                         headers=headers, timeout=120).json()
     return wall, tree
 
@@ -82,9 +82,16 @@ def main() -> None:
     try:
         wall, tree = run(api.url, token, f"file://{work}/design.yaml")
         top = tree[tree["init_task_id"]]
-        nodes = [t for k, t in tree.items() if k != "init_task_id" and t.get("node")]
-        times = sorted((seconds(t["created"], t["completed"]), t["node"]) for t in nodes
-                       if t.get("completed"))
+        tasks = [t for k, t in tree.items() if k != "init_task_id"]
+        nodes = [t for t in tasks if t.get("node") and not t.get("step")]
+        first_step: dict[str, str] = {}
+        for t in tasks:
+            if t.get("step"):
+                first_step[t["node"]] = min(first_step.get(t["node"], t["created"]),
+                                            t["created"])
+        # a node's own time: from its first step starting (not from queueing) to its end
+        times = sorted((seconds(first_step[t["node"]], t["completed"]), t["node"])
+                       for t in nodes if t.get("completed") and t["node"] in first_step)
         slowest, name = times[-1]
         print(f"nodes: {len(nodes)}  result: {top['result']['status']}  "
               f"failures: {len(top['result']['failures'])}  node pool: {opts.pool}")
