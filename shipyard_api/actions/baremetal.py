@@ -1,0 +1,170 @@
+"""deploy_site / update_site's baremetal step: the deployment strategy's groups, one at a time,
+each prepared then deployed through Drydock (spec 001 "Process").
+
+The step keeps the whole `Deployment` (node and group statuses) and the Drydock call in
+flight in its memo, so every run is short (one poll, or one new task) and a restarted worker
+resumes where the last one stopped; tasks are created with idempotency keys per group and
+phase, so a repeated run never starts a second task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
+
+from common.context import RequestContext
+from common.errors import BerthError
+from shipyard_api.actions import steps
+from shipyard_api.actions.ports import services
+from shipyard_api.clients.ports import DrydockPort, node_names_filter
+from shipyard_api.strategy.checks import check_strategy
+from shipyard_api.strategy.model import strategy_document, strategy_of
+from shipyard_api.strategy.order import CircularDependency
+from shipyard_api.strategy.progress import DEPLOY, Call, Deployment, group_summary
+from shipyard_api.strategy.selectors import node_filter, without_retired
+from shipyard_api.workflow.definitions import StepContext
+from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
+
+LOG = logging.getLogger(__name__)
+MEMO = "baremetal"
+FINISHED = ("complete", "terminated")
+# phase -> DeploymentConfiguration keys of its poll interval and its per-call timeout
+PHASE_CONFIG = {"prepare": ("prepare_node_interval", "prepare_node_timeout"),
+                DEPLOY: ("deploy_interval", "deploy_timeout")}
+
+
+class NodeSelectionPort(DrydockPort, Protocol):
+    """Drydock as the baremetal step needs it: tasks plus node filters and node records."""
+
+    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
+                     ctx: RequestContext) -> list[str]: ...
+
+    def retired_nodes(self, design_ref: str, *, ctx: RequestContext) -> list[str]: ...
+
+
+def _drydock(ctx: StepContext) -> NodeSelectionPort:
+    return cast(NodeSelectionPort, services(ctx).drydock)
+
+
+def _config(ctx: StepContext, key: str) -> float:
+    return steps.config_value(ctx, "physical_provisioner", key)
+
+
+def baremetal(ctx: StepContext) -> Outcome:
+    """One run: settle the call in flight, then start the next one (or finish)."""
+    state = ctx.memo.get(MEMO)
+    if state is None:
+        return _plan(ctx)
+    deployment = Deployment.from_dict(state["deployment"])
+    pending = state.get("call")
+    if pending is not None:
+        waiting = _poll(ctx, deployment, pending)
+        if waiting is not None:
+            return waiting
+    return _advance(ctx, deployment)
+
+
+def _plan(ctx: StepContext) -> Outcome:
+    """Read the strategy, check it, and ask Drydock which nodes each group selects."""
+    svc = services(ctx)
+    design = steps.design(ctx)
+    docs = svc.documents.rendered_documents(int(design["revision_id"]), cleartext=False)
+    doc = strategy_document(docs)
+    strategy = strategy_of(docs)
+    if doc is not None:
+        problems = check_strategy(doc.get("data"), {"schema": str(doc.get("schema")),
+                                                    "name": strategy.name})
+        if problems:
+            return failed("InvalidDeploymentStrategy",
+                          f"Deployment strategy {strategy.name} is invalid",
+                          {"messageList": problems})
+    rc = ctx.request_context()
+    drydock = _drydock(ctx)
+    ref = str(design["design_ref"])
+    retired = drydock.retired_nodes(ref, ctx=rc)
+    members = {g.name: without_retired(drydock.select_nodes(ref, node_filter(g), ctx=rc),
+                                       retired) for g in strategy.groups}
+    try:
+        deployment = Deployment(strategy, members)
+    except CircularDependency as exc:
+        return failed("InvalidDeploymentStrategy", str(exc))
+    LOG.info("Action %s: strategy %s, %d groups, %d nodes (%d retired left out)",
+             ctx.action_id, strategy.name, len(strategy.groups), len(deployment.nodes),
+             len(retired))
+    return _advance(ctx, deployment, note=f"Strategy {strategy.name}: "
+                    f"{len(strategy.groups)} group(s), {len(deployment.nodes)} node(s)")
+
+
+def _poll(ctx: StepContext, deployment: Deployment,
+          pending: Mapping[str, Any]) -> Outcome | None:
+    """None once the call is settled; a RetryAfter while its task still runs."""
+    call = Call(pending["group"], pending["phase"], tuple(pending["nodes"]))
+    task_id = str(pending["task_id"])
+    task = _drydock(ctx).get_task(task_id, ctx=ctx.request_context())
+    if str(task.get("status")) in FINISHED:
+        result = task.get("result") if isinstance(task.get("result"), dict) else {}
+        deployment.record(call, [str(n) for n in (result or {}).get("successes") or []])
+        return None
+    if ctx.now >= float(pending["deadline"]):
+        limit = _config(ctx, PHASE_CONFIG[call.phase][1])
+        deployment.record_failure(call, f"Drydock {call.action} task {task_id} did not "
+                                  f"finish within {limit:g} s")
+        return None
+    interval = _config(ctx, PHASE_CONFIG[call.phase][0])
+    return retry_after(interval, details=_report(deployment, task_id))
+
+
+def _advance(ctx: StepContext, deployment: Deployment, note: str = "") -> Outcome:
+    """Start the next Drydock call; a refused one fails its group and the next is tried."""
+    rc = ctx.request_context()
+    ref = str(steps.design(ctx)["design_ref"])
+    while (call := deployment.next_call()) is not None:
+        try:
+            task = _drydock(ctx).create_task(call.action, ref, node_names_filter(
+                list(call.nodes)), {}, ctx=rc, key=ctx.key(call.group, call.phase))
+        except BerthError as exc:
+            if exc.instance_retry:
+                raise  # Drydock unreachable or busy: the engine retries this run
+            deployment.record_failure(call, f"Drydock refused {call.action}: {exc.message}")
+            continue
+        interval, timeout = (_config(ctx, k) for k in PHASE_CONFIG[call.phase])
+        task_id = str(task.get("task_id"))
+        pending = {"group": call.group, "phase": call.phase, "nodes": list(call.nodes),
+                   "task_id": task_id, "deadline": ctx.now + timeout}
+        memo = {MEMO: {"deployment": deployment.to_dict(), "call": pending}}
+        return retry_after(interval, memo=memo, details=_report(deployment, task_id),
+                           note=note or f"{call.phase} {call.group}: Drydock task {task_id} "
+                           f"for {len(call.nodes)} node(s)")
+    return _finish(ctx, deployment)
+
+
+def _finish(ctx: StepContext, deployment: Deployment) -> Outcome:
+    for group in deployment.strategy.groups:
+        LOG.info("Action %s: %s", ctx.action_id, group_summary(group, deployment))
+    report = _report(deployment, None)
+    critical = deployment.failed_critical()
+    if critical:
+        return failed("CriticalGroupFailed",
+                      f"Critical group(s) failed: {', '.join(critical)}", report)
+    failed_groups = [g for g, s in deployment.status.items() if s == "failed"]
+    note = (f"All {len(deployment.order)} group(s) succeeded" if not failed_groups else
+            f"Non-critical group(s) failed: {', '.join(failed_groups)}")
+    return done({"nodes": deployment.nodes}, details=report, note=note)
+
+
+def _report(deployment: Deployment, task_id: str | None) -> dict[str, Any]:
+    report = deployment.report()
+    report["processing"] = [f"{h['phase']} {h['group']}: {h['result']}"
+                            + (f" ({h['detail']})" if h["detail"] else "")
+                            for h in deployment.history]
+    report["drydock_task"] = task_id
+    return report
+
+
+def baremetal_policy(ctx: StepContext) -> StepPolicy:
+    """Bounded by every group's prepare and deploy timeouts (each call has its own bound)."""
+    state = ctx.memo.get(MEMO)
+    groups = len(state["deployment"]["status"]) if state else 1
+    per_group = _config(ctx, "prepare_node_timeout") + _config(ctx, "deploy_timeout")
+    return services(ctx).settings.policy(max(1, groups) * per_group + 600)

@@ -1,0 +1,41 @@
+"""A fake Drydock that also resolves node filters (with Drydock's own selection code), knows
+retired nodes, and can fail or hang prepare_nodes / deploy_nodes per node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.context import RequestContext
+from drydock_api.nodes.design import NodeDef
+from drydock_api.nodes.filters import select_nodes
+from shipyard_api.clients.fakes import FakeDrydock
+from shipyard_api.strategy.selectors import NodeInfo
+
+
+@dataclass
+class StrategyDrydock(FakeDrydock):
+    site: list[NodeInfo] = field(default_factory=list)
+    retired: set[str] = field(default_factory=set)
+    hang: set[tuple[str, str]] = field(default_factory=set)
+    filters_resolved: int = 0
+
+    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
+                     ctx: RequestContext) -> list[str]:
+        self.filters_resolved += 1
+        defs = {n.name: NodeDef(n.name, n.rack, n.tags, dict(n.labels), None, None, None, None,
+                                (), None) for n in self.site}
+        return select_nodes(node_filter, defs)
+
+    def retired_nodes(self, design_ref: str, *, ctx: RequestContext) -> list[str]:
+        return sorted(self.retired)
+
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        task = self.tasks.get(task_id)
+        if task and any((task["action"], n) in self.hang for n in task["nodes"]):
+            return {**task, "status": "running"}
+        return super().get_task(task_id, ctx=ctx)
+
+    def sent(self, action: str) -> list[str]:
+        """Every node sent to `action`, once per task it was in."""
+        return [n for t in self.tasks.values() if t["action"] == action for n in t["nodes"]]

@@ -1,0 +1,157 @@
+"""deploy_site / update_site's baremetal step on the workflow engine with a fake Drydock: the
+spec's three example processings, the report in the step's details, and the action's fate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipyard_api.actions import site
+from shipyard_api.actions.baremetal import baremetal, baremetal_policy
+from shipyard_api.workflow.definitions import ActionDefinition, StepDef
+from sitesim.design import SiteEndpoints, design_documents
+from sitesim.siteconfig import load_site
+from tests.unit.shipyard.conftest import Harness
+from tests.unit.shipyard_strategy.example import ROOT, example_nodes
+from tests.unit.shipyard_strategy.fakes import StrategyDrydock
+
+SITE_FILE = ROOT / "etc" / "sites" / "strategy-example.yaml"
+
+
+def example_design(**physical: Any) -> list[dict[str, Any]]:
+    ends = SiteEndpoints(etcd_endpoints={"kubernetes": ["http://127.0.0.1:2379"]})
+    docs = design_documents(load_site(SITE_FILE), ends)
+    for doc in docs:
+        if doc["schema"] == "shipyard/DeploymentConfiguration/v1":
+            doc["data"]["physical_provisioner"].update(physical)
+    return docs
+
+
+@pytest.fixture
+def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    if not any(s.name == "baremetal" for s in site.site_definition("deploy_site").steps):
+        original = site.site_definition
+
+        def with_baremetal(name: str) -> ActionDefinition:
+            base = original(name)
+            steps = list(base.steps)
+            at = next(i for i, s in enumerate(steps) if s.name == "relabel_nodes")
+            steps.insert(at, StepDef("baremetal", baremetal, baremetal_policy))
+            return ActionDefinition(base.name, steps, base.prepare, base.finish)
+
+        monkeypatch.setattr(site, "site_definition", with_baremetal)
+    h = Harness(f"sqlite:///{tmp_path}/shipyard.db")
+    h.services.drydock = h.drydock = StrategyDrydock(site=example_nodes())
+    yield h
+    h.engine_db.dispose()
+
+
+def run(h: Harness, name: str = "deploy_site", **params: Any) -> tuple[dict[str, Any],
+                                                                         dict[str, Any]]:
+    if not h.docs.revisions:
+        h.commit(example_design())
+    action = h.create(name, params)
+    view = h.drive(action["id"], rounds=2000)
+    return view, h.step(action["id"], "baremetal")
+
+
+def statuses(step: dict[str, Any]) -> dict[str, str]:
+    return {g["name"]: g["status"] for g in step["details"]["groups"]}
+
+
+def drydock(h: Harness) -> StrategyDrydock:
+    assert isinstance(h.drydock, StrategyDrydock)
+    return h.drydock
+
+
+@pytest.mark.parametrize("name", ["deploy_site", "update_site"])
+def test_all_groups_succeed_and_the_action_completes(harness: Harness, name: str) -> None:
+    view, step = run(harness, name)
+    assert view["state"] == "complete", view
+    assert set(statuses(step).values()) == {"succeeded"}
+    assert set(step["details"]["nodes"].values()) == {"success"}
+    assert len(step["details"]["nodes"]) == 11
+    fake = drydock(harness)
+    assert sorted(fake.sent("prepare_nodes")) == sorted(n.name for n in example_nodes())
+    assert sorted(fake.sent("deploy_nodes")) == sorted(n.name for n in example_nodes())
+    assert fake.filters_resolved == 5
+    relabel = [s for s in view["steps"] if s["id"] == "relabel_nodes"][0]
+    assert relabel["state"] == "success"
+    rev = max(harness.docs.revisions)
+    assert (rev, "site-action-success", {"dag_id": view["id"]}) in harness.docs.tag_log
+
+
+def test_ntp_prepare_failure_fails_the_action_after_monitoring_deploys(
+        harness: Harness) -> None:
+    drydock(harness).fail = {("prepare_nodes", "ntp01")}
+    view, step = run(harness)
+    assert view["state"] == "failed"
+    assert step["state"] == "failed" and step["reason"] == "CriticalGroupFailed"
+    assert statuses(step) == {"monitoring-nodes": "succeeded", "ntp-node": "failed",
+                              "control-nodes": "failed", "compute-nodes-1": "failed",
+                              "compute-nodes-2": "failed"}
+    reasons = {g["name"]: g["reason"] for g in step["details"]["groups"]}
+    assert reasons["control-nodes"] == "dependency ntp-node failed"
+    assert reasons["compute-nodes-2"] == "dependency control-nodes failed"
+    fake = drydock(harness)
+    assert sorted(fake.sent("deploy_nodes")) == ["monitoring01", "monitoring02", "monitoring03"]
+    assert "control01" not in fake.sent("prepare_nodes")
+    assert step["details"]["nodes"]["control01"] == "not started"
+    relabel = [s for s in view["steps"] if s["id"] == "relabel_nodes"][0]
+    assert relabel["state"] == "skipped"
+    rev = max(harness.docs.revisions)
+    assert (rev, "site-action-failure", {"dag_id": view["id"]}) in harness.docs.tag_log
+
+
+def test_compute_nodes_2_deploy_failure_still_completes_the_action(harness: Harness) -> None:
+    drydock(harness).fail = {("deploy_nodes", "compute03"), ("deploy_nodes", "compute04")}
+    view, step = run(harness)
+    assert view["state"] == "complete"
+    assert statuses(step)["compute-nodes-2"] == "failed"
+    assert [s for s, v in statuses(step).items() if v == "failed"] == ["compute-nodes-2"]
+    assert step["details"]["nodes"]["compute03"] == "failure"
+    assert any("compute-nodes-2" in n["message"] for n in step["notes"])
+
+
+def test_retired_nodes_are_not_deployed(harness: Harness) -> None:
+    drydock(harness).retired = {"compute01"}
+    view, step = run(harness)
+    assert view["state"] == "complete"
+    assert "compute01" not in step["details"]["nodes"]
+    assert "compute01" not in drydock(harness).sent("prepare_nodes")
+
+
+def test_a_drydock_call_past_its_timeout_fails_the_group(harness: Harness) -> None:
+    harness.commit(example_design(deploy_timeout=5, deploy_interval=1))
+    drydock(harness).hang = {("deploy_nodes", "monitoring02")}
+    view, step = run(harness)
+    assert view["state"] == "complete"  # monitoring-nodes is not critical
+    groups = {g["name"]: g for g in step["details"]["groups"]}
+    assert groups["monitoring-nodes"]["status"] == "failed"
+    assert "did not finish within 5 s" in groups["monitoring-nodes"]["reason"]
+    assert step["details"]["nodes"]["monitoring01"] == "failure"
+    assert groups["compute-nodes-1"]["status"] == "succeeded"
+
+
+def test_an_invalid_strategy_fails_the_step_with_every_problem(harness: Harness) -> None:
+    docs = example_design()
+    strategy = next(d for d in docs if d["schema"] == "shipyard/DeploymentStrategy/v1")
+    strategy["data"]["groups"][0]["depends_on"] = ["compute-nodes-1"]
+    harness.commit(docs)
+    view, step = run(harness)
+    assert view["state"] == "failed" and step["reason"] == "InvalidDeploymentStrategy"
+    assert drydock(harness).tasks == {} or not drydock(harness).sent("prepare_nodes")
+
+
+def test_without_a_strategy_every_node_is_one_critical_group(harness: Harness) -> None:
+    docs = [d for d in example_design() if d["schema"] != "shipyard/DeploymentStrategy/v1"]
+    harness.commit(docs)
+    drydock(harness).fail = {("deploy_nodes", "compute02")}
+    view, step = run(harness)
+    assert view["state"] == "failed"
+    [group] = step["details"]["groups"]
+    assert group["name"] == "default" and group["critical"] and len(group["nodes"]) == 11
+    assert "100% required" in group["reason"]
