@@ -35,12 +35,10 @@ PHASE_CONFIG = {"prepare": ("prepare_node_interval", "prepare_node_timeout"),
 
 
 class NodeSelectionPort(DrydockPort, Protocol):
-    """Drydock as the baremetal step needs it: tasks plus node filters and node records."""
+    """Drydock as the baremetal step needs it: tasks, node records, and node filters."""
 
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
                      ctx: RequestContext) -> list[str]: ...
-
-    def retired_nodes(self, design_ref: str, *, ctx: RequestContext) -> list[str]: ...
 
 
 def _drydock(ctx: StepContext) -> NodeSelectionPort:
@@ -82,7 +80,8 @@ def _plan(ctx: StepContext) -> Outcome:
     rc = ctx.request_context()
     drydock = _drydock(ctx)
     ref = str(design["design_ref"])
-    retired = drydock.retired_nodes(ref, ctx=rc)
+    retired = [str(n.get("hostname") or n.get("name")) for n in drydock.nodes(ref, ctx=rc)
+               if n.get("retired")]
     members = {g.name: without_retired(drydock.select_nodes(ref, node_filter(g), ctx=rc),
                                        retired) for g in strategy.groups}
     try:

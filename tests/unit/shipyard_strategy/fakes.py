@@ -27,8 +27,8 @@ class StrategyDrydock(FakeDrydock):
                                 (), None) for n in self.site}
         return select_nodes(node_filter, defs)
 
-    def retired_nodes(self, design_ref: str, *, ctx: RequestContext) -> list[str]:
-        return sorted(self.retired)
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
+        return [{"hostname": n.name, "retired": n.name in self.retired} for n in self.site]
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         task = self.tasks.get(task_id)
