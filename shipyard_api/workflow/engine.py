@@ -121,6 +121,7 @@ class _Run:
 
     def loop(self) -> None:
         e = self.e
+        current_marker.set(e.store.get(self.action_id).marker)
         while True:
             now = e.clock()
             if not e.store.renew(self.action_id, e.owner, now, e.settings.lease_seconds):
@@ -231,6 +232,8 @@ class _Run:
         e, now = self.e, self.e.clock()
         step = next(s for s in e.store.steps(self.action_id) if s.step_id == sid)
         save = e.store.save_step
+        LOG.log(logging.DEBUG if isinstance(result, RetryAfter) else logging.INFO,
+                "Action %s step %s: %s", self.action_id, sid, _describe(result))
         if isinstance(result, Done):
             notes = [*step.notes, _note(now, result.note)] if result.note else step.notes
             save(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now, output=result.output,
@@ -307,6 +310,16 @@ class _Run:
             LOG.exception("Finishing action %s failed", action.id)
             return f"Finishing the action failed: {exc}"
         return ""
+
+
+def _describe(result: Outcome | BaseException) -> str:
+    if isinstance(result, Done):
+        return f"done {result.note}".strip()
+    if isinstance(result, RetryAfter):
+        return f"again in {result.delay:g} s {result.note}".strip()
+    if isinstance(result, Failed):
+        return f"failed {result.reason}: {result.message}"
+    return f"error {type(result).__name__}: {result}"
 
 
 def _ready(s: StepRow, states: Mapping[str, str], now: float) -> bool:
