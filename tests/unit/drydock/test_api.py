@@ -239,3 +239,14 @@ def test_nodes_merge_design_maas_and_power(api):
     one = client.simulate_get("/api/v1.0/nodes/n2", headers=ADMIN)
     assert one.status_code == 200 and one.json["rack"] == "rack01"
     assert client.simulate_get("/api/v1.0/nodes/zz", headers=ADMIN).status_code == 404
+
+
+def test_extended_health_reports_database_and_maas(make_site: SiteFactory, tmp_path: Any):
+    site = make_site(["n1"])
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime,
+                                               health_checks=site.runtime.health_checks()))
+    app.berth_spec.authenticator = TOKENS
+    client = falcon.testing.TestClient(app)
+    assert client.simulate_get("/api/v1.0/health").status_code == 204
+    body = client.simulate_get("/api/v1.0/health/extended", headers=ADMIN).json
+    assert {m["name"] for m in body["details"]["messageList"]} == {"database", "maas"}
