@@ -94,11 +94,12 @@ def bench_plan(nodes: int, groups: int) -> None:
 
 
 def bench_engine(nodes: int, groups: int) -> None:
-    try:
-        from bench_deploy_site_engine import run_engine  # type: ignore[import-not-found]
-    except ImportError:
-        print("engine orchestration: not measured (engine bench not available)")
-        return
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from deploy_site_engine import run_engine  # noqa: PLC0415 - a sibling script
+
     run_engine(nodes, groups)
 
 
