@@ -9,8 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from common.status import validation_message
+from drydock_api.nodes.validation import validate_design
 from drydock_api.tasks import destroy
-from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, StepDef
+from drydock_api.tasks.outcomes import (
+    Done,
+    Failed,
+    NodeContext,
+    Outcome,
+    SiteContext,
+    SiteFn,
+    SiteOutcome,
+    StepDef,
+)
 
 ALL_ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes",
                "prepare_nodes", "deploy_nodes", "destroy_nodes", "relabel_nodes")
@@ -18,12 +29,13 @@ ALL_ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes",
 
 @dataclass(frozen=True)
 class ActionDef:
-    """`steps(options)` gives the per-node steps; None means a design-level action."""
+    """Either `steps(options)`, the per-node steps, or `site`, one site-level function."""
 
     name: str
     check_options: Callable[[dict[str, Any]], list[str]]
     steps: Callable[[dict[str, Any]], list[StepDef]] | None
     exclusive: bool = True
+    site: SiteFn | None = None
 
 
 def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -31,6 +43,15 @@ def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
         return [f"options: unknown option {k!r} for {name}" for k in options]
 
     return check
+
+
+def validate(ctx: SiteContext) -> SiteOutcome:
+    messages = validate_design(ctx.documents)
+    bad = any(m["error"] for m in messages)
+    if not messages:
+        messages = [validation_message("Design is valid", name="DesignValidation",
+                                       error=False, level="Info")]
+    return SiteOutcome(not bad, "Design invalid" if bad else "Design valid", messages)
 
 
 def verify_oob(ctx: NodeContext) -> Outcome:
@@ -60,7 +81,7 @@ def build_actions() -> dict[str, ActionDef]:
     """The implemented actions; the others are refused with 400 UnsupportedAction."""
     return {
         "validate_design": ActionDef("validate_design", no_options("validate_design"), None,
-                                     exclusive=False),
+                                     exclusive=False, site=validate),
         "verify_nodes": ActionDef(
             "verify_nodes", no_options("verify_nodes"),
             lambda o: [StepDef("verify_oob", verify_oob, lambda s: s.power_timeout),

@@ -27,6 +27,8 @@ class StepEngine:
         started = self._clock()
         transient = 0
         while True:
+            if ctx.cancelled():
+                return Failed(f"{step.name}: abandoned, another worker holds the task now")
             try:
                 outcome = step.fn(ctx)
             except DriverError as exc:

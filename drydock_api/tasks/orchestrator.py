@@ -13,15 +13,14 @@ from typing import Any
 from common.context import RequestContext, current_marker
 from common.documents import Document
 from common.errors import BerthError
-from common.status import simple_message, validation_message
+from common.status import simple_message
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef
-from drydock_api.nodes.validation import validate_design
 from drydock_api.tasks.actions import ActionDef
 from drydock_api.tasks.engine import StepEngine
-from drydock_api.tasks.outcomes import Failed, NodeContext, Ports, StepSettings
+from drydock_api.tasks.outcomes import Failed, NodeContext, Ports, SiteContext, StepSettings
 from drydock_api.tasks.states import TaskResult, TaskStatus, summarize
 
 LOG = logging.getLogger(__name__)
@@ -68,12 +67,12 @@ class Orchestrator:
         ctx = RequestContext(marker=task.context_marker or RequestContext().marker,
                              end_user=task.created_by)
         action = self._actions[row.action]
-        if action.steps is None and row.status == "terminating":
+        if action.site is not None and row.status == "terminating":
             self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self._clock())
             return
         try:
-            if action.steps is None:
-                self._run_design_level(row, ctx)
+            if action.site is not None:
+                self._run_site_level(row, action, ctx)
                 return
             design = self._designs.design(row.design_ref, ctx)
         except BerthError as exc:
@@ -95,16 +94,15 @@ class Orchestrator:
             return row
         return None
 
-    def _run_design_level(self, row: TaskRow, ctx: RequestContext) -> None:
+    def _run_site_level(self, row: TaskRow, action: ActionDef, ctx: RequestContext) -> None:
+        assert action.site is not None
         docs = self._designs.documents(row.design_ref, ctx)
-        messages = validate_design(docs) or [
-            validation_message("Design is valid", name="DesignValidation", error=False,
-                               level="Info")]
-        bad = any(m["error"] for m in messages)
-        self._progress.add_messages(row, messages)
+        outcome = action.site(SiteContext(documents=docs, options=dict(row.options or {}),
+                                          ports=self._ports, request=ctx))
+        self._progress.add_messages(row, outcome.messages)
+        result = TaskResult.SUCCESS if outcome.ok else TaskResult.FAILURE
         self._tasks.transition(row.id, TaskStatus.COMPLETE, completed=self._clock(),
-                               result=(TaskResult.FAILURE if bad else TaskResult.SUCCESS).value,
-                               result_message="Design invalid" if bad else "Design valid")
+                               result=result.value, result_message=outcome.message)
 
     def _fail_task(self, row: TaskRow, message: str) -> None:
         self._progress.add_messages(row, [simple_message(message)])
@@ -155,7 +153,7 @@ class Orchestrator:
             step_row = self._progress.start_step(sub, step.name)
             nctx = NodeContext(node=node, options=options, ports=self._ports,
                                settings=self._settings, request=ctx, clock=self._clock,
-                               previous=previous)
+                               previous=previous, cancelled=lease.lost.is_set)
             outcome = self._engine.run(step, nctx)
             if lease.lost.is_set():
                 return

@@ -72,9 +72,28 @@ class NodeContext:
     clock: Callable[[], float]
     previous: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    cancelled: Callable[[], bool] = lambda: False
+
+
+@dataclass
+class SiteContext:
+    """What a site-level action (no per-node steps) gets: the design's documents and ports."""
+
+    documents: list[dict[str, Any]]
+    options: dict[str, Any]
+    ports: Ports
+    request: RequestContext
+
+
+@dataclass(frozen=True)
+class SiteOutcome:
+    ok: bool
+    message: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
 
 StepFn = Callable[[NodeContext], Outcome]
+SiteFn = Callable[[SiteContext], SiteOutcome]
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ class TaskService:
         action, options = self._check_body(body)
         href_of(body["design_ref"])
         nodes: list[str] = []
-        if action.steps is not None:
+        if action.site is None:
             design = self._designs(body["design_ref"], ctx)
             nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
         row, created = self._store.create_task(
