@@ -39,3 +39,41 @@ class StrategyDrydock(FakeDrydock):
     def sent(self, action: str) -> list[str]:
         """Every node sent to `action`, once per task it was in."""
         return [n for t in self.tasks.values() if t["action"] == action for n in t["nodes"]]
+
+
+class Crash(BaseException):
+    """A worker dying in the middle of a step (not an error the engine could catch)."""
+
+
+@dataclass
+class CrashingStrategyDrydock(StrategyDrydock):
+    """Dies once right after Drydock created the task for `crash_on` (action, first node)."""
+
+    crash_on: tuple[str, str] = ("deploy_nodes", "control01")
+    crashed: bool = False
+
+    def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                    options: Any, *, ctx: RequestContext, key: str) -> dict[str, Any]:
+        task = super().create_task(action, design_ref, node_filter, options, ctx=ctx, key=key)
+        if not self.crashed and (action, task["nodes"][0]) == self.crash_on:
+            self.crashed = True
+            raise Crash()
+        return task
+
+
+@dataclass
+class RefusingStrategyDrydock(StrategyDrydock):
+    """Answers task creation for `refuse` actions with `error` (once when `once`)."""
+
+    refuse: str = "deploy_nodes"
+    error: Exception | None = None
+    once: bool = False
+    refused: int = 0
+
+    def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                    options: Any, *, ctx: RequestContext, key: str) -> dict[str, Any]:
+        if action == self.refuse and self.error is not None and not (self.once and
+                                                                     self.refused):
+            self.refused += 1
+            raise self.error
+        return super().create_task(action, design_ref, node_filter, options, ctx=ctx, key=key)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from common.errors import BadGateway, BadRequest
 from shipyard_api.actions import site
 from shipyard_api.actions.baremetal import baremetal, baremetal_policy
 from shipyard_api.workflow.definitions import ActionDefinition, StepDef
@@ -16,7 +17,12 @@ from sitesim.design import SiteEndpoints, design_documents
 from sitesim.siteconfig import load_site
 from tests.unit.shipyard.conftest import Harness
 from tests.unit.shipyard_strategy.example import ROOT, example_nodes
-from tests.unit.shipyard_strategy.fakes import StrategyDrydock
+from tests.unit.shipyard_strategy.fakes import (
+    Crash,
+    CrashingStrategyDrydock,
+    RefusingStrategyDrydock,
+    StrategyDrydock,
+)
 
 SITE_FILE = ROOT / "etc" / "sites" / "strategy-example.yaml"
 
@@ -60,6 +66,11 @@ def run(h: Harness, name: str = "deploy_site", **params: Any) -> tuple[dict[str,
 
 def statuses(step: dict[str, Any]) -> dict[str, str]:
     return {g["name"]: g["status"] for g in step["details"]["groups"]}
+
+
+def step_state(h: Harness, action_id: str) -> str:
+    state: str = h.step(action_id, "baremetal")["state"]
+    return state
 
 
 def drydock(h: Harness) -> StrategyDrydock:
@@ -155,3 +166,45 @@ def test_without_a_strategy_every_node_is_one_critical_group(harness: Harness) -
     [group] = step["details"]["groups"]
     assert group["name"] == "default" and group["critical"] and len(group["nodes"]) == 11
     assert "100% required" in group["reason"]
+
+
+def test_a_worker_dying_mid_group_is_taken_over_without_a_second_task(
+        harness: Harness) -> None:
+    harness.services.drydock = harness.drydock = CrashingStrategyDrydock(site=example_nodes())
+    harness.commit(example_design())
+    action = harness.create("deploy_site")
+    first = harness.engine("w1", lease=30)
+    with pytest.raises(Crash):
+        for _ in range(2000):
+            if not first.run_once():
+                harness.clock.sleep(1.0)
+    assert step_state(harness, action["id"]) == "running"
+    harness.clock.sleep(31)
+    view = harness.drive(action["id"], harness.engine("w2", lease=30), rounds=2000)
+    assert view["state"] == "complete"
+    fake = drydock(harness)
+    assert sorted(fake.sent("deploy_nodes")) == sorted(n.name for n in example_nodes())
+    keys = [c.key for c in fake.calls if c.op == "create:deploy_nodes"]
+    assert len(keys) == len(set(keys)) + 1  # the key of the interrupted call, sent twice
+
+
+def test_drydock_refusing_a_call_fails_that_group_only(harness: Harness) -> None:
+    harness.services.drydock = harness.drydock = RefusingStrategyDrydock(
+        site=example_nodes(), refuse="deploy_nodes",
+        error=BadRequest("Unsupported action deploy_nodes", reason="UnsupportedAction"))
+    view, step = run(harness)
+    assert view["state"] == "failed"
+    groups = {g["name"]: g for g in step["details"]["groups"]}
+    assert "Drydock refused deploy_nodes: Unsupported action" in groups["ntp-node"]["reason"]
+    assert groups["monitoring-nodes"]["status"] == "failed"
+    assert step["details"]["nodes"]["monitoring01"] == "failure"
+
+
+def test_a_transient_drydock_error_is_retried(harness: Harness) -> None:
+    fake = RefusingStrategyDrydock(site=example_nodes(), refuse="prepare_nodes",
+                                   error=BadGateway("Drydock answered 502"), once=True)
+    harness.services.drydock = harness.drydock = fake
+    view, step = run(harness)
+    assert view["state"] == "complete" and fake.refused == 1
+    assert step["failures"] == 1
+    assert len(fake.sent("prepare_nodes")) == 11
