@@ -169,3 +169,13 @@ def test_transient_maas_errors_are_retried(make_site: SiteFactory):
 
     site.maas.find_machine = flaky  # type: ignore[method-assign]
     assert run_task(site)["result"]["status"] == "success"
+
+
+def test_destroy_runs_on_postgresql_too(make_site: SiteFactory, postgres_url: str):
+    site = make_site(["n1", "n2", "n3"], url=postgres_url)
+    site.oob.unreachable.add(site.address("n3"))
+    task = run_task(site)
+    assert task["result"]["status"] == "partial_success"
+    assert task["result"]["successes"] == ["n1", "n2"] and task["result"]["failures"] == ["n3"]
+    tree = site.runtime.service.get(task["task_id"], layers=-1)
+    assert len(tree) == 1 + 1 + 3 + 4 + 4 + 1
