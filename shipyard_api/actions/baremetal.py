@@ -18,6 +18,7 @@ from common.errors import BerthError
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
 from shipyard_api.clients.ports import DrydockPort, node_names_filter
+from shipyard_api.documents.validation import shipyard_checks
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.model import strategy_document, strategy_of
 from shipyard_api.strategy.order import CircularDependency
@@ -47,6 +48,21 @@ def _drydock(ctx: StepContext) -> NodeSelectionPort:
 
 def _config(ctx: StepContext, key: str) -> float:
     return steps.config_value(ctx, "physical_provisioner", key)
+
+
+def validate_design(ctx: StepContext) -> Outcome:
+    """Shipyard's own design rules on the revision: its DeploymentConfiguration and the
+    DeploymentStrategy it names (names, dependencies, labels, criteria, selected nodes)."""
+    revision = int(steps.design(ctx)["revision_id"])
+    docs = services(ctx).documents.rendered_documents(revision, cleartext=False)
+    problems = [m for m in shipyard_checks(docs) if m.get("error")]
+    if problems:
+        return failed("InvalidDesign", f"Revision {revision} breaks {len(problems)} of "
+                      "Shipyard's design rules", {"messageList": problems})
+    strategy = strategy_of(docs)
+    return done(details={"strategy": strategy.name, "groups": len(strategy.groups)},
+                note=f"Deployment strategy {strategy.name} valid "
+                f"({len(strategy.groups)} group(s))")
 
 
 def baremetal(ctx: StepContext) -> Outcome:

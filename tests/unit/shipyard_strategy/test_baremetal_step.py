@@ -11,8 +11,10 @@ import pytest
 
 from common.errors import BadGateway, BadRequest
 from shipyard_api.actions import site
-from shipyard_api.actions.baremetal import baremetal, baremetal_policy
-from shipyard_api.workflow.definitions import ActionDefinition, StepDef
+from shipyard_api.actions.baremetal import baremetal, baremetal_policy, validate_design
+from shipyard_api.actions.steps import preflight_policy
+from shipyard_api.workflow.definitions import ActionDefinition, StepContext, StepDef
+from shipyard_api.workflow.outcomes import Failed
 from sitesim.design import SiteEndpoints, design_documents
 from sitesim.siteconfig import load_site
 from tests.unit.shipyard.conftest import Harness
@@ -45,7 +47,8 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness
             base = original(name)
             steps = list(base.steps)
             at = next(i for i, s in enumerate(steps) if s.name == "relabel_nodes")
-            steps.insert(at, StepDef("baremetal", baremetal, baremetal_policy))
+            steps[at:at] = [StepDef("validate_design", validate_design, preflight_policy),
+                            StepDef("baremetal", baremetal, baremetal_policy)]
             return ActionDefinition(base.name, steps, base.prepare, base.finish)
 
         monkeypatch.setattr(site, "site_definition", with_baremetal)
@@ -66,6 +69,13 @@ def run(h: Harness, name: str = "deploy_site", **params: Any) -> tuple[dict[str,
 
 def statuses(step: dict[str, Any]) -> dict[str, str]:
     return {g["name"]: g["status"] for g in step["details"]["groups"]}
+
+
+def step_context(h: Harness, action_id: str) -> StepContext:
+    """The context the engine would give the baremetal step of this action now."""
+    steps = h.store.steps(action_id)
+    step = next(s for s in steps if s.name == "baremetal")
+    return h.engine().context(h.store.get(action_id), step, steps)
 
 
 def step_state(h: Harness, action_id: str) -> str:
@@ -147,18 +157,42 @@ def test_a_drydock_call_past_its_timeout_fails_the_group(harness: Harness) -> No
     assert groups["compute-nodes-1"]["status"] == "succeeded"
 
 
-def test_an_invalid_strategy_fails_the_step_with_every_problem(harness: Harness) -> None:
+def test_an_invalid_strategy_fails_design_validation_with_every_problem(
+        harness: Harness) -> None:
+    docs = example_design()
+    strategy = next(d for d in docs if d["schema"] == "shipyard/DeploymentStrategy/v1")
+    strategy["data"]["groups"][0]["depends_on"] = ["compute-nodes-1"]
+    strategy["data"]["groups"][1]["depends_on"].append("nowhere")
+    harness.commit(docs)
+    view, step = run(harness)
+    assert view["state"] == "failed" and step["state"] == "skipped"
+    check = harness.step(view["id"], "validate_design")
+    assert check["state"] == "failed" and check["reason"] == "InvalidDesign"
+    messages = [m["message"] for m in check["details"]["messageList"]]
+    assert len(messages) == 2
+    assert any("circular dependency among groups compute-nodes-1, control-nodes" in m
+               for m in messages)
+    assert any("'nowhere'" in m for m in messages)
+    assert drydock(harness).tasks == {}
+
+
+def test_the_baremetal_step_refuses_an_invalid_strategy_itself(harness: Harness) -> None:
     docs = example_design()
     strategy = next(d for d in docs if d["schema"] == "shipyard/DeploymentStrategy/v1")
     strategy["data"]["groups"][0]["depends_on"] = ["compute-nodes-1"]
     harness.commit(docs)
-    view, step = run(harness)
-    assert view["state"] == "failed" and step["reason"] == "InvalidDeploymentStrategy"
-    assert drydock(harness).tasks == {} or not drydock(harness).sent("prepare_nodes")
+    action = harness.create("deploy_site")
+    harness.drive(action["id"], rounds=2000)
+    ctx = step_context(harness, action["id"])
+    outcome = baremetal(ctx)
+    assert isinstance(outcome, Failed) and outcome.reason == "InvalidDeploymentStrategy"
+    assert "circular dependency" in str(outcome.details["messageList"])
 
 
 def test_without_a_strategy_every_node_is_one_critical_group(harness: Harness) -> None:
     docs = [d for d in example_design() if d["schema"] != "shipyard/DeploymentStrategy/v1"]
+    config = next(d for d in docs if d["schema"] == "shipyard/DeploymentConfiguration/v1")
+    del config["data"]["physical_provisioner"]["deployment_strategy"]
     harness.commit(docs)
     drydock(harness).fail = {("deploy_nodes", "compute02")}
     view, step = run(harness)
