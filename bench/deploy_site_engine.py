@@ -19,10 +19,11 @@ from common.context import RequestContext
 from drydock_api.nodes.design import NodeDef
 from drydock_api.nodes.filters import select_nodes
 from shipyard_api.actions import definitions
-from shipyard_api.actions.baremetal import baremetal, baremetal_policy
+from shipyard_api.actions.baremetal import baremetal, baremetal_policy, validate_design
 from shipyard_api.actions.fakes import FakeDocuments
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
+from shipyard_api.actions.steps import preflight_policy
 from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.workflow.definitions import ActionDefinition, StepDef
@@ -93,7 +94,8 @@ def site_definitions() -> dict[str, ActionDefinition]:
     if not any(s.name == "baremetal" for s in base.steps):
         steps = list(base.steps)
         at = next(i for i, s in enumerate(steps) if s.name == "relabel_nodes")
-        steps.insert(at, StepDef("baremetal", baremetal, baremetal_policy))
+        steps[at:at] = [StepDef("validate_design", validate_design, preflight_policy),
+                        StepDef("baremetal", baremetal, baremetal_policy)]
         defs["deploy_site"] = ActionDefinition(base.name, steps, base.prepare, base.finish)
     return defs
 
