@@ -78,6 +78,19 @@ def test_overlapping_task_is_refused_and_terminate_stops_the_task(dd_env: Env):
     assert dd_env.releases("rf-h") == 0 and dd_env.sim("/nodes/rf-h")["maas_status"]
 
 
+def test_ignored_graceful_shutdown_ends_in_force_off_and_quick_erase(dd_env: Env):
+    task = dd_env.wait(dd_env.post_task(["rf-k", "ipmi-d"], erase="quick").json()["task_id"])
+    assert task["result"]["status"] == "success", task["result"]
+    texts = {m["node"]: m["message"] for m in task["result"]["details"]["messageList"]
+             if m["step"] == "power_off"}
+    assert "forced off" in texts["rf-k"] and "gracefully" in texts["ipmi-d"]
+    assert dd_env.sim("/calls", system="maas", op="quick_erase", node="ipmi-d")["count"] == 1
+    for name in ("rf-k", "ipmi-d"):
+        node = dd_env.sim(f"/nodes/{name}")
+        assert node["power"] == "off" and node["maas_status"] is None
+        assert all(d["wiped"] for d in node["disks"].values())
+
+
 def test_destroying_an_already_destroyed_node_succeeds(dd_env: Env):
     task = dd_env.wait(dd_env.post_task(["rf-a"]).json()["task_id"])
     assert task["result"]["status"] == "success", task["result"]
