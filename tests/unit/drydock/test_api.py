@@ -250,3 +250,17 @@ def test_extended_health_reports_database_and_maas(make_site: SiteFactory, tmp_p
     assert client.simulate_get("/api/v1.0/health").status_code == 204
     body = client.simulate_get("/api/v1.0/health/extended", headers=ADMIN).json
     assert {m["name"] for m in body["details"]["messageList"]} == {"database", "maas"}
+
+
+def test_wrong_method_oversize_body_and_unknown_route(api, tmp_path):
+    client, site = api
+    assert client.simulate_delete("/api/v1.0/tasks", headers=ADMIN).status_code == 405
+    assert client.simulate_get("/api/v1.0/taskz", headers=ADMIN).status_code == 404
+    limited = make_conf(tmp_path)
+    limited.set_override("max_body_bytes", 100, group="api")
+    app = create_app(limited, Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    big = falcon.testing.TestClient(app).simulate_post(
+        "/api/v1.0/tasks", body=json.dumps(task_request(site, options={"x": "y" * 500})),
+        headers={**ADMIN, "Content-Type": "application/json"})
+    assert big.status_code == 413 and big.json["kind"] == "Status"
