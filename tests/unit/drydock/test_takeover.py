@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -96,3 +97,36 @@ def test_terminate_stops_before_the_next_node_step(make_site: SiteFactory):
     task = site.runtime.service.get(body["task_id"], layers=-1)[body["task_id"]]
     assert task["status"] == "terminated"
     assert ("release", "n1") not in site.maas.calls and "id-n1" in site.maas.machines
+
+
+def test_a_renewed_lease_is_never_taken_over(make_site: SiteFactory):
+    site = make_site(["n1"], worker={"lease_seconds": 0.3, "poll_interval": 0.01},
+                     oob={"graceful_timeout": 1.0, "poll_interval": 0.01, "power_timeout": 5.0})
+    original = site.oob.power_state
+
+    def slow_power_state(bmc: Any) -> str:
+        time.sleep(0.05)
+        return original(bmc)
+
+    site.oob.power_state = slow_power_state  # type: ignore[method-assign]
+    site.oob.ignore_graceful.add(site.address("n1"))
+    body, _ = site.runtime.service.create(
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        RequestContext(), None)
+    owner = site.runtime.new_worker("owner")
+    runner = threading.Thread(target=owner.run, daemon=True)
+    runner.start()
+    rival = site.runtime.new_worker("rival")
+    deadline = time.monotonic() + 30
+    while site.runtime.store.get(body["task_id"]).lease_owner != "owner":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    try:
+        while site.runtime.store.get(body["task_id"]).status not in ("complete", "terminated"):
+            assert rival.poll_once() == 0
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        owner.stopping.set()
+        runner.join(5)
+    assert site.oob.calls[("graceful", site.address("n1"))] == 1
