@@ -130,3 +130,26 @@ def test_a_renewed_lease_is_never_taken_over(make_site: SiteFactory):
         owner.stopping.set()
         runner.join(5)
     assert site.oob.calls[("graceful", site.address("n1"))] == 1
+
+
+def test_several_top_level_tasks_run_at_once(make_site: SiteFactory):
+    site = make_site(["n1", "n2"])
+    both_running = threading.Barrier(2, timeout=10)
+    original = site.oob.power_state
+    seen: set[str] = set()
+
+    def meet_then_answer(bmc: Any) -> str:
+        if bmc.address not in seen:
+            seen.add(bmc.address)
+            both_running.wait()
+        return original(bmc)
+
+    site.oob.power_state = meet_then_answer  # type: ignore[method-assign]
+    ids = [site.runtime.service.create(
+        {"action": "destroy_nodes", "design_ref": site.href,
+         "node_filter": {"filter_set": [{"node_names": [n]}]}}, RequestContext(), None)[0]
+        ["task_id"] for n in ("n1", "n2")]
+    worker = site.runtime.new_worker("w")
+    assert worker.poll_once() == 2
+    worker.join(30)
+    assert [site.runtime.service.get(i)["result"]["status"] for i in ids] == ["success"] * 2
