@@ -46,6 +46,7 @@ class ServiceSpec:
     policy: Policy
     authenticator: Authenticator
     health_checks: Sequence[HealthCheck] = ()
+    dependency_checks: Sequence[HealthCheck] = ()
     max_body_bytes: int = 10 * 1024 * 1024
     extra_middleware: Sequence[object] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -224,7 +225,8 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
     app.add_route("/versions", VersionsResource())
     app.add_route(f"{API_PREFIX}/health", HealthResource(spec.health_checks))
     app.add_route(f"{API_PREFIX}/health/extended",
-                  ExtendedHealthResource(spec.name, spec.health_checks))
+                  ExtendedHealthResource(spec.name,
+                                         [*spec.health_checks, *spec.dependency_checks]))
     app.add_route(f"{API_PREFIX}/openapi.json", OpenApiResource(spec.name))
     app.add_route("/metrics", MetricsResource(spec.registry))
     for template, resource in spec.routes:
@@ -233,12 +235,18 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
 
 
 def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
-                 rules: Sequence[Any], checks: Sequence[HealthCheck] = ()) -> ServiceSpec:
-    """A ServiceSpec whose policy, authenticator and body limit come from `conf`."""
+                 rules: Sequence[Any], checks: Sequence[HealthCheck] = (),
+                 dependency_checks: Sequence[HealthCheck] = ()) -> ServiceSpec:
+    """A ServiceSpec whose policy, authenticator and body limit come from `conf`.
+
+    `checks` decide `/health` (what this process needs to serve: its database); both they and
+    `dependency_checks` (peers, MAAS, Kubernetes) are listed by `/health/extended`, so a peer's
+    outage shows there without making every replica of this service unready."""
     from common.auth import make_authenticator
 
     return ServiceSpec(name=name, routes=routes, policy=Policy(conf, rules),
                        authenticator=make_authenticator(conf), health_checks=checks,
+                       dependency_checks=dependency_checks,
                        max_body_bytes=conf.api.max_body_bytes)
 
 

@@ -27,11 +27,13 @@ class Deps:
 
     runtime: Runtime
     health_checks: list[HealthCheck] = field(default_factory=list)
+    dependency_checks: list[HealthCheck] = field(default_factory=list)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
     runtime = build_runtime(conf)
-    return Deps(runtime=runtime, health_checks=runtime.health_checks())
+    return Deps(runtime=runtime, health_checks=runtime.health_checks(),
+                dependency_checks=runtime.dependency_checks())
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -47,7 +49,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
     ]
     return create_service_app(
-        service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks))
+        service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
+                     deps.dependency_checks))
 
 
 def get_app() -> Any:

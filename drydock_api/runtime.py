@@ -68,20 +68,26 @@ class Runtime:
             worker.join(timeout)
 
     def health_checks(self) -> list[Callable[[], Message]]:
+        """What this process needs to serve requests: its database."""
+
         def database() -> Message:
             with self.store.engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
             return health_message("database", "database reachable", error=False)
 
+        return [database]
+
+    def dependency_checks(self) -> list[Callable[[], Message]]:
+        """External systems, listed by /health/extended only: MAAS being down fails tasks'
+        MAAS steps (they are retried) but does not make the API unready."""
+
         def maas() -> Message:
-            # MAAS being down degrades Drydock (tasks' MAAS steps fail and are retried) but
-            # does not make the API itself unhealthy, so it is reported, not failed.
             try:
                 return health_message("maas", self.ports.maas.check(), error=False)
             except BerthError as exc:
-                return health_message("maas", f"degraded: {exc.message}", error=False)
+                return health_message("maas", f"MAAS unavailable: {exc.message}", error=True)
 
-        return [database, maas]
+        return [maas]
 
 
 def step_settings(conf: cfg.ConfigOpts) -> StepSettings:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +11,17 @@ import requests
 from requests_oauthlib import OAuth1
 
 from sitesim.site import Site
+from tests.fixtures.site import DEMO, start_test_site, stop_site
+
+
+@pytest.fixture(scope="package")
+def sitesim_site(request: pytest.FixtureRequest) -> Iterator[Site]:
+    """A site of these tests' own: other suites' teardowns never touch it."""
+    site = start_test_site(getattr(request, "param", DEMO))
+    try:
+        yield site
+    finally:
+        stop_site(site)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02) -> Any:

@@ -10,6 +10,7 @@ import falcon.testing
 import pytest
 
 from common.auth import Identity, TokenAuthenticator
+from common.errors import BadGateway
 from drydock_api.app import Deps, create_app
 from tests.unit.drydock import designs as D
 from tests.unit.drydock.conftest import Site, SiteFactory, make_conf
@@ -243,13 +244,34 @@ def test_nodes_merge_design_maas_and_power(api):
 
 def test_extended_health_reports_database_and_maas(make_site: SiteFactory, tmp_path: Any):
     site = make_site(["n1"])
-    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime,
-                                               health_checks=site.runtime.health_checks()))
+    app = create_app(make_conf(tmp_path), Deps(
+        runtime=site.runtime, health_checks=site.runtime.health_checks(),
+        dependency_checks=site.runtime.dependency_checks()))
     app.berth_spec.authenticator = TOKENS
     client = falcon.testing.TestClient(app)
     assert client.simulate_get("/api/v1.0/health").status_code == 204
     body = client.simulate_get("/api/v1.0/health/extended", headers=ADMIN).json
     assert {m["name"] for m in body["details"]["messageList"]} == {"database", "maas"}
+
+
+def test_maas_outage_shows_in_extended_health_but_keeps_the_api_ready(
+        make_site: SiteFactory, tmp_path: Any):
+    site = make_site(["n1"])
+
+    def maas_down() -> Any:
+        raise BadGateway("MAAS unreachable: connection refused")
+
+    site.runtime.ports.maas.check = maas_down  # type: ignore[method-assign]
+    app = create_app(make_conf(tmp_path), Deps(
+        runtime=site.runtime, health_checks=site.runtime.health_checks(),
+        dependency_checks=site.runtime.dependency_checks()))
+    app.berth_spec.authenticator = TOKENS
+    client = falcon.testing.TestClient(app)
+    assert client.simulate_get("/api/v1.0/health").status_code == 204
+    body = client.simulate_get("/api/v1.0/health/extended", headers=ADMIN).json
+    assert body["code"] == 503
+    maas = [m for m in body["details"]["messageList"] if m["name"] == "maas"][0]
+    assert maas["error"] and "connection refused" in maas["message"]
 
 
 def test_wrong_method_oversize_body_and_unknown_route(api, tmp_path):
