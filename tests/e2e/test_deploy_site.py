@@ -2,8 +2,8 @@
 processings of the spec reproduced through injected simulator faults.
 
 Each test gets a fresh site (etc/sites/strategy-example.yaml: ntp01, three control, four
-compute and three monitoring nodes over rack01-rack03, all Ready in MAAS and not deployed)
-and fresh Shipyard, Promenade and Drydock processes.
+compute and three monitoring nodes over rack01-rack03), its machines enlisted as New in MAAS
+so that prepare_nodes commissions them, and fresh Shipyard, Promenade and Drydock processes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import yaml
 
 from tests.e2e.conftest import drydock_can
 from tests.fixtures.services import Berth, ShipyardWorker, service_sections
-from tests.fixtures.site import start_test_site, stop_site
+from tests.fixtures.site import ROOT, start_test_site, stop_site
 from tests.support.procs import free_port
 from tests.support.services import ServiceProcess, write_conf, write_tokens
 
@@ -34,7 +34,8 @@ GROUPS = ("ntp-node", "control-nodes", "monitoring-nodes", "compute-nodes-1",
 
 @pytest.fixture
 def site_berth(tmp_path: Path) -> Iterator[Berth]:
-    site = start_test_site(SITE)
+    raw = yaml.safe_load((ROOT / SITE).read_text())
+    site = start_test_site(SITE, overrides={"defaults": {**raw["defaults"], "state": "new"}})
     procs: dict[str, ServiceProcess] = {}
     worker = ShipyardWorker(tmp_path / "shipyard.conf", tmp_path)
     try:
@@ -116,7 +117,7 @@ def test_ntp_prepare_failure_fails_dependents_deploys_monitoring_and_fails(
     for node in ("monitoring01", "monitoring02", "monitoring03"):
         assert maas(b, node) == "Deployed"
     for node in ("control01", "compute01", "compute04"):
-        assert maas(b, node) == "Ready"  # never touched
+        assert maas(b, node) == "New"  # never touched
         assert step["details"]["nodes"][node] == "not started"
     assert b.calls(system="maas", op="deploy", node="ntp01") == 0
     assert site_tags(b, b.revision)[0]["tag"] == "site-action-failure"
