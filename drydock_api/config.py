@@ -53,10 +53,35 @@ STEP_OPTS: list[cfg.Opt] = [
                  help="First delay before retrying a step after a transient error (s)."),
     cfg.IntOpt("step_retries", default=3, min=0,
                help="Retries of a step after a transient driver error."),
+    cfg.FloatOpt("enlist_timeout", default=1800.0, min=0.01,
+                 help="Seconds a node unknown to MAAS may take to enlist after its PXE boot."),
+    cfg.FloatOpt("commission_timeout", default=3600.0, min=0.01,
+                 help="Seconds commissioning may take."),
+    cfg.FloatOpt("deploy_timeout", default=3600.0, min=0.01,
+                 help="Seconds a MAAS deployment may take."),
+    cfg.FloatOpt("join_timeout", default=1200.0, min=0.01,
+                 help="Seconds a deployed node's Kubernetes node may take to become Ready."),
+    cfg.StrOpt("join_check", default="promenade", choices=["promenade", "none"],
+               help="How deploy_nodes checks that the Kubernetes node joined: through "
+                    "Promenade's GET /nodes/{name} (promenade), or not at all (none: the "
+                    "caller, e.g. Shipyard's join wait, checks)."),
+]
+REBOOT_OPTS: list[cfg.Opt] = [
+    cfg.BoolOpt("enabled", default=True,
+                help="Run the reboot-request reconciler in this process (API with "
+                     "[worker] threads > 0, and drydock-worker)."),
+    cfg.FloatOpt("interval", default=2.0, min=0.005,
+                 help="Seconds between reconciler passes."),
+    cfg.FloatOpt("lease_seconds", default=30.0, min=0.1,
+                 help="Lease on a node taken by the replica acting on its reboot."),
+    cfg.FloatOpt("soft_timeout", default=60.0, min=0.0,
+                 help="Seconds a soft reboot waits for a graceful shutdown before forcing "
+                      "power off."),
 ]
 
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
+    ("reboot", REBOOT_OPTS),
 ]
 
 

@@ -17,19 +17,20 @@ from common.errors import BerthError
 from common.httpclient import peer_client
 from common.status import Message, health_message
 from drydock_api import db
+from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import TaskStore
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
-from drydock_api.drivers.ports import NodeDriver, OobDriver, OobRouter
-from drydock_api.drivers.promenade import PromenadeLabeller
+from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
+from drydock_api.drivers.promenade import PromenadeJoin, PromenadeLabeller
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.loader import DesignLoader
 from drydock_api.tasks.actions import build_actions
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
-from drydock_api.tasks.outcomes import Labeller, Ports, StepSettings
+from drydock_api.tasks.outcomes import JoinChecker, Labeller, Ports, StepSettings
 from drydock_api.tasks.service import TaskService
 from drydock_api.tasks.worker import Worker, WorkerSettings
 
@@ -40,6 +41,7 @@ DEFAULT_DB = "sqlite:///drydock.db"
 class Runtime:
     store: TaskStore
     progress: ProgressStore
+    nodes: NodeStore
     loader: DesignLoader
     ports: Ports
     orchestrator: Orchestrator
@@ -95,11 +97,14 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         graceful_timeout=conf.oob.graceful_timeout, power_timeout=conf.oob.power_timeout,
         power_poll=conf.oob.poll_interval, release_timeout=conf.steps.release_timeout,
         maas_poll=conf.steps.maas_poll_interval, retry_delay=conf.steps.step_retry_delay,
-        retries=conf.steps.step_retries)
+        retries=conf.steps.step_retries, enlist_timeout=conf.steps.enlist_timeout,
+        commission_timeout=conf.steps.commission_timeout,
+        deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout)
 
 
-def build_runtime(conf: cfg.ConfigOpts, *, maas: NodeDriver | None = None,
+def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                   oob: OobDriver | None = None, labeller: Labeller | None = None,
+                  join: JoinChecker | None = None,
                   resolver: DesignResolver | None = None,
                   clock: Callable[[], float] = time.time,
                   sleep: Callable[[float], None] = time.sleep,
@@ -109,6 +114,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: NodeDriver | None = None,
         db.upgrade(url)
     store = TaskStore(db.make_engine(url), clock=clock)
     progress = ProgressStore(store)
+    nodes = NodeStore(store.sessions, clock)
     loader = DesignLoader(resolver or DesignResolver(
         max_bytes=conf.design.max_document_bytes, cache_size=conf.design.cache_size,
         cache_ttl=conf.design.cache_ttl, token=conf.auth.service_token or None))
@@ -116,9 +122,11 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: NodeDriver | None = None,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": RedfishDriver(timeout=conf.oob.request_timeout),
                             "ipmi": IpmiDriver()})
+    if join is None and conf.steps.join_check == "promenade":
+        join = PromenadeJoin(peer_client(conf, "promenade"))
     ports = Ports(maas=maas, oob=oob,
                   labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
-                  retire=progress.retire)
+                  retire=nodes.retire, records=nodes, kube=join)
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
@@ -130,7 +138,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: NodeDriver | None = None,
     settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
                               lease_seconds=conf.worker.lease_seconds,
                               poll_interval=conf.worker.poll_interval)
-    return Runtime(store=store, progress=progress, loader=loader, ports=ports,
+    return Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
                    orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
                    worker_settings=settings, owner=conf.worker.owner)
 

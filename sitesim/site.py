@@ -147,6 +147,7 @@ class Site:
         store = MachineStore(self.model, self._power_parameters)
         for node in self.spec.nodes:
             store.enlist(node)
+        self.model.on_power_change(store.on_power)
         maas = self._serve("maas", MaasApp(store, self.model, self.spec.maas_api_key),
                            self.ports.maas)
         self.urls["maas"] = f"{maas.url}/MAAS"

@@ -75,6 +75,28 @@ class NodeRecord(Base):
     retired_reason: Mapped[str | None] = mapped_column(Text)
     last_task_id: Mapped[str | None] = mapped_column(String(36))
     updated: Mapped[float] = mapped_column(Float)
+    torn_down: Mapped[bool] = mapped_column(Boolean, default=False)
+    design_ref: Mapped[Any] = mapped_column(JSON, nullable=True)
+    power_state: Mapped[str | None] = mapped_column(String(16))
+    pending_reboot_since: Mapped[float | None] = mapped_column(Float)
+    last_powered_on: Mapped[float | None] = mapped_column(Float)
+    shutdown_mode: Mapped[str | None] = mapped_column(String(8))
+    shutdown_started: Mapped[float | None] = mapped_column(Float)
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires: Mapped[float | None] = mapped_column(Float)
+
+
+class RebootRow(Base):
+    """One reboot request on a node; key '' is the unkeyed (set-and-forget) request."""
+
+    __tablename__ = "reboot_requests"
+
+    node: Mapped[str] = mapped_column(String(255), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    mode: Mapped[str] = mapped_column(String(8))
+    value: Mapped[Any] = mapped_column(JSON, nullable=True)
+    created: Mapped[float] = mapped_column(Float)
+    created_by: Mapped[str | None] = mapped_column(String(255))
 
 
 class LockRow(Base):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 from drydock_api.drivers.ports import OobError
 from drydock_api.nodes.design import BmcAccess
@@ -19,6 +20,8 @@ class FakeOob:
         self.drives: dict[str, list[str]] = {}
         self.erased: dict[str, list[str]] = {}
         self.calls: Counter[tuple[str, str]] = Counter()
+        self.pxe: set[str] = set()
+        self.on_boot: Callable[[str, bool], None] | None = None
         self._lock = threading.Lock()
 
     def _check(self, bmc: BmcAccess, op: str) -> None:
@@ -46,3 +49,26 @@ class FakeOob:
         with self._lock:
             self._check(bmc, "erase")
             self.erased.setdefault(bmc.address, []).append(drive.split("/")[-1])
+
+    def _boot(self, bmc: BmcAccess) -> None:
+        pxe = bmc.address in self.pxe
+        self.pxe.discard(bmc.address)
+        self.power[bmc.address] = "on"
+        if self.on_boot is not None:
+            self.on_boot(bmc.address, pxe)
+
+    def power_on(self, bmc: BmcAccess) -> None:
+        with self._lock:
+            self._check(bmc, "power_on")
+            if self.power.get(bmc.address, "on") != "on":
+                self._boot(bmc)
+
+    def power_cycle(self, bmc: BmcAccess) -> None:
+        with self._lock:
+            self._check(bmc, "power_cycle")
+            self._boot(bmc)
+
+    def set_pxe_boot(self, bmc: BmcAccess) -> None:
+        with self._lock:
+            self._check(bmc, "set_pxe")
+            self.pxe.add(bmc.address)

@@ -40,6 +40,26 @@ class Machine:
     status_name: str
     power_state: str | None = None
     status_message: str | None = None
+    mac: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    id: int
+    size: int
+    fstype: str | None = None
+    mount_point: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """A machine's physical disk as MAAS records it (its storage configuration)."""
+
+    id: int
+    name: str
+    size: int
+    fstype: str | None = None
+    partitions: tuple[PartitionInfo, ...] = ()
 
 
 class NodeDriver(Protocol):
@@ -61,6 +81,60 @@ class NodeDriver(Protocol):
         """Reachable and authorised? Returns a short description (raises otherwise)."""
 
 
+class MaasStorage(Protocol):
+    def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
+        """Add a partition (size None: the rest of the disk); returns its id."""
+
+    def format_partition(self, system_id: str, device_id: int, part_id: int, fstype: str,
+                         mount_point: str | None) -> None:
+        """Put a filesystem on a partition and mount it."""
+
+    def delete_partition(self, system_id: str, device_id: int, part_id: int) -> None:
+        """Remove a partition."""
+
+    def unformat_device(self, system_id: str, device_id: int) -> None:
+        """Remove the filesystem of a whole disk."""
+
+
+class MaasSite(Protocol):
+    def tags(self) -> list[str]:
+        """Names of the tags MAAS has."""
+
+    def create_tag(self, name: str, comment: str) -> None:
+        """Create a tag (an existing one is fine)."""
+
+    def tag_machine(self, tag: str, system_id: str) -> None:
+        """Attach a tag to a machine."""
+
+    def get_config(self, name: str) -> str | None:
+        """A MAAS configuration value."""
+
+    def set_config(self, name: str, value: str) -> None:
+        """Set a MAAS configuration value."""
+
+
+class Provisioner(NodeDriver, MaasStorage, MaasSite, Protocol):
+    """What prepare/deploy need from MAAS beyond the teardown calls."""
+
+    def find_by_mac(self, mac: str) -> Machine | None:
+        """The machine with this boot MAC, or None."""
+
+    def rename(self, system_id: str, hostname: str) -> Machine:
+        """Set a machine's hostname."""
+
+    def commission(self, system_id: str) -> Machine:
+        """Start commissioning (New / Ready / Failed commissioning)."""
+
+    def allocate(self, system_id: str) -> Machine:
+        """Allocate a Ready machine to us."""
+
+    def deploy(self, system_id: str, distro_series: str) -> Machine:
+        """Start deploying an Allocated machine with this image."""
+
+    def block_devices(self, system_id: str) -> list[BlockDevice]:
+        """The machine's physical disks with their partitions."""
+
+
 class OobDriver(Protocol):
     """A node's BMC (Redfish or IPMI)."""
 
@@ -75,6 +149,15 @@ class OobDriver(Protocol):
 
     def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
         """Start a secure erase of one drive (a handle from `erasable_drives`)."""
+
+    def power_on(self, bmc: BmcAccess) -> None:
+        """Request power on. Does not wait."""
+
+    def power_cycle(self, bmc: BmcAccess) -> None:
+        """Reset a node that is on, power on one that is off. Does not wait."""
+
+    def set_pxe_boot(self, bmc: BmcAccess) -> None:
+        """Boot from the network next time (a one-time boot override)."""
 
 
 class OobRouter:
@@ -100,3 +183,12 @@ class OobRouter:
 
     def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
         self._pick(bmc).secure_erase(bmc, drive)
+
+    def power_on(self, bmc: BmcAccess) -> None:
+        self._pick(bmc).power_on(bmc)
+
+    def power_cycle(self, bmc: BmcAccess) -> None:
+        self._pick(bmc).power_cycle(bmc)
+
+    def set_pxe_boot(self, bmc: BmcAccess) -> None:
+        self._pick(bmc).set_pxe_boot(bmc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from common.context import RequestContext
+from common.errors import NotFound
 from common.httpclient import ServiceClient
 
 
@@ -25,3 +26,28 @@ class FakeLabeller:
 
     def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None:
         self.labels[node] = dict(labels)
+
+
+class PromenadeJoin:
+    """JoinChecker through Promenade's GET /nodes/{name} (kubelet readiness)."""
+
+    def __init__(self, client: ServiceClient) -> None:
+        self._client = client
+
+    def node_ready(self, node: str, ctx: RequestContext) -> bool | None:
+        try:
+            body = self._client.request("GET", f"/api/v1.0/nodes/{quote(node, safe='')}",
+                                        ctx=ctx)
+        except NotFound:
+            return None
+        return bool(((body or {}).get("kubelet") or {}).get("ready"))
+
+
+class FakeJoin:
+    """Kubernetes readiness per node name (unit tests); absent = not known to Kubernetes."""
+
+    def __init__(self) -> None:
+        self.ready: dict[str, bool] = {}
+
+    def node_ready(self, node: str, ctx: RequestContext) -> bool | None:
+        return self.ready.get(node)

@@ -11,7 +11,7 @@ from typing import Any
 
 from common.status import validation_message
 from drydock_api.nodes.validation import validate_design
-from drydock_api.tasks import destroy
+from drydock_api.tasks import destroy, lifecycle, site
 from drydock_api.tasks.outcomes import (
     Done,
     Failed,
@@ -36,6 +36,7 @@ class ActionDef:
     steps: Callable[[dict[str, Any]], list[StepDef]] | None
     exclusive: bool = True
     site: SiteFn | None = None
+    skip_retired: bool = False
 
 
 def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -87,6 +88,14 @@ def build_actions() -> dict[str, ActionDef]:
             lambda o: [StepDef("verify_oob", verify_oob, lambda s: s.power_timeout),
                        StepDef("verify_maas", verify_maas, lambda s: s.release_timeout)],
             exclusive=False),
+        "verify_site": ActionDef("verify_site", no_options("verify_site"), None,
+                                 exclusive=False, site=site.verify_site),
+        "prepare_site": ActionDef("prepare_site", no_options("prepare_site"), None,
+                                  exclusive=False, site=site.prepare_site),
+        "prepare_nodes": ActionDef("prepare_nodes", no_options("prepare_nodes"),
+                                   lifecycle.prepare_steps, skip_retired=True),
+        "deploy_nodes": ActionDef("deploy_nodes", no_options("deploy_nodes"),
+                                  lifecycle.deploy_steps, skip_retired=True),
         "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options, destroy.steps),
         "relabel_nodes": ActionDef(
             "relabel_nodes", no_options("relabel_nodes"),

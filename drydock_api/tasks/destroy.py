@@ -73,20 +73,51 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
             done.append(disk)
     left = [d for d in targets if d not in done]
     kept = [d for d in node.disks if d not in targets]
-    if preserve and left:
-        return Failed(f"Cannot wipe only the OS disk {node.os_disk}: the BMC offers no "
-                      f"Drive.SecureErase for it and MAAS can only erase every disk; "
-                      f"{', '.join(kept) or 'no other disk'} left untouched")
     maas_erase = erase if (left or not targets) and not preserve else None
+    maas_wipe = left if preserve else []
     parts = []
     if done:
         parts.append(f"secure-erased {', '.join(done)} through the BMC")
     if maas_erase:
         parts.append(f"MAAS {maas_erase}-erases {', '.join(left) or 'every disk'} at release")
+    if maas_wipe:
+        parts.append(f"{', '.join(maas_wipe)} wiped through MAAS's block-device API after "
+                     f"release (no BMC erase offered; MAAS erase would wipe every disk)")
     if kept:
         parts.append(f"preserved {', '.join(kept)}")
     return Done("Wipe: " + "; ".join(parts or ["nothing to wipe"]),
-                data={"bmc_erased": done, "maas_erase": maas_erase, "preserved": kept})
+                data={"bmc_erased": done, "maas_erase": maas_erase, "preserved": kept,
+                      "maas_wipe": maas_wipe})
+
+
+def wipe_os_disk(ctx: NodeContext) -> Outcome:
+    """preserve_local_storage without a BMC erase: the OS disk's partitions and filesystem are
+    removed through MAAS's block-device API once released (MAAS refuses storage edits on a
+    Deployed machine), so only that disk loses its data."""
+    wanted = (ctx.previous.get("wipe_disks") or {}).get("maas_wipe") or []
+    if not wanted:
+        return Done("No disk to wipe through MAAS")
+    maas = ctx.ports.maas
+    machine = maas.find_machine(ctx.node.name)
+    if machine is None:
+        return Failed(f"MAAS no longer knows {ctx.node.name}: cannot wipe {', '.join(wanted)}")
+    devices = {d.name: d for d in maas.block_devices(machine.system_id)}
+    wiped = []
+    for name in wanted:
+        device = devices.get(name)
+        if device is None or not (device.partitions or device.fstype):
+            if name in ctx.state.get("wiped", []):
+                continue
+            return Failed(f"MAAS has no partition or filesystem on {name} to remove: cannot "
+                          f"wipe it alone")
+        for part in device.partitions:
+            maas.delete_partition(machine.system_id, device.id, part.id)
+        if device.fstype:
+            maas.unformat_device(machine.system_id, device.id)
+        ctx.state.setdefault("wiped", []).append(name)
+        wiped.append(name)
+    return Done(f"Wiped {', '.join(wanted)} through MAAS (partitions and filesystem removed)",
+                data={"wiped": wanted})
 
 
 def release(ctx: NodeContext) -> Outcome:
@@ -119,6 +150,15 @@ def delete(ctx: NodeContext) -> Outcome:
     return Done(f"Deleted machine {machine.system_id} from MAAS")
 
 
+def forget(ctx: NodeContext) -> Outcome:
+    """The node is torn down: it stays off, and every reboot request on it is dropped."""
+    if ctx.ports.records is None:
+        return Done("Torn down")
+    ctx.ports.records.torn_down(ctx.node.name, True)
+    cleared = ctx.ports.records.clear_reboots(ctx.node.name)
+    return Done(f"Torn down; {cleared} reboot request(s) cleared", data={"cleared": cleared})
+
+
 def retire(ctx: NodeContext) -> Outcome:
     reason = ctx.options.get("retired_reason")
     if ctx.ports.retire is None:
@@ -132,7 +172,9 @@ def steps(options: dict[str, Any]) -> list[StepDef]:
         StepDef("power_off", power_off, lambda s: s.power_timeout),
         StepDef("wipe_disks", wipe_disks, lambda s: s.power_timeout),
         StepDef("release", release, lambda s: s.release_timeout),
+        StepDef("wipe_os_disk", wipe_os_disk, lambda s: s.release_timeout),
         StepDef("delete", delete, lambda s: s.release_timeout),
+        StepDef("forget", forget, lambda s: s.release_timeout),
     ]
     if options.get("retire"):
         out.append(StepDef("retire", retire, lambda s: s.release_timeout))

@@ -125,10 +125,27 @@ class Orchestrator:
                                       status=TaskStatus.COMPLETE, messages=[simple_message(
                                           f"Node {name} is not in the design", node=name)])
                 continue
+            if self._skip_retired(action, sub, name):
+                continue
             futures.append(self._pool.submit(self._run_node, row, action, design.nodes[name],
                                              sub, ctx, lease))
         for future in futures:
             future.result()
+
+    def _skip_retired(self, action: ActionDef, sub: TaskRow, name: str) -> bool:
+        """Retired nodes are never targets of prepare/deploy: skipped (not failed)."""
+        records = self._ports.records
+        if not action.skip_retired or records is None:
+            return False
+        retired, reason = records.retired(name)
+        if not retired:
+            return False
+        text = f"{name}: skipped, the node is retired" + (f" ({reason})" if reason else "")
+        self._progress.finish(sub, result=TaskResult.INCOMPLETE, status=TaskStatus.COMPLETE,
+                              data={"skipped": reason or "retired"},
+                              messages=[simple_message(text, error=False, node=name,
+                                                       context_type="node", context=name)])
+        return True
 
     def _stop_requested(self, row: TaskRow, lease: Lease) -> bool:
         if lease.lost.is_set():
@@ -185,6 +202,8 @@ class Orchestrator:
                                   messages=[simple_message(f"{sub.node}: terminated before "
                                                            f"its next step", error=False,
                                                            node=sub.node)])
+        skipped = sorted(str(s.node) for s in subs
+                         if s.status == "complete" and s.result == "incomplete")
         result = summarize(len(ok), len(bad), len(unfinished) + sum(
             1 for s in subs if s.status == "terminated"))
         if status == "running" and stopping:
@@ -192,10 +211,11 @@ class Orchestrator:
         target = TaskStatus.TERMINATED if stopping else TaskStatus.COMPLETE
         self._tasks.transition(row.id, target, completed=self._clock(), result=result.value,
                                successes=ok, failures=bad,
-                               result_message=_summary(row.action, ok, bad))
+                               result_message=_summary(row.action, ok, bad, skipped))
 
 
-def _summary(action: str, ok: list[str], bad: list[str]) -> str:
+def _summary(action: str, ok: list[str], bad: list[str], skipped: list[str]) -> str:
     text = f"{action}: {len(ok)} node(s) succeeded, {len(bad)} failed"
-    return text + (f" ({', '.join(bad)})" if bad else "")
+    text += f" ({', '.join(bad)})" if bad else ""
+    return text + (f", {len(skipped)} skipped ({', '.join(skipped)})" if skipped else "")
 

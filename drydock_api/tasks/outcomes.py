@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.context import RequestContext
-from drydock_api.drivers.ports import NodeDriver, OobDriver
+from drydock_api.drivers.ports import OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
 
 
@@ -41,6 +41,22 @@ class Labeller(Protocol):
     def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None: ...
 
 
+class JoinChecker(Protocol):
+    """Is the node's Kubernetes node Ready? None when Kubernetes does not know it yet."""
+
+    def node_ready(self, node: str, ctx: RequestContext) -> bool | None: ...
+
+
+class NodeRecords(Protocol):
+    """Drydock's own node state that steps change (teardown, retirement)."""
+
+    def torn_down(self, name: str, value: bool) -> None: ...
+
+    def clear_reboots(self, name: str) -> int: ...
+
+    def retired(self, name: str) -> tuple[bool, str | None]: ...
+
+
 @dataclass(frozen=True)
 class StepSettings:
     graceful_timeout: float = 60.0
@@ -50,14 +66,20 @@ class StepSettings:
     maas_poll: float = 5.0
     retry_delay: float = 1.0
     retries: int = 3
+    enlist_timeout: float = 1800.0
+    commission_timeout: float = 3600.0
+    deploy_timeout: float = 3600.0
+    join_timeout: float = 1200.0
 
 
 @dataclass
 class Ports:
-    maas: NodeDriver
+    maas: Provisioner
     oob: OobDriver
     labeller: Labeller | None = None
     retire: Callable[[str, str | None], None] | None = None
+    records: NodeRecords | None = None
+    kube: JoinChecker | None = None
 
 
 @dataclass

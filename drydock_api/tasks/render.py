@@ -14,7 +14,8 @@ def iso(ts: float | None) -> str | None:
 
 
 def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
-              successes: list[str], failures: list[str]) -> dict[str, Any]:
+              successes: list[str], failures: list[str],
+              skipped: list[str] | None = None) -> dict[str, Any]:
     return {
         "Kind": "Task",
         "apiVersion": "v1.0",
@@ -34,6 +35,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
             "reason": row.result,
             "successes": successes,
             "failures": failures,
+            "skipped": skipped or [],
             "links": [],
             "details": {"errorCount": sum(1 for m in messages if m.get("error")),
                         "messageList": messages},

@@ -84,8 +84,11 @@ class TaskService:
             bad = sorted(str(s.node) for s in nodes if s.result == "failure")
         else:
             ok, bad = list(row.successes or []), list(row.failures or [])
+        skipped = sorted(str(s.node) for s in nodes
+                         if s.status == "complete" and s.result == "incomplete")
         return task_body(row, messages=self._progress.messages(row),
-                         subtask_ids=[s.id for s in subs], successes=ok, failures=bad)
+                         subtask_ids=[s.id for s in subs], successes=ok, failures=bad,
+                         skipped=skipped)
 
     def get(self, task_id: str, *, layers: int = 0,
             subtask_errors: bool = False) -> dict[str, Any]:

@@ -145,7 +145,13 @@ class _Listener:
     @staticmethod
     def _pump(stop: threading.Event) -> None:
         while not stop.is_set():
-            ipmisession.Session.wait_for_rsp(0.2)
+            if not ipmisession.iosockets:  # every socket closed (a site stopping): idle
+                stop.wait(0.05)
+                continue
+            try:
+                ipmisession.Session.wait_for_rsp(0.2)
+            except IndexError:  # the last socket left between our check and pyghmi's
+                continue
 
 
 class PyghmiBmcs:

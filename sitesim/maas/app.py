@@ -26,6 +26,9 @@ URLS = Map([
     Rule(f"{API}/nodes/<sid>/blockdevices/<int:bid>/", endpoint="device"),
     Rule(f"{API}/nodes/<sid>/blockdevices/<int:bid>/partitions/", endpoint="partitions"),
     Rule(f"{API}/nodes/<sid>/blockdevices/<int:bid>/partition/<int:pid>", endpoint="partition"),
+    Rule(f"{API}/tags/", endpoint="tags"),
+    Rule(f"{API}/tags/<name>/", endpoint="tag"),
+    Rule(f"{API}/maas/", endpoint="maas"),
 ], strict_slashes=False)
 
 
@@ -161,7 +164,7 @@ class MaasApp:
             self._count("blockdevice_delete", machine)
             self._store.delete_block_device(sid, bid)
             return Response(status=204)
-        self._format_op(request, machine, device, "blockdevice")
+        self._format_op(request, machine, device, device, "blockdevice")
         return render.block_device_json(machine, device)
 
     def _partitions(self, request: Request, sid: str, bid: int) -> Any:
@@ -183,11 +186,57 @@ class MaasApp:
             self._count("partition_delete", machine)
             self._store.delete_partition(sid, bid, pid)
             return Response(status=204)
-        self._format_op(request, machine, part, "partition")
+        if request.method == "POST" and op == "mount":
+            point = request.values.get("mount_point")
+            if not point:
+                raise MaasError(400, json.dumps({"mount_point": ["This field is required."]}))
+            self._count("partition_mount", machine)
+            self._store.mount(part, machine, point)
+            return render.partition_json(machine, device, part)
+        self._format_op(request, machine, part, device, "partition")
         return render.partition_json(machine, device, part)
 
+    def _tags(self, request: Request) -> Any:
+        if request.method == "GET":
+            return [{"name": n, "comment": c, "definition": "", "kernel_opts": ""}
+                    for n, c in sorted(self._store.tags.items())]
+        self._require(request, "POST", None)
+        name = request.values.get("name", "")
+        if not name or name in self._store.tags:
+            problem = "This field is required." if not name else \
+                "Tag with this Name already exists."
+            raise MaasError(400, json.dumps({"name": [problem]}))
+        self._count("tag_create", None)
+        self._store.tags[name] = request.values.get("comment", "")
+        return {"name": name, "comment": self._store.tags[name], "definition": ""}
+
+    def _tag(self, request: Request, name: str) -> Any:
+        if name not in self._store.tags:
+            raise MaasError(404, "No Tag matches the given query.")
+        if request.method == "POST" and request.args.get("op") == "update_nodes":
+            for sid in request.values.getlist("add"):
+                machine = self._store.get(sid)
+                if name not in machine.tags:
+                    machine.tags.append(name)
+            return {"added": len(request.values.getlist("add")), "removed": 0}
+        self._require(request, "GET", None)
+        return {"name": name, "comment": self._store.tags[name], "definition": ""}
+
+    def _maas(self, request: Request) -> Any:
+        op = request.args.get("op")
+        name = request.values.get("name", "")
+        if request.method == "GET" and op == "get_config":
+            return self._store.config.get(name)
+        if request.method == "POST" and op == "set_config":
+            if not name:
+                raise MaasError(400, json.dumps({"name": ["This field is required."]}))
+            self._count("set_config", None)
+            self._store.config[name] = request.values.get("value", "")
+            return None
+        raise MaasError(400, f"Unrecognised signature: method={request.method} op={op}")
+
     def _format_op(self, request: Request, machine: Machine, target: BlockDevice | Partition,
-                   kind: str) -> None:
+                   device: BlockDevice, kind: str) -> None:
         op = request.args.get("op")
         if request.method == "POST" and op == "format":
             fstype = request.values.get("fstype")
@@ -197,7 +246,7 @@ class MaasApp:
             self._store.format(target, machine, fstype, request.values.get("mount_point"))
         elif request.method == "POST" and op == "unformat":
             self._count(f"{kind}_unformat", machine)
-            self._store.unformat(target, machine)
+            self._store.unformat(target, machine, device)
         else:
             raise MaasError(400, f"Unrecognised signature: method={request.method} op={op}")
 

@@ -75,6 +75,10 @@ class MachineStore:
         self._lock = threading.RLock()
         self._machines: dict[str, Machine] = {}
         self._power_parameters = power_parameters
+        self.tags: dict[str, str] = {}
+        self.config: dict[str, str] = {"default_osystem": "ubuntu",
+                                       "default_distro_series": "focal",
+                                       "commissioning_distro_series": "focal"}
 
     def enlist(self, node: NodeSpec) -> Machine | None:
         status = INITIAL.get(node.state)
@@ -99,9 +103,43 @@ class MachineStore:
         machine = self.create(hostname, macs[0], Status.NEW, node)
         return self.commission(machine.system_id)
 
-    def create(self, hostname: str, mac: str, status: Status, node: NodeSpec) -> Machine:
+    @staticmethod
+    def read_disks(node: NodeSpec, configured: bool = False) -> list[BlockDevice]:
+        """The node's disks as commissioning finds them; `configured` adds the partitions of
+        the node's storage layout (a machine deployed before the site started)."""
         devices = [BlockDevice(id=i + 1, name=d.name, size=d.size_gb * 10**9)
                    for i, d in enumerate(node.disks)]
+        if configured:
+            for device, disk in zip(devices, node.disks, strict=True):
+                for index, part in enumerate(disk.partitions):
+                    fs = part.get("filesystem") or {}
+                    device.partitions.append(Partition(
+                        id=device.id * 100 + index, size=device.size // (len(disk.partitions)
+                                                                         or 1),
+                        fstype=fs.get("fstype"), mount_point=fs.get("mountpoint")))
+        return devices
+
+    def on_power(self, name: str, on: bool) -> None:
+        """A node powered on that boots from the network and that MAAS does not know enlists
+        itself: MAAS creates it as New after the boot, and the node powers off again."""
+        if not on or self._model.boot_device(name) != "pxe" or self.by_hostname(name):
+            return
+        self._model.scheduler.call_later(self._model.spec.timings.commission,
+                                         lambda: self._pxe_enlist(name))
+
+    def _pxe_enlist(self, name: str) -> None:
+        if (not self._model.is_on(name) or self._model.boot_device(name) != "pxe"
+                or self.by_hostname(name) is not None):
+            return
+        node = self._model.spec.node(name)
+        self.create(name, node.mac, Status.NEW, node)
+        self._model.record_call("maas", "enlist", name)
+        self._model.set_boot_device(name, "hdd")  # the one-time boot override is consumed
+        self._model.set_power(name, False)
+
+    def create(self, hostname: str, mac: str, status: Status, node: NodeSpec) -> Machine:
+        devices = [] if status == Status.NEW else self.read_disks(
+            node, configured=status == Status.DEPLOYED)
         params = self._power_parameters(node.name)
         machine = Machine(
             system_id=system_id_for(hostname), hostname=hostname, mac=mac, status=status,
@@ -249,6 +287,7 @@ class MachineStore:
     def _finish_effects(self, machine: Machine, op: Operation) -> None:
         name = machine.hostname
         if op.name == "commission":
+            machine.block_devices = self.read_disks(self._model.spec.node(name))
             self._model.set_power(name, False)
         elif op.name == "deploy":
             self._model.write_os_marker(name)
@@ -308,11 +347,22 @@ class MachineStore:
         if isinstance(target, Partition):
             target.mount_point = mount_point
 
-    def unformat(self, target: BlockDevice | Partition, machine: Machine) -> None:
+    def unformat(self, target: BlockDevice | Partition, machine: Machine,
+                 device: BlockDevice) -> None:
+        """Removing a filesystem loses what was on it: the disk's marker is wiped."""
         self._require_storage_editable(machine, "unformat")
         if target.fstype is None:
             raise MaasError(400, "Block device is not formatted.")
         target.fstype = None
+        if isinstance(target, Partition):
+            target.mount_point = None
+        self._model.wipe_disk(machine.hostname, device.name)
+
+    def mount(self, target: Partition, machine: Machine, mount_point: str) -> None:
+        self._require_storage_editable(machine, "mount")
+        if target.fstype is None:
+            raise MaasError(400, "The partition is not formatted.")
+        target.mount_point = mount_point
 
     def add_partition(self, system_id: str, device_id: int, size: int | None) -> Partition:
         machine, device = self.block_device(system_id, device_id)
@@ -330,6 +380,7 @@ class MachineStore:
         machine, device, part = self.partition(system_id, device_id, part_id)
         self._require_storage_editable(machine, "delete partition")
         device.partitions.remove(part)
+        self._model.wipe_disk(machine.hostname, device.name)
 
 
 def _json(obj: Any) -> str:

@@ -74,6 +74,15 @@ class IpmiDriver:
         self._call(bmc, "soft off" if graceful else "power off",
                    lambda c: c.set_power(state, wait=False))
 
+    def power_on(self, bmc: BmcAccess) -> None:
+        self._call(bmc, "power on", lambda c: c.set_power("on", wait=False))
+
+    def power_cycle(self, bmc: BmcAccess) -> None:
+        self._call(bmc, "power cycle", lambda c: c.set_power("boot", wait=False))
+
+    def set_pxe_boot(self, bmc: BmcAccess) -> None:
+        self._call(bmc, "set boot device", lambda c: c.set_bootdev("network", persist=False))
+
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         return {}
 

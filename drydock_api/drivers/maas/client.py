@@ -10,7 +10,7 @@ import requests
 from oauthlib.oauth1 import SIGNATURE_PLAINTEXT
 from requests_oauthlib import OAuth1
 
-from drydock_api.drivers.ports import MaasError, Machine
+from drydock_api.drivers.ports import BlockDevice, MaasError, Machine, PartitionInfo
 
 RETRY_CODES = frozenset({502, 503, 504})
 SAFE = frozenset({"GET", "DELETE"})
@@ -31,7 +31,21 @@ def to_machine(body: dict[str, Any]) -> Machine:
     return Machine(system_id=str(body["system_id"]), hostname=str(body.get("hostname")),
                    status_name=str(body.get("status_name")),
                    power_state=body.get("power_state"),
-                   status_message=body.get("status_message"))
+                   status_message=body.get("status_message"),
+                   mac=((body.get("boot_interface") or {}).get("mac_address")))
+
+
+def _fstype(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    fs = body.get("filesystem") or {}
+    return fs.get("fstype"), fs.get("mount_point")
+
+
+def to_block_device(body: dict[str, Any]) -> BlockDevice:
+    parts = tuple(PartitionInfo(int(p["id"]), int(p.get("size") or 0), *_fstype(p))
+                  for p in body.get("partitions") or [])
+    return BlockDevice(id=int(body["id"]), name=str(body.get("name")),
+                       size=int(body.get("size") or 0), fstype=_fstype(body)[0],
+                       partitions=parts)
 
 
 class MaasClient:
@@ -103,6 +117,71 @@ class MaasClient:
             return
         raise MaasError(f"MAAS refused to delete {system_id} ({resp.status_code}): "
                         f"{resp.text.strip()[:500]}", transient=resp.status_code in RETRY_CODES)
+
+    def find_by_mac(self, mac: str) -> Machine | None:
+        found = self._json("GET", "/machines/", params={"mac_address": mac})
+        return to_machine(found[0]) if found else None
+
+    def rename(self, system_id: str, hostname: str) -> Machine:
+        return to_machine(self._json("PUT", f"/machines/{system_id}/",
+                                     data={"hostname": hostname}))
+
+    def _op(self, system_id: str, op: str, data: dict[str, Any] | None = None) -> Machine:
+        return to_machine(self._json("POST", f"/machines/{system_id}/", params={"op": op},
+                                     data=data or {}))
+
+    def commission(self, system_id: str) -> Machine:
+        return self._op(system_id, "commission")
+
+    def allocate(self, system_id: str) -> Machine:
+        return to_machine(self._json("POST", "/machines/", params={"op": "allocate"},
+                                     data={"system_id": system_id}))
+
+    def deploy(self, system_id: str, distro_series: str) -> Machine:
+        return self._op(system_id, "deploy", {"distro_series": distro_series})
+
+    def block_devices(self, system_id: str) -> list[BlockDevice]:
+        return [to_block_device(d) for d in
+                self._json("GET", f"/nodes/{system_id}/blockdevices/") or []
+                if d.get("type", "physical") == "physical"]
+
+    def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
+        data = {"size": str(size)} if size else {}
+        body = self._json("POST", f"/nodes/{system_id}/blockdevices/{device_id}/partitions/",
+                          data=data)
+        return int(body["id"])
+
+    def format_partition(self, system_id: str, device_id: int, part_id: int, fstype: str,
+                         mount_point: str | None) -> None:
+        path = f"/nodes/{system_id}/blockdevices/{device_id}/partition/{part_id}"
+        self._json("POST", path, params={"op": "format"}, data={"fstype": fstype})
+        if mount_point:
+            self._json("POST", path, params={"op": "mount"}, data={"mount_point": mount_point})
+
+    def delete_partition(self, system_id: str, device_id: int, part_id: int) -> None:
+        self._json("DELETE", f"/nodes/{system_id}/blockdevices/{device_id}/partition/{part_id}")
+
+    def unformat_device(self, system_id: str, device_id: int) -> None:
+        self._json("POST", f"/nodes/{system_id}/blockdevices/{device_id}/",
+                   params={"op": "unformat"})
+
+    def tags(self) -> list[str]:
+        return [str(t.get("name")) for t in self._json("GET", "/tags/") or []]
+
+    def create_tag(self, name: str, comment: str) -> None:
+        self._json("POST", "/tags/", data={"name": name, "comment": comment})
+
+    def tag_machine(self, tag: str, system_id: str) -> None:
+        self._json("POST", f"/tags/{tag}/", params={"op": "update_nodes"},
+                   data={"add": system_id})
+
+    def get_config(self, name: str) -> str | None:
+        value = self._json("GET", "/maas/", params={"op": "get_config", "name": name})
+        return None if value is None else str(value)
+
+    def set_config(self, name: str, value: str) -> None:
+        self._json("POST", "/maas/", params={"op": "set_config"},
+                   data={"name": name, "value": value})
 
     def check(self) -> str:
         version = self._json("GET", "/version/")

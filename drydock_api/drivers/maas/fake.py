@@ -1,56 +1,172 @@
-"""An in-memory MAAS for unit tests: machines, release with erase modes, call counts, faults."""
+"""An in-memory MAAS for unit tests: machines, release/commission/deploy, storage, tags, faults."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import Counter
 
-from drydock_api.drivers.ports import MaasError, Machine
+from drydock_api.drivers.ports import BlockDevice, MaasError, Machine, PartitionInfo
+
+DISKS = {"sda": 100 * 10**9, "sdb": 500 * 10**9}
 
 
 class FakeMaas:
-    """NodeDriver fake; `release_completes` False leaves machines Releasing."""
+    """Provisioner fake; operations complete at once unless `release_completes` is False
+    (machines stay Releasing) or a node is in `fail_commission` / `fail_deploy`."""
 
     def __init__(self, hostnames: list[str] | None = None) -> None:
         self.machines: dict[str, Machine] = {}
+        self.devices: dict[str, list[BlockDevice]] = {}
         self.calls: Counter[tuple[str, str]] = Counter()
         self.erase_modes: dict[str, str | None] = {}
         self.fail_release: dict[str, str] = {}
+        self.fail_commission: set[str] = set()
+        self.fail_deploy: set[str] = set()
+        self.deployed_images: dict[str, str] = {}
         self.release_completes = True
-        self._lock = threading.Lock()
+        self.tag_names: set[str] = set()
+        self.machine_tags: dict[str, set[str]] = {}
+        self.config: dict[str, str] = {}
+        self._next = 1000
+        self._lock = threading.RLock()
         for name in hostnames or []:
             self.add(name)
 
-    def add(self, hostname: str, status: str = "Deployed") -> None:
-        self.machines[f"id-{hostname}"] = Machine(f"id-{hostname}", hostname, status, "on")
+    def add(self, hostname: str, status: str = "Deployed", mac: str | None = None) -> Machine:
+        machine = Machine(f"id-{hostname}", hostname, status, "on", mac=mac)
+        self.machines[machine.system_id] = machine
+        self.devices[machine.system_id] = [BlockDevice(i + 1, n, size)
+                                           for i, (n, size) in enumerate(DISKS.items())]
+        return machine
+
+    def status(self, hostname: str) -> str | None:
+        found = self.find_machine(hostname)
+        return found.status_name if found else None
+
+    def _set(self, system_id: str, status: str) -> Machine:
+        machine = self._get(system_id)
+        new = dataclasses.replace(machine, status_name=status, status_message=status)
+        self.machines[system_id] = new
+        return new
+
+    def _get(self, system_id: str) -> Machine:
+        machine = self.machines.get(system_id)
+        if machine is None:
+            raise MaasError(f"MAAS refused {system_id} (404): No Machine matches")
+        return machine
 
     def find_machine(self, hostname: str) -> Machine | None:
         with self._lock:
             self.calls[("find", hostname)] += 1
             return next((m for m in self.machines.values() if m.hostname == hostname), None)
 
+    def find_by_mac(self, mac: str) -> Machine | None:
+        with self._lock:
+            return next((m for m in self.machines.values() if m.mac == mac), None)
+
     def list_machines(self) -> list[Machine]:
         return list(self.machines.values())
 
+    def rename(self, system_id: str, hostname: str) -> Machine:
+        with self._lock:
+            new = dataclasses.replace(self._get(system_id), hostname=hostname)
+            self.machines[system_id] = new
+            return new
+
     def release(self, system_id: str, erase: str | None) -> Machine:
         with self._lock:
-            machine = self.machines.get(system_id)
-            if machine is None:
-                raise MaasError(f"MAAS refused release of {system_id} (404): No Machine matches")
+            machine = self._get(system_id)
             self.calls[("release", machine.hostname)] += 1
             if machine.hostname in self.fail_release:
                 raise MaasError(self.fail_release[machine.hostname])
             self.erase_modes[machine.hostname] = erase
             status = "Ready" if self.release_completes else "Releasing"
-            new = Machine(system_id, machine.hostname, status, "off")
-            self.machines[system_id] = new
-            return new
+            return self._set(system_id, status)
 
     def delete_machine(self, system_id: str) -> None:
         with self._lock:
             machine = self.machines.pop(system_id, None)
             if machine is not None:
                 self.calls[("delete", machine.hostname)] += 1
+
+    def commission(self, system_id: str) -> Machine:
+        with self._lock:
+            machine = self._get(system_id)
+            self.calls[("commission", machine.hostname)] += 1
+            failed = machine.hostname in self.fail_commission
+            return self._set(system_id, "Failed commissioning" if failed else "Ready")
+
+    def allocate(self, system_id: str) -> Machine:
+        with self._lock:
+            machine = self._get(system_id)
+            if machine.status_name != "Ready":
+                raise MaasError(f"MAAS refused allocate (409): {machine.status_name}")
+            self.calls[("allocate", machine.hostname)] += 1
+            return self._set(system_id, "Allocated")
+
+    def deploy(self, system_id: str, distro_series: str) -> Machine:
+        with self._lock:
+            machine = self._get(system_id)
+            self.calls[("deploy", machine.hostname)] += 1
+            self.deployed_images[machine.hostname] = distro_series
+            failed = machine.hostname in self.fail_deploy
+            return self._set(system_id, "Failed deployment" if failed else "Deployed")
+
+    def block_devices(self, system_id: str) -> list[BlockDevice]:
+        with self._lock:
+            return list(self.devices.get(system_id, []))
+
+    def _edit(self, system_id: str, device_id: int, fn: object) -> None:
+        devices = self.devices[system_id]
+        for i, dev in enumerate(devices):
+            if dev.id == device_id:
+                devices[i] = fn(dev)  # type: ignore[operator]
+                return
+        raise MaasError(f"MAAS refused: no block device {device_id} (404)")
+
+    def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
+        with self._lock:
+            self._next += 1
+            part = PartitionInfo(self._next, size or 0)
+            self._edit(system_id, device_id,
+                       lambda d: dataclasses.replace(d, partitions=(*d.partitions, part)))
+            return part.id
+
+    def format_partition(self, system_id: str, device_id: int, part_id: int, fstype: str,
+                         mount_point: str | None) -> None:
+        def fmt(d: BlockDevice) -> BlockDevice:
+            parts = tuple(dataclasses.replace(p, fstype=fstype, mount_point=mount_point)
+                          if p.id == part_id else p for p in d.partitions)
+            return dataclasses.replace(d, partitions=parts)
+
+        with self._lock:
+            self._edit(system_id, device_id, fmt)
+
+    def delete_partition(self, system_id: str, device_id: int, part_id: int) -> None:
+        with self._lock:
+            self.calls[("partition_delete", self._get(system_id).hostname)] += 1
+            self._edit(system_id, device_id, lambda d: dataclasses.replace(
+                d, partitions=tuple(p for p in d.partitions if p.id != part_id)))
+
+    def unformat_device(self, system_id: str, device_id: int) -> None:
+        with self._lock:
+            self._edit(system_id, device_id, lambda d: dataclasses.replace(d, fstype=None))
+
+    def tags(self) -> list[str]:
+        return sorted(self.tag_names)
+
+    def create_tag(self, name: str, comment: str) -> None:
+        self.tag_names.add(name)
+
+    def tag_machine(self, tag: str, system_id: str) -> None:
+        self.machine_tags.setdefault(system_id, set()).add(tag)
+
+    def get_config(self, name: str) -> str | None:
+        return self.config.get(name)
+
+    def set_config(self, name: str, value: str) -> None:
+        self.config[name] = value
 
     def check(self) -> str:
         return "fake MAAS"

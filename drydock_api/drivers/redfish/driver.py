@@ -85,6 +85,21 @@ class RedfishDriver:
         with translated(bmc, "graceful shutdown" if graceful else "force off"):
             self._system(bmc).reset_system(reset)
 
+    def power_on(self, bmc: BmcAccess) -> None:
+        with translated(bmc, "power on"):
+            self._system(bmc).reset_system(sushy.RESET_ON)
+
+    def power_cycle(self, bmc: BmcAccess) -> None:
+        with translated(bmc, "power cycle"):
+            system = self._system(bmc)
+            off = system.power_state == sushy.POWER_STATE_OFF
+            system.reset_system(sushy.RESET_ON if off else sushy.RESET_FORCE_RESTART)
+
+    def set_pxe_boot(self, bmc: BmcAccess) -> None:
+        with translated(bmc, "boot override"):
+            self._system(bmc).set_system_boot_options(
+                target=sushy.BOOT_SOURCE_TARGET_PXE, enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+
     def _drives(self, bmc: BmcAccess) -> Iterator[dict[str, Any]]:
         conn = self._root(bmc)._conn
         system = self._system(bmc)

@@ -67,10 +67,18 @@ def test_idempotency_key_returns_the_same_task(api):
 
 @pytest.mark.parametrize("action", ["verify_site", "prepare_site", "prepare_nodes",
                                     "deploy_nodes"])
-def test_lifecycle_actions_are_not_supported_yet(api, action):
+def test_lifecycle_actions_are_accepted(api, action):
     client, site = api
     resp = post(client, "/api/v1.0/tasks", task_request(site, action=action))
-    assert resp.status_code == 400 and resp.json["reason"] == "UnsupportedAction"
+    assert resp.status_code == 201 and resp.json["action"] == action
+
+
+@pytest.mark.parametrize("action", ["verify_site", "prepare_nodes", "deploy_nodes"])
+def test_lifecycle_actions_refuse_unknown_options(api, action):
+    client, site = api
+    resp = post(client, "/api/v1.0/tasks", task_request(site, action=action,
+                                                        options={"force": True}))
+    assert resp.status_code == 400 and "unknown option" in resp.text
 
 
 @pytest.mark.parametrize("change,fragment", [
@@ -149,7 +157,8 @@ def test_task_tree_layers_and_subtask_errors(api):
     everything = client.simulate_get(f"/api/v1.0/tasks/{task_id}", params={"layers": -1},
                                      headers=ADMIN).json
     steps = [t for k, t in everything.items() if k != "init_task_id" and t["step"]]
-    assert {s["step"] for s in steps} == {"power_off", "wipe_disks", "release", "delete"}
+    assert {s["step"] for s in steps} == {"power_off", "wipe_disks", "release",
+                                         "wipe_os_disk", "delete", "forget"}
     errs = client.simulate_get(f"/api/v1.0/tasks/{task_id}", params={"subtaskerrors": "true"},
                                headers=ADMIN).json["subtask_errors"]
     assert errs and all(m["node"] == "n2" for e in errs.values()

@@ -39,7 +39,7 @@ def test_destroy_powers_off_erases_releases_and_deletes_every_node(make_site: Si
     assert site.maas.erase_modes == {"n1": "secure", "n2": "secure"}
     assert site.maas.machines == {}
     steps = {m.get("step") for m in task["result"]["details"]["messageList"]}
-    assert steps == {"power_off", "wipe_disks", "release", "delete"}
+    assert steps == {"power_off", "wipe_disks", "release", "wipe_os_disk", "delete", "forget"}
     assert all(m["node"] in ("n1", "n2") for m in task["result"]["details"]["messageList"])
 
 
@@ -70,12 +70,27 @@ def test_preserve_local_storage_wipes_only_the_os_disk(make_site: SiteFactory):
     assert any("preserved sdb" in m for m in messages(task))
 
 
-def test_preserve_local_storage_without_bmc_erase_fails_and_keeps_data(make_site: SiteFactory):
+def test_preserve_local_storage_without_bmc_erase_wipes_the_os_disk_through_maas(
+        make_site: SiteFactory):
+    site = make_site(["n1"])
+    root = site.maas.create_partition("id-n1", 1, None)
+    site.maas.format_partition("id-n1", 1, root, "ext4", "/")
+    data = site.maas.create_partition("id-n1", 2, None)
+    task = run_task(site, options={"preserve_local_storage": True})
+    assert task["result"]["status"] == "success", messages(task)
+    assert site.maas.erase_modes == {"n1": None}
+    assert site.maas.calls[("partition_delete", "n1")] == 1
+    assert any("Wiped sda through MAAS" in m for m in messages(task, "n1"))
+    assert data
+
+
+def test_preserve_local_storage_fails_when_nothing_identifies_the_os_disk_data(
+        make_site: SiteFactory):
     site = make_site(["n1"])
     task = run_task(site, options={"preserve_local_storage": True})
     assert task["result"]["status"] == "failure"
-    assert any("Cannot wipe only the OS disk sda" in m for m in messages(task, "n1"))
-    assert ("release", "n1") not in site.maas.calls
+    assert site.maas.erase_modes == {"n1": None}
+    assert any("cannot wipe it alone" in m for m in messages(task, "n1"))
 
 
 def test_graceful_shutdown_ignored_leads_to_force_off(make_site: SiteFactory):
@@ -178,4 +193,4 @@ def test_destroy_runs_on_postgresql_too(make_site: SiteFactory, postgres_url: st
     assert task["result"]["status"] == "partial_success"
     assert task["result"]["successes"] == ["n1", "n2"] and task["result"]["failures"] == ["n3"]
     tree = site.runtime.service.get(task["task_id"], layers=-1)
-    assert len(tree) == 1 + 1 + 3 + 4 + 4 + 1
+    assert len(tree) == 1 + 1 + 3 + 6 + 6 + 1

@@ -1,0 +1,126 @@
+"""Drydock's node records: retirement, teardown, reboot requests, power bookkeeping, leases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from drydock_api.db.models import NodeRecord, RebootRow, TaskRow
+from drydock_api.tasks.states import ACTIVE
+
+POWER_TASKS = ("deploy_nodes", "destroy_nodes", "prepare_nodes")
+
+
+class NodeStore:
+    """Every write is one transaction; node rows are created on first use."""
+
+    def __init__(self, sessions: sessionmaker[Session], clock: Callable[[], float]) -> None:
+        self.sessions = sessions
+        self.clock = clock
+
+    def _row(self, s: Session, name: str, *, lock: bool = False) -> NodeRecord:
+        row = s.get(NodeRecord, name, with_for_update=lock)
+        if row is None:
+            row = NodeRecord(name=name, retired=False, torn_down=False, updated=self.clock())
+            s.add(row)
+            s.flush()
+        return row
+
+    def get(self, name: str) -> NodeRecord | None:
+        with self.sessions() as s:
+            return s.get(NodeRecord, name)
+
+    def update(self, name: str, **values: Any) -> NodeRecord:
+        with self.sessions.begin() as s:
+            row = self._row(s, name, lock=True)
+            for key, value in values.items():
+                setattr(row, key, value)
+            row.updated = self.clock()
+            return row
+
+    # --- retirement and teardown (the NodeRecords port of steps) ---------------------------
+    def retire(self, name: str, reason: str | None) -> None:
+        self.update(name, retired=True, retired_reason=reason)
+
+    def retired(self, name: str) -> tuple[bool, str | None]:
+        row = self.get(name)
+        return (bool(row and row.retired), row.retired_reason if row else None)
+
+    def torn_down(self, name: str, value: bool) -> None:
+        self.update(name, torn_down=value)
+
+    # --- reboot requests -------------------------------------------------------------------
+    def add_reboot(self, name: str, key: str, mode: str, value: Any, user: str | None,
+                   design_ref: Any) -> RebootRow:
+        """Add or replace the request with this key (re-posting a key updates it)."""
+        with self.sessions.begin() as s:
+            node = self._row(s, name, lock=True)
+            if design_ref is not None:
+                node.design_ref = design_ref
+            row = s.get(RebootRow, (name, key))
+            if row is None:
+                row = RebootRow(node=name, key=key, mode=mode, value=value,
+                                created=self.clock(), created_by=user)
+                s.add(row)
+            else:
+                row.mode, row.value = mode, value
+            return row
+
+    def reboots(self, name: str) -> list[RebootRow]:
+        with self.sessions() as s:
+            return list(s.scalars(select(RebootRow).where(RebootRow.node == name)
+                                  .order_by(RebootRow.created, RebootRow.key)))
+
+    def delete_reboot(self, name: str, key: str) -> bool:
+        with self.sessions.begin() as s:
+            res = s.execute(delete(RebootRow).where(RebootRow.node == name,
+                                                    RebootRow.key == key))
+            return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    def clear_reboots(self, name: str) -> int:
+        """Teardown: every request goes, and the pending reboot with them."""
+        with self.sessions.begin() as s:
+            res = s.execute(delete(RebootRow).where(RebootRow.node == name))
+            s.execute(update(NodeRecord).where(NodeRecord.name == name).values(
+                pending_reboot_since=None, shutdown_mode=None, shutdown_started=None))
+            return int(res.rowcount)  # type: ignore[attr-defined]
+
+    # --- the reconciler's view --------------------------------------------------------------
+    def to_reconcile(self) -> list[str]:
+        """Nodes with reboot requests, or a reboot still pending (power back on to do)."""
+        with self.sessions() as s:
+            with_requests = set(s.scalars(select(RebootRow.node).distinct()))
+            pending = set(s.scalars(select(NodeRecord.name).where(
+                NodeRecord.pending_reboot_since.is_not(None),
+                or_(NodeRecord.last_powered_on.is_(None),
+                    NodeRecord.last_powered_on < NodeRecord.pending_reboot_since))))
+        return sorted(with_requests | pending)
+
+    def claim(self, name: str, owner: str, seconds: float) -> bool:
+        """Take the node's lease (free, expired, or already ours) with one conditional UPDATE."""
+        now = self.clock()
+        with self.sessions.begin() as s:
+            self._row(s, name)
+        with self.sessions.begin() as s:
+            free = or_(NodeRecord.lease_owner.is_(None), NodeRecord.lease_expires < now,
+                       NodeRecord.lease_owner == owner)
+            res = s.execute(update(NodeRecord).where(and_(NodeRecord.name == name, free))
+                            .values(lease_owner=owner, lease_expires=now + seconds))
+            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+
+    def release(self, name: str, owner: str) -> None:
+        with self.sessions.begin() as s:
+            s.execute(update(NodeRecord).where(NodeRecord.name == name,
+                                               NodeRecord.lease_owner == owner)
+                      .values(lease_owner=None, lease_expires=None))
+
+    def busy(self, name: str) -> str | None:
+        """The id of an active deploy/prepare/destroy task holding the node, if any."""
+        with self.sessions() as s:
+            rows = s.execute(select(TaskRow.id, TaskRow.node_names).where(
+                TaskRow.parent_id.is_(None), TaskRow.action.in_(POWER_TASKS),
+                TaskRow.status.in_([st.value for st in ACTIVE]))).all()
+        return next((str(tid) for tid, names in rows if name in (names or [])), None)

@@ -1,0 +1,205 @@
+"""prepare_nodes and deploy_nodes, per node: enlist, commission, storage, deploy, join."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from drydock_api.drivers.ports import BlockDevice, Machine
+from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, Retry, StepDef
+
+COMMISSIONED = ("Ready", "Allocated", "Deployed", "Deploying")
+COMMISSIONABLE = ("New", "Failed commissioning")
+BUSY = ("Commissioning", "Testing", "Releasing", "Disk erasing", "Deploying")
+SIZE_RE = re.compile(r"^\s*(>)?\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+
+
+def _machine(ctx: NodeContext) -> Machine | None:
+    return ctx.ports.maas.find_machine(ctx.node.name)
+
+
+def _boot_mac(ctx: NodeContext) -> str | None:
+    meta = ctx.node.data.get("metadata") or {}
+    mac = meta.get("boot_mac") if isinstance(meta, dict) else None
+    return str(mac).lower() if mac else None
+
+
+def enlist(ctx: NodeContext) -> Outcome:
+    """Known to MAAS (by hostname, or by boot MAC and renamed) → done. Otherwise PXE boot it
+    once through its BMC and power-cycle it, then wait for MAAS to enlist it."""
+    maas, node, state = ctx.ports.maas, ctx.node, ctx.state
+    machine = _machine(ctx)
+    if machine is not None:
+        how = "enlisted after PXE boot" if state.get("pxe_at") else "already known"
+        return Done(f"MAAS {how}: {machine.system_id} ({machine.status_name})",
+                    data={"system_id": machine.system_id, "pxe": bool(state.get("pxe_at"))})
+    mac = _boot_mac(ctx)
+    found = maas.find_by_mac(mac) if mac else None
+    if found is not None:
+        renamed = maas.rename(found.system_id, node.name)
+        return Done(f"MAAS knew boot MAC {mac} as {found.hostname}: renamed to {node.name}",
+                    data={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
+    if "pxe_at" not in state:
+        if node.bmc is None:
+            return Failed(f"Node {node.name} is unknown to MAAS and has no usable oob access "
+                          f"to PXE boot it")
+        ctx.ports.oob.set_pxe_boot(node.bmc)
+        ctx.ports.oob.power_cycle(node.bmc)
+        state["pxe_at"] = ctx.clock()
+        return Retry(ctx.settings.maas_poll, "PXE boot and power cycle requested")
+    return Retry(ctx.settings.maas_poll, "waiting for MAAS to enlist the machine")
+
+
+def commission(ctx: NodeContext) -> Outcome:
+    """New or Failed commissioning → commission (once) and wait for Ready."""
+    maas, state = ctx.ports.maas, ctx.state
+    machine = _machine(ctx)
+    if machine is None:
+        return Failed("MAAS no longer knows the machine")
+    status = machine.status_name
+    if status in COMMISSIONED:
+        how = "commissioned" if state.get("requested") else f"{status}, no commissioning needed"
+        return Done(f"MAAS: {how}", data={"status": status})
+    if status == "Failed commissioning" and state.get("requested"):
+        return Failed(f"MAAS failed to commission {ctx.node.name}: {_detail(machine)}",
+                      details={"maas_status": status})
+    if status in COMMISSIONABLE:
+        maas.commission(machine.system_id)
+        state["requested"] = True
+        return Retry(ctx.settings.maas_poll, "commissioning requested")
+    if status in BUSY:
+        return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
+    return Failed(f"MAAS status {status}: cannot commission; release or fix the machine first",
+                  details={"maas_status": status})
+
+
+def _detail(machine: Machine) -> str:
+    msg = machine.status_message
+    return machine.status_name + (f": {msg}" if msg and msg != machine.status_name else "")
+
+
+def parse_size(text: Any) -> int | None:
+    """'50g' → bytes; '>40g' → None (the rest of the disk). ValueError when unreadable."""
+    match = SIZE_RE.match(str(text))
+    if not match:
+        raise ValueError(f"unreadable partition size {text!r}")
+    if match.group(1):
+        return None
+    return int(float(match.group(2)) * UNITS[match.group(3).lower()])
+
+
+def _wanted(spec: Any) -> list[tuple[Any, str | None, str | None]]:
+    out = []
+    for part in (spec or {}).get("partitions") or []:
+        fs = (part or {}).get("filesystem") or {}
+        out.append((part.get("size"), fs.get("fstype"), fs.get("mountpoint")))
+    return out
+
+
+def _lay_out(ctx: NodeContext, system_id: str, device: BlockDevice,
+             wanted: list[tuple[Any, str | None, str | None]]) -> None:
+    maas = ctx.ports.maas
+    for part in device.partitions:
+        maas.delete_partition(system_id, device.id, part.id)
+    if device.fstype:
+        maas.unformat_device(system_id, device.id)
+    for size, fstype, mount in wanted:
+        part_id = maas.create_partition(system_id, device.id, parse_size(size))
+        if fstype:
+            maas.format_partition(system_id, device.id, part_id, fstype, mount)
+
+
+def apply_storage(ctx: NodeContext) -> Outcome:
+    """Make MAAS's storage configuration match the design, disk by disk; a disk already laid
+    out as designed is left untouched (its data survives)."""
+    machine = _machine(ctx)
+    if machine is None:
+        return Failed("MAAS no longer knows the machine")
+    if machine.status_name in ("Deployed", "Deploying"):
+        return Done(f"{machine.status_name}: storage left as it is")
+    storage = ctx.node.data.get("storage")
+    devices = (storage.get("physical_devices") if isinstance(storage, dict) else None) or {}
+    have = {d.name: d for d in ctx.ports.maas.block_devices(machine.system_id)}
+    missing = sorted(n for n in devices if n not in have)
+    if missing:
+        return Failed(f"MAAS found no disk {', '.join(missing)} on {ctx.node.name} "
+                      f"(found: {', '.join(sorted(have)) or 'none'})")
+    changed, kept = [], []
+    for name, spec in devices.items():
+        wanted = _wanted(spec)
+        current = [(p.fstype, p.mount_point) for p in have[name].partitions]
+        if current == [(f, m) for _, f, m in wanted] and not have[name].fstype:
+            kept.append(name)
+            continue
+        _lay_out(ctx, machine.system_id, have[name], wanted)
+        changed.append(name)
+    parts = [f"laid out {', '.join(changed)}"] if changed else []
+    parts += [f"{', '.join(kept)} already as designed"] if kept else []
+    return Done("Storage: " + "; ".join(parts or ["no disks in the design"]),
+                data={"changed": changed, "kept": kept})
+
+
+def _image(ctx: NodeContext) -> str:
+    platform = ctx.node.data.get("platform") or {}
+    return str(platform.get("image") or "") if isinstance(platform, dict) else ""
+
+
+def deploy(ctx: NodeContext) -> Outcome:
+    """Allocate and deploy with the design's image (once); wait for Deployed."""
+    maas, state = ctx.ports.maas, ctx.state
+    machine = _machine(ctx)
+    if machine is None:
+        return Failed("MAAS does not know the machine: run prepare_nodes first")
+    status = machine.status_name
+    if status == "Deployed":
+        how = "deployed" if state.get("requested") else "already deployed, left untouched"
+        return Done(f"MAAS: {how}", data={"already": not state.get("requested")})
+    if status == "Failed deployment" and state.get("requested"):
+        return Failed(f"MAAS failed to deploy {ctx.node.name}: {_detail(machine)}",
+                      details={"maas_status": status})
+    if status in BUSY:
+        return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
+    if status == "Ready":
+        maas.allocate(machine.system_id)
+        status = "Allocated"
+    if status == "Allocated":
+        image = _image(ctx)
+        maas.deploy(machine.system_id, image)
+        state["requested"] = True
+        return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}")
+    return Failed(f"MAAS status {status}: not ready to deploy (prepare_nodes first)",
+                  details={"maas_status": status})
+
+
+def join(ctx: NodeContext) -> Outcome:
+    """Wait until the node's Kubernetes node is Ready (through Promenade)."""
+    if ctx.ports.kube is None:
+        return Done("Kubernetes join not checked here (left to the caller)")
+    ready = ctx.ports.kube.node_ready(ctx.node.name, ctx.request)
+    if ready:
+        return Done("Kubernetes node Ready")
+    note = "not known to Kubernetes yet" if ready is None else "Kubernetes node not Ready"
+    return Retry(ctx.settings.maas_poll, note)
+
+
+def mark_prepared(ctx: NodeContext) -> Outcome:
+    if ctx.ports.records is not None:
+        ctx.ports.records.torn_down(ctx.node.name, False)
+    return Done("Node available for deployment")
+
+
+def prepare_steps(options: dict[str, Any]) -> list[StepDef]:
+    return [
+        StepDef("enlist", enlist, lambda s: s.enlist_timeout),
+        StepDef("commission", commission, lambda s: s.commission_timeout),
+        StepDef("apply_storage", apply_storage, lambda s: s.release_timeout),
+        StepDef("mark_prepared", mark_prepared, lambda s: s.release_timeout),
+    ]
+
+
+def deploy_steps(options: dict[str, Any]) -> list[StepDef]:
+    return [
+        StepDef("deploy", deploy, lambda s: s.deploy_timeout),
+        StepDef("join", join, lambda s: s.join_timeout),
+    ]

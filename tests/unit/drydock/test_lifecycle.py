@@ -1,0 +1,146 @@
+"""verify_site, prepare_site, prepare_nodes and deploy_nodes run by a worker on fakes."""
+
+from __future__ import annotations
+
+import pytest
+
+from drydock_api.drivers.ports import MaasError
+from drydock_api.tasks.lifecycle import parse_size
+from tests.unit.drydock.conftest import SiteFactory
+from tests.unit.drydock.test_orchestrator import messages, names, run_task
+
+
+def torn_down(site, *nodes: str) -> None:
+    for name in nodes:
+        site.maas.delete_machine(f"id-{name}")
+        site.oob.power[site.address(name)] = "off"
+
+
+def enlist_on_pxe(site) -> None:
+    """A node PXE-booted through its BMC enlists in MAAS as New (what MAAS does)."""
+    by_address = {site.address(n): n for n in ("n1", "n2")}
+
+    def boot(address: str, pxe: bool) -> None:
+        if pxe:
+            site.maas.add(by_address[address], "New")
+
+    site.oob.on_boot = boot
+
+
+def test_verify_site_reports_maas_reachable(make_site: SiteFactory):
+    site = make_site(["n1"])
+    task = run_task(site, "verify_site")
+    assert task["result"]["status"] == "success"
+    assert "fake MAAS" in task["result"]["message"]
+
+
+def test_verify_site_fails_when_maas_refuses(make_site: SiteFactory, monkeypatch):
+    site = make_site(["n1"])
+
+    def refuse() -> str:
+        raise MaasError("MAAS refused GET /version/ (401): bad key")
+
+    monkeypatch.setattr(site.maas, "check", refuse)
+    task = run_task(site, "verify_site")
+    assert task["result"]["status"] == "failure" and "401" in task["result"]["message"]
+
+
+def test_prepare_site_creates_missing_tags_and_boot_settings_once(make_site: SiteFactory):
+    site = make_site(["n1"])
+    site.maas.tag_names.add("default")
+    task = run_task(site, "prepare_site")
+    assert task["result"]["status"] == "success"
+    assert site.maas.tag_names == {"default", "compute"}
+    assert site.maas.config == {"default_distro_series": "jammy"}
+    again = run_task(site, "prepare_site")
+    assert "nothing to change" in again["result"]["message"]
+
+
+def test_prepare_then_deploy_torn_down_nodes_enlists_commissions_lays_out_and_deploys(
+        make_site: SiteFactory):
+    site = make_site(["n1", "n2"])
+    torn_down(site, "n1", "n2")
+    enlist_on_pxe(site)
+    prepared = run_task(site, "prepare_nodes")
+    assert prepared["result"]["status"] == "success", messages(prepared)
+    assert site.oob.calls[("set_pxe", site.address("n1"))] == 1
+    assert site.maas.status("n1") == "Ready" and site.maas.calls[("commission", "n1")] == 1
+    layout = {d.name: [(p.fstype, p.mount_point) for p in d.partitions]
+              for d in site.maas.block_devices("id-n1")}
+    assert layout == {"sda": [("ext4", "/boot"), ("ext4", "/")],
+                      "sdb": [("xfs", "/var/lib/data")]}
+    site.join.ready.update(n1=True, n2=True)
+    deployed = run_task(site, "deploy_nodes")
+    assert deployed["result"]["status"] == "success", messages(deployed)
+    assert site.maas.status("n1") == "Deployed" and site.maas.deployed_images["n1"] == "jammy"
+
+
+def test_nodes_already_in_the_target_state_succeed_untouched(make_site: SiteFactory):
+    site = make_site(["n1"])
+    site.join.ready["n1"] = True
+    prepared = run_task(site, "prepare_nodes")
+    deployed = run_task(site, "deploy_nodes")
+    assert prepared["result"]["status"] == deployed["result"]["status"] == "success"
+    assert site.maas.calls[("commission", "n1")] == site.maas.calls[("deploy", "n1")] == 0
+    assert site.oob.calls[("set_pxe", site.address("n1"))] == 0
+    assert any("already deployed" in m for m in messages(deployed, "n1"))
+
+
+def test_a_disk_already_laid_out_keeps_its_partitions(make_site: SiteFactory):
+    site = make_site(["n1"])
+    site.maas.add("n1", "Ready")
+    run_task(site, "prepare_nodes")
+    run_task(site, "prepare_nodes")
+    assert site.maas.calls[("partition_delete", "n1")] == 0
+
+
+def test_commissioning_failure_fails_only_that_node(make_site: SiteFactory):
+    site = make_site(["n1", "n2"])
+    site.maas.add("n1", "New")
+    site.maas.add("n2", "New")
+    site.maas.fail_commission.add("n1")
+    task = run_task(site, "prepare_nodes")
+    assert task["result"]["status"] == "partial_success"
+    assert task["result"]["failures"] == ["n1"] and task["result"]["successes"] == ["n2"]
+    assert any("Failed commissioning" in m for m in messages(task, "n1"))
+
+
+def test_deploy_failure_carries_the_maas_status(make_site: SiteFactory):
+    site = make_site(["n1"])
+    site.maas.add("n1", "Ready")
+    site.maas.fail_deploy.add("n1")
+    task = run_task(site, "deploy_nodes")
+    assert task["result"]["status"] == "failure"
+    assert any("Failed deployment" in m for m in messages(task, "n1"))
+
+
+def test_deploy_of_an_unprepared_node_fails_with_the_reason(make_site: SiteFactory):
+    site = make_site(["n1"])
+    torn_down(site, "n1")
+    task = run_task(site, "deploy_nodes", names("n1"))
+    assert task["result"]["status"] == "failure"
+    assert any("prepare_nodes first" in m for m in messages(task, "n1"))
+
+
+def test_deploy_waits_for_the_kubernetes_node_to_be_ready(make_site: SiteFactory):
+    site = make_site(["n1"], steps={"join_timeout": 0.05})
+    task = run_task(site, "deploy_nodes")
+    assert task["result"]["status"] == "failure"
+    assert any("not known to Kubernetes" in m for m in messages(task, "n1"))
+
+
+def test_retired_nodes_are_skipped_not_failed(make_site: SiteFactory):
+    site = make_site(["n1", "n2"])
+    site.runtime.nodes.retire("n1", "end of warranty")
+    site.join.ready["n2"] = True
+    task = run_task(site, "deploy_nodes")
+    assert task["result"]["status"] == "success"
+    assert task["result"]["skipped"] == ["n1"] and task["result"]["successes"] == ["n2"]
+    assert task["result"]["failures"] == []
+    assert any("retired (end of warranty)" in m for m in messages(task, "n1"))
+
+
+@pytest.mark.parametrize("text,size", [("1g", 10**9), ("50G", 50 * 10**9), (">40g", None),
+                                       ("512m", 512 * 10**6)])
+def test_partition_sizes(text, size):
+    assert parse_size(text) == size
