@@ -15,6 +15,11 @@ from drydock_api.resources.nodes import (
     NodesResource,
     ValidateDesignResource,
 )
+from drydock_api.resources.reboot import (
+    NodeProvideResource,
+    NodeRebootKeyResource,
+    NodeRebootResource,
+)
 from drydock_api.resources.tasks import TaskResource, TasksResource, TaskTerminateResource
 from drydock_api.runtime import Runtime, build_runtime
 
@@ -43,9 +48,12 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/tasks", TasksResource(rt.service)),
         (f"{P}/tasks/{{task_id}}", TaskResource(rt.service)),
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
-        (f"{P}/nodefilter", NodeFilterResource(rt.loader.design)),
+        (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),
         (f"{P}/nodes", NodesResource(rt.inventory)),
-        (f"{P}/nodes/{{name}}", NodeResource(rt.inventory)),
+        (f"{P}/nodes/{{name}}", NodeResource(rt.inventory, rt.node_service)),
+        (f"{P}/nodes/{{name}}/provide", NodeProvideResource(rt.node_service)),
+        (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
+        (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
     ]
     return create_service_app(
@@ -59,4 +67,6 @@ def get_app() -> Any:
     deps = build_deps(conf)
     if conf.worker.threads:
         deps.runtime.start_workers(conf.worker.threads)
+        if conf.reboot.enabled:
+            deps.runtime.start_reconciler()
     return wsgi_entry(conf, create_app(conf, deps))

@@ -27,10 +27,12 @@ def list_rules() -> list[policy.RuleDefault]:
              "PATCH"),
         rule("drydock:provide_node", ADMIN, "Make a torn-down node available",
              f"{P}/nodes/{{name}}/provide", "POST"),
-        rule("drydock:reboot_node", ADMIN, "Manage reboot requests",
+        rule("drydock:reboot_node", ADMIN, "Request a reboot",
              f"{P}/nodes/{{name}}/reboot", "POST"),
         rule("drydock:get_reboot", READER, "List reboot requests",
              f"{P}/nodes/{{name}}/reboot", "GET"),
+        rule("drydock:delete_reboot", ADMIN, "Release a keyed reboot request",
+             f"{P}/nodes/{{name}}/reboot/{{key}}", "DELETE"),
         rule("drydock:validatedesign", ADMIN, "Validate a design", f"{P}/validatedesign",
              "POST"),
     ]

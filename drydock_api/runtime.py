@@ -27,12 +27,14 @@ from drydock_api.drivers.promenade import PromenadeJoin, PromenadeLabeller
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.loader import DesignLoader
+from drydock_api.nodes.reboot import RebootReconciler, RebootSettings
+from drydock_api.nodes.service import NodeService
 from drydock_api.tasks.actions import build_actions
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
 from drydock_api.tasks.outcomes import JoinChecker, Labeller, Ports, StepSettings
 from drydock_api.tasks.service import TaskService
-from drydock_api.tasks.worker import Worker, WorkerSettings
+from drydock_api.tasks.worker import Worker, WorkerSettings, default_owner
 
 DEFAULT_DB = "sqlite:///drydock.db"
 
@@ -49,8 +51,19 @@ class Runtime:
     inventory: Inventory
     pool: ThreadPoolExecutor
     worker_settings: WorkerSettings
+    node_service: NodeService
+    reconciler: RebootReconciler
     owner: str = ""
     workers: list[Worker] = field(default_factory=list)
+    reconciler_thread: threading.Thread | None = None
+
+    def start_reconciler(self) -> threading.Thread:
+        """The reboot-request reconciler, in a thread of this process (once)."""
+        if self.reconciler_thread is None:
+            self.reconciler_thread = threading.Thread(target=self.reconciler.run,
+                                                      name="drydock-reboots", daemon=True)
+            self.reconciler_thread.start()
+        return self.reconciler_thread
 
     def new_worker(self, owner: str | None = None) -> Worker:
         return Worker(self.store, self.orchestrator, self.worker_settings,
@@ -64,6 +77,9 @@ class Runtime:
         return self.workers
 
     def stop(self, timeout: float = 5.0) -> None:
+        self.reconciler.stopping.set()
+        if self.reconciler_thread is not None:
+            self.reconciler_thread.join(timeout)
         for worker in self.workers:
             worker.stopping.set()
         for worker in self.workers:
@@ -138,9 +154,15 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
                               lease_seconds=conf.worker.lease_seconds,
                               poll_interval=conf.worker.poll_interval)
+    reconciler = RebootReconciler(
+        nodes, oob, loader.design, store.latest_design_ref,
+        RebootSettings(interval=conf.reboot.interval, lease_seconds=conf.reboot.lease_seconds,
+                       soft_timeout=conf.reboot.soft_timeout),
+        f"{conf.worker.owner or default_owner()}-reboots", clock)
     return Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
                    orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
-                   worker_settings=settings, owner=conf.worker.owner)
+                   worker_settings=settings, node_service=NodeService(inventory, nodes),
+                   reconciler=reconciler, owner=conf.worker.owner)
 
 
 def ignore(*_: Any) -> None:

@@ -39,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     workers = runtime.start_workers(max(1, args.workers))
+    if conf.reboot.enabled:
+        runtime.start_reconciler()
     LOG.info("drydock-worker running: %s", ", ".join(w.owner for w in workers))
     done.wait()
     runtime.stop()

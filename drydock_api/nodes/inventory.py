@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from common.context import RequestContext
@@ -27,8 +28,15 @@ class Inventory:
         self._parallel = parallel
 
     def nodes(self, ctx: RequestContext, design_ref: Any = None,
-              names: list[str] | None = None) -> list[dict[str, Any]]:
-        """Every design node (or `names`); without a design, the machines MAAS knows."""
+              names: list[str] | None = None,
+              retired: bool | None = None) -> list[dict[str, Any]]:
+        """Every design node (or `names`, or only the (un)retired ones); without a design,
+        the machines MAAS knows."""
+        found = self._nodes(ctx, design_ref, names)
+        return found if retired is None else [n for n in found if n["retired"] == retired]
+
+    def _nodes(self, ctx: RequestContext, design_ref: Any,
+               names: list[str] | None) -> list[dict[str, Any]]:
         ref = design_ref or self._last_ref()
         design = self._designs(ref, ctx) if ref else None
         machines, maas_error = self._machines()
@@ -86,5 +94,12 @@ class Inventory:
             "power_error": power_error,
             "retired": bool(record and record.retired),
             "retired_reason": record.retired_reason if record else None,
+            "torn_down": bool(record and record.torn_down),
+            "pending_reboot_since": _iso(record.pending_reboot_since if record else None),
+            "last_powered_on": _iso(record.last_powered_on if record else None),
             "last_task_id": record.last_task_id if record else None,
         }
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()

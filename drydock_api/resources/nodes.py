@@ -14,10 +14,24 @@ from common.documents import Document
 from common.errors import ValidationFailed
 from common.policy import authorize
 from common.status import status_body, validation_message
+from drydock_api.db.nodes import NodeStore
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import select_nodes
 from drydock_api.nodes.inventory import Inventory
+from drydock_api.nodes.service import NodeService
 from drydock_api.nodes.validation import validate_design
+
+BOOLS = {"true": True, "false": False}
+
+
+def bool_param(req: falcon.Request, name: str) -> bool | None:
+    raw = req.get_param(name)
+    if raw is None:
+        return None
+    if raw.lower() not in BOOLS:
+        raise ValidationFailed(f"Invalid query parameter {name}", messages=[validation_message(
+            f"{name} must be true or false, not {raw!r}", name="QueryParameter")])
+    return BOOLS[raw.lower()]
 
 
 class NodesResource:
@@ -26,34 +40,50 @@ class NodesResource:
 
     @authorize("drydock:list_nodes")
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self._inventory.nodes(req.context.berth, req.get_param("design_ref"))
+        retired = bool_param(req, "retired")
+        resp.media = self._inventory.nodes(req.context.berth, req.get_param("design_ref"),
+                                           retired=retired)
 
 
 class NodeResource:
-    def __init__(self, inventory: Inventory) -> None:
+    def __init__(self, inventory: Inventory, service: NodeService) -> None:
         self._inventory = inventory
+        self._service = service
 
     @authorize("drydock:get_node")
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         resp.media = self._inventory.node(req.context.berth, name, req.get_param("design_ref"))
 
+    @authorize("drydock:update_node")
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        body = read_json_object(req)
+        resp.media = self._service.retire(req.context.berth, name, body,
+                                          req.get_param("design_ref"))
+
 
 class NodeFilterResource:
-    def __init__(self, designs: Callable[[Any, RequestContext], Design]) -> None:
+    def __init__(self, designs: Callable[[Any, RequestContext], Design],
+                 nodes: NodeStore) -> None:
         self._designs = designs
+        self._nodes = nodes
 
     @authorize("drydock:node_filter")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
-        unknown = [k for k in body if k not in ("design_ref", "node_filter")]
-        if unknown or "design_ref" not in body:
+        fields = ("design_ref", "node_filter", "exclude_retired")
+        problems = [f"unknown field {k!r}" for k in body if k not in fields]
+        problems += [] if "design_ref" in body else ["design_ref is required"]
+        exclude = body.get("exclude_retired", False)
+        problems += [] if isinstance(exclude, bool) else ["exclude_retired must be a boolean"]
+        if problems:
             raise ValidationFailed("Invalid node filter request", messages=[
-                validation_message(p, name="NodeFilterRequest")
-                for p in [f"unknown field {k!r}" for k in unknown]
-                + ([] if "design_ref" in body else ["design_ref is required"])])
+                validation_message(p, name="NodeFilterRequest") for p in problems])
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
-        resp.media = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
+        names = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
+        if exclude:
+            names = [n for n in names if not self._nodes.retired(n)[0]]
+        resp.media = names
 
 
 class ValidateDesignResource:

@@ -1,0 +1,145 @@
+"""The reboot reconciler (spec 004): drives each node with reboot requests, one step per pass.
+
+Per node, with `pending` = pending_reboot_since and `last` = last_powered_on:
+- requests exist, the node is on, and pending is empty or earlier than last → pending = now;
+- while pending is later than last, the node is powered off (hard if any request is hard,
+  else graceful, forced after `soft_timeout`), whatever the node's desired power state;
+- once off, the unkeyed request is removed; when no request remains and the node should be on
+  (not torn down), it is powered on, and last = the time it was seen on again.
+Phases are kept in the node row (`shutdown_mode`: soft | hard | off | on), so any replica can
+continue; a node lease makes exactly one replica act on a node. Nodes in an active
+prepare/deploy/destroy task are left alone until the task ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import BerthError
+from drydock_api.db.models import NodeRecord
+from drydock_api.db.nodes import NodeStore
+from drydock_api.drivers.ports import OobDriver
+from drydock_api.nodes.design import BmcAccess, Design
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RebootSettings:
+    interval: float = 2.0
+    lease_seconds: float = 30.0
+    soft_timeout: float = 60.0
+
+
+class RebootReconciler:
+    def __init__(self, nodes: NodeStore, oob: OobDriver,
+                 designs: Callable[[Any, RequestContext], Design],
+                 latest_ref: Callable[[], Any], settings: RebootSettings, owner: str,
+                 clock: Callable[[], float]) -> None:
+        self._nodes = nodes
+        self._oob = oob
+        self._designs = designs
+        self._latest_ref = latest_ref
+        self.settings = settings
+        self.owner = owner
+        self._clock = clock
+        self.stopping = threading.Event()
+
+    def pass_once(self) -> int:
+        """One step on every node that needs one; returns how many nodes were acted on."""
+        acted = 0
+        for name in self._nodes.to_reconcile():
+            if self._nodes.busy(name):
+                continue
+            if not self._nodes.claim(name, self.owner, self.settings.lease_seconds):
+                continue
+            try:
+                done = self.step(name)
+                acted += 1
+            except BerthError as exc:
+                LOG.warning("Reboot of %s: %s (retrying next pass)", name, exc.message)
+                continue
+            if done:
+                self._nodes.release(name, self.owner)
+        return acted
+
+    def _bmc(self, record: NodeRecord) -> BmcAccess | None:
+        ref = record.design_ref or self._latest_ref()
+        if not ref:
+            return None
+        node = self._designs(ref, RequestContext()).nodes.get(record.name)
+        return node.bmc if node else None
+
+    def step(self, name: str) -> bool:
+        """Advance one node by one step; True when it has nothing left to do."""
+        record = self._nodes.get(name)
+        if record is None:
+            return True
+        bmc = self._bmc(record)
+        if bmc is None:
+            LOG.warning("Reboot of %s: no usable oob access in the design", name)
+            return False
+        power = self._oob.power_state(bmc)
+        now = self._clock()
+        requests = self._nodes.reboots(name)
+        values: dict[str, Any] = {"power_state": power}
+        pending, last = record.pending_reboot_since, record.last_powered_on
+        rebooting = pending is not None and (last is None or pending > last)
+        if requests and power == "on" and not rebooting:
+            pending, rebooting = now, True
+            values.update(pending_reboot_since=now, shutdown_mode=None, shutdown_started=None)
+            record.shutdown_mode = None
+        if not rebooting:
+            self._nodes.update(name, **values)
+            return not requests
+        done = self._advance(name, record, bmc, power, now, requests, values)
+        self._nodes.update(name, **values)
+        return done
+
+    def _advance(self, name: str, record: NodeRecord, bmc: BmcAccess, power: str,
+                 now: float, requests: list[Any], values: dict[str, Any]) -> bool:
+        phase, started = record.shutdown_mode, record.shutdown_started or now
+        if phase == "on" and power == "on":
+            values.update(last_powered_on=now, shutdown_mode=None, shutdown_started=None)
+            LOG.info("Reboot of %s: powered on again", name)
+            return not requests
+        if phase in (None, "soft", "hard") and power != "off":
+            hard = any(r.mode == "hard" for r in requests)
+            if phase is None:
+                self._oob.power_off(bmc, graceful=not hard)
+                values.update(shutdown_mode="hard" if hard else "soft", shutdown_started=now)
+                LOG.info("Reboot of %s: %s power off requested", name,
+                         "forced" if hard else "graceful")
+            elif phase == "soft" and (hard or now - started >= self.settings.soft_timeout):
+                self._oob.power_off(bmc, graceful=False)
+                values.update(shutdown_mode="hard", shutdown_started=now)
+                LOG.info("Reboot of %s: graceful shutdown did not finish, forcing off", name)
+            return False
+        if phase in (None, "soft", "hard"):
+            phase = "off"
+            values.update(shutdown_mode="off", shutdown_started=now)
+            if not record.torn_down:
+                self._nodes.delete_reboot(name, "")
+        if self._nodes.reboots(name) or record.torn_down:
+            return False  # held off until every keyed request is released
+        if power == "on":
+            values.update(last_powered_on=now, shutdown_mode=None, shutdown_started=None)
+            LOG.info("Reboot of %s: powered on again", name)
+            return True
+        if phase == "off" or now - started >= self.settings.soft_timeout:
+            self._oob.power_on(bmc)
+            values.update(shutdown_mode="on", shutdown_started=now)
+        return False
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.pass_once()
+            except Exception:
+                LOG.exception("Reboot reconciler pass failed")
+            self.stopping.wait(self.settings.interval)

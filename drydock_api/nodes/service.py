@@ -1,0 +1,137 @@
+"""Node operations of the API: retirement (spec 003), provide, reboot requests (spec 004)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import Conflict, NotFound, ValidationFailed
+from common.status import validation_message
+from drydock_api.db.models import RebootRow
+from drydock_api.db.nodes import NodeStore
+from drydock_api.nodes.inventory import Inventory
+
+AVAILABLE = ("Ready", "Allocated")
+MODES = ("soft", "hard")
+MAX_KEY = 255
+
+
+class NodeRetired(Conflict):
+    reason, title = "NodeRetired", "The node is retired"
+
+
+class InvalidNodeState(Conflict):
+    reason, title = "InvalidNodeState", "Not allowed in the node's current state"
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()
+
+
+def _invalid(what: str, problems: list[str]) -> ValidationFailed:
+    return ValidationFailed(f"Invalid {what}", messages=[
+        validation_message(p, name=what.replace(" ", "")) for p in problems])
+
+
+def check_retire_body(body: dict[str, Any]) -> list[str]:
+    problems = [f"unknown field {k!r}" for k in body if k not in ("retired", "retired_reason")]
+    retired, reason = body.get("retired"), body.get("retired_reason")
+    if "retired" not in body:
+        problems.append("retired is required (true or false)")
+    elif not isinstance(retired, bool):
+        problems.append("retired must be true or false")
+    if reason is not None and not isinstance(reason, str):
+        problems.append("retired_reason must be a string")
+    if "retired_reason" in body and retired is not True:
+        problems.append("retired_reason is only allowed with retired: true")
+    return problems
+
+
+def check_reboot_body(body: dict[str, Any]) -> list[str]:
+    problems = [f"unknown field {k!r}" for k in body if k not in ("mode", "key", "value")]
+    if body.get("mode", "soft") not in MODES:
+        problems.append(f"mode must be soft or hard, not {body.get('mode')!r}")
+    key = body.get("key")
+    if key is not None and not (isinstance(key, str) and 0 < len(key) <= MAX_KEY
+                                and "/" not in key):
+        problems.append(f"key must be a string of 1 to {MAX_KEY} characters without '/'")
+    return problems
+
+
+class NodeService:
+    """Domain side of PATCH /nodes/{name}, provide and reboot requests."""
+
+    def __init__(self, inventory: Inventory, nodes: NodeStore) -> None:
+        self._inventory = inventory
+        self._nodes = nodes
+
+    def _view(self, ctx: RequestContext, name: str, design_ref: Any) -> dict[str, Any]:
+        return self._inventory.node(ctx, name, design_ref)
+
+    def retire(self, ctx: RequestContext, name: str, body: dict[str, Any],
+               design_ref: Any) -> dict[str, Any]:
+        problems = check_retire_body(body)
+        if problems:
+            raise _invalid("retirement request", problems)
+        view = self._view(ctx, name, design_ref)
+        record = self._nodes.get(name)
+        torn_down = bool(record and record.torn_down)
+        if body["retired"] and view["maas_status"] in AVAILABLE and not torn_down:
+            raise InvalidNodeState(
+                f"Node {name} is available for deployment (MAAS {view['maas_status']}): "
+                f"tear it down (destroy_nodes) before retiring it")
+        self._nodes.update(name, retired=body["retired"],
+                           retired_reason=body.get("retired_reason") if body["retired"]
+                           else None)
+        return self._view(ctx, name, design_ref)
+
+    def provide(self, ctx: RequestContext, name: str, design_ref: Any) -> dict[str, Any]:
+        self._view(ctx, name, design_ref)
+        record = self._nodes.get(name)
+        if record is not None and record.retired:
+            raise NodeRetired(f"Node {name} is retired; unretire it (PATCH retired: false) "
+                              f"before providing it")
+        if record is None or not record.torn_down:
+            raise InvalidNodeState(f"Node {name} is not torn down: nothing to provide")
+        self._nodes.update(name, torn_down=False)
+        return self._view(ctx, name, design_ref)
+
+    def add_reboot(self, ctx: RequestContext, name: str, body: dict[str, Any],
+                   design_ref: Any) -> tuple[dict[str, Any], bool]:
+        problems = check_reboot_body(body)
+        if problems:
+            raise _invalid("reboot request", problems)
+        self._view(ctx, name, design_ref)
+        record = self._nodes.get(name)
+        if record is not None and record.torn_down:
+            raise InvalidNodeState(f"Node {name} is torn down: there is nothing to reboot")
+        key = str(body.get("key") or "")
+        existed = any(r.key == key for r in self._nodes.reboots(name))
+        self._nodes.add_reboot(name, key, str(body.get("mode", "soft")), body.get("value"),
+                               ctx.end_user or ctx.user, design_ref)
+        return self.reboots(ctx, name, design_ref, check=False), not existed
+
+    def reboots(self, ctx: RequestContext, name: str, design_ref: Any,
+                check: bool = True) -> dict[str, Any]:
+        if check:
+            self._view(ctx, name, design_ref)
+        record = self._nodes.get(name)
+        return {
+            "node": name,
+            "requests": [_request(r) for r in self._nodes.reboots(name)],
+            "power_state": record.power_state if record else None,
+            "pending_reboot_since": iso(record.pending_reboot_since) if record else None,
+            "last_powered_on": iso(record.last_powered_on) if record else None,
+        }
+
+    def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: Any) -> None:
+        self._view(ctx, name, design_ref)
+        if not self._nodes.delete_reboot(name, key):
+            raise NotFound(f"Node {name} has no reboot request with key {key!r}",
+                           reason="RebootRequestNotFound")
+
+
+def _request(row: RebootRow) -> dict[str, Any]:
+    return {"key": row.key or None, "mode": row.mode, "value": row.value,
+            "created": iso(row.created), "created_by": row.created_by}
