@@ -105,3 +105,6 @@ def dd_env(dd_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield Env(dd_site, api.url, tokens["admin"], f"file://{work}/design.yaml", work)
     finally:
         api.stop()
+
+
+from tests.integration.drydock.lifecycle import lc_env  # noqa: E402,F401

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.drydock.lifecycle import LifecycleEnv, lc_env  # noqa: F401
+from tests.integration.drydock.lifecycle import LifecycleEnv
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,19 @@ from typing import Any
 import falcon.testing
 import pytest
 
-from tests.unit.drydock.test_api import ADMIN, api, post, run_all  # noqa: F401
+from drydock_api.app import Deps, create_app
+from tests.unit.drydock.conftest import Site, SiteFactory, make_conf
+from tests.unit.drydock.test_api import TOKENS, post, run_all
 
 P = "/api/v1.0"
+
+
+@pytest.fixture
+def api(make_site: SiteFactory, tmp_path: Any) -> tuple[falcon.testing.TestClient, Site]:
+    site = make_site(["n1", "n2", "n3"])
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    return falcon.testing.TestClient(app), site
 
 
 def patch(client: falcon.testing.TestClient, site: Any, name: str, body: Any,
