@@ -40,16 +40,27 @@ def node_names_filter(nodes: list[str]) -> dict[str, Any]:
             "filter_set": [{"filter_type": "union", "node_names": list(nodes)}]}
 
 
+def _truth(value: Any) -> bool | None:
+    """A readiness flag given as a boolean or as a condition status ("True"/"False")."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "unknown"):
+        return value.lower() == "true"
+    return None
+
+
 def node_ready(status: Mapping[str, Any] | None) -> bool:
     """Whether Promenade's view of a Kubernetes node says it is Ready."""
     if not status:
         return False
-    if isinstance(status.get("ready"), bool):
-        return bool(status["ready"])
+    flags = [status.get("ready")]
     for key in ("kubelet", "kubernetes"):
         inner_view = status.get(key)
-        if isinstance(inner_view, Mapping) and isinstance(inner_view.get("ready"), bool):
-            return bool(inner_view["ready"])
+        if isinstance(inner_view, Mapping):
+            flags.append(inner_view.get("ready"))
+    for flag in flags:
+        if _truth(flag) is not None:
+            return bool(_truth(flag))
     inner = status.get("status")
     conditions = inner.get("conditions") if isinstance(inner, Mapping) else None
     for cond in conditions or status.get("conditions") or []:

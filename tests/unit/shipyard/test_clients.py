@@ -113,6 +113,8 @@ def test_missing_task_is_not_found() -> None:
 
 @pytest.mark.parametrize(("view", "ready"), [
     ({"kubelet": {"ready": True}}, True), ({"kubelet": {"ready": False}}, False),
+    ({"kubelet": {"ready": "True"}}, True), ({"kubelet": {"ready": "False"}}, False),
+    ({"kubelet": {"ready": "Unknown"}}, False),
     ({"ready": True}, True), ({"status": {"conditions": [{"type": "Ready",
                                                          "status": "True"}]}}, True),
     ({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, False),
