@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from typing import Any
@@ -115,12 +116,28 @@ def apply_chassis(model: SiteModel, node: NodeSpec, directive: int) -> None:
 
 class _Listener:
     """pyghmi dispatches every server socket from one process-wide queue, so all sites of a
-    process share one thread that pumps it (started by the first user, stopped by the last)."""
+    process share one thread that pumps it (started by the first user, stopped by the last).
+
+    pyghmi wakes its select() loop by sending a byte to `iosockets[0]`, which would be the
+    first BMC's socket: once that BMC closed (a site stopped), wake-ups went to a socket the
+    loop no longer watched, and every BMC of the process stopped answering until select()'s
+    300 s timeout. An anchor socket that is never closed is kept at `iosockets[0]`.
+    """
 
     lock = threading.Lock()
     users = 0
     stop = threading.Event()
     thread: threading.Thread | None = None
+    anchor: socket.socket | None = None
+
+    @classmethod
+    def ensure_anchor(cls) -> None:
+        """Put the process's wake-up socket first in pyghmi's socket list (once)."""
+        with cls.lock:
+            if cls.anchor is None:
+                cls.anchor = _wake_socket()
+            if cls.anchor not in ipmisession.iosockets:
+                ipmisession.iosockets.insert(0, cls.anchor)
 
     @classmethod
     def acquire(cls) -> None:
@@ -154,10 +171,27 @@ class _Listener:
                 continue
 
 
+def _wake_socket() -> socket.socket:
+    """A socket pyghmi's `_io_wait` can reach at (`myself`, its port)."""
+    me = ipmisession.myself
+    if me is None:
+        ipmisession.myself = me = "127.0.0.1"
+    if ":" in me:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(("::1" if me == "::1" else "::", 0))
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((me, 0))
+    return sock
+
+
 class PyghmiBmcs:
     """Every pyghmi BMC of a site, served by the process's IPMI listener thread."""
 
     def __init__(self, model: SiteModel, nodes: list[tuple[NodeSpec, int]]) -> None:
+        if nodes:
+            _Listener.ensure_anchor()
         self.bmcs = [SiteIpmiBmc(model, node, port) for node, port in nodes]
         self._started = False
 

@@ -16,10 +16,10 @@ from tests.support.procs import Proc, wait_until
 from tests.support.services import ServiceProcess, write_conf, write_tokens
 
 pytestmark = pytest.mark.slow
-# ipmi-b is an OpenIPMI ipmi_sim BMC. The pyghmi-based BMCs of sitesim sometimes refuse new
-# sessions for a while after a client process died mid-session while another process holds
-# a session to a sibling BMC, which would fail the node for a reason unrelated to takeover.
-NODES = ["rf-f", "rf-g", "rf-i", "rf-j", "ipmi-b"]
+# ipmi-b is an OpenIPMI ipmi_sim BMC, ipmi-c a pyghmi-based one (sitesim keeps a wake-up
+# socket of its own first in pyghmi's socket list, so BMCs keep answering after other sites
+# of the test process stopped).
+NODES = ["rf-f", "rf-g", "rf-i", "rf-j", "ipmi-b", "ipmi-c"]
 BIN = Path(sys.executable).parent
 
 
