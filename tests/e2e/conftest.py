@@ -18,11 +18,6 @@ def drydock_can(*actions: str) -> bool:
     return all(a in implemented for a in actions)
 
 
-REDEPLOY_READY = drydock_can("prepare_nodes", "deploy_nodes")
-NOT_REDEPLOYED = ("Drydock does not implement prepare_nodes/deploy_nodes yet: the teardown "
-                  "half was verified, the redeploy half is not")
-
-
 @pytest.fixture
 def faults(berth: Berth) -> Iterator[Any]:
     """Inject simulator faults; all are cleared afterwards."""
