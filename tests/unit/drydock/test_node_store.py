@@ -1,0 +1,74 @@
+"""Node records on SQLite and PostgreSQL: retirement, reboot requests, node leases, teardown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from drydock_api import db
+from drydock_api.db.nodes import NodeStore
+from drydock_api.db.store import TaskStore
+from tests.unit.drydock.conftest import FakeClock
+from tests.unit.drydock.test_store import clock, create, db_url  # noqa: F401
+
+
+@pytest.fixture
+def nodes(db_url: str, clock: FakeClock) -> Iterator[tuple[NodeStore, TaskStore]]:  # noqa: F811
+    db.upgrade(db_url)
+    tasks = TaskStore(db.make_engine(db_url), clock=clock)
+    yield NodeStore(tasks.sessions, clock), tasks
+    tasks.engine.dispose()
+
+
+def test_retirement_round_trip(nodes):
+    store, _ = nodes
+    assert store.retired("n1") == (False, None)
+    store.retire("n1", "end of life")
+    assert store.retired("n1") == (True, "end of life")
+    store.update("n1", retired=False, retired_reason=None)
+    assert store.retired("n1") == (False, None)
+
+
+def test_reboot_requests_replace_by_key_and_teardown_clears_them(nodes, clock):  # noqa: F811
+    store, _ = nodes
+    store.add_reboot("n1", "", "soft", None, "admin", "file:///d.yaml")
+    store.add_reboot("n1", "a", "soft", {"uid": 1}, "admin", None)
+    store.add_reboot("n1", "a", "hard", {"uid": 2}, "admin", None)
+    rows = store.reboots("n1")
+    assert [(r.key, r.mode, r.value) for r in rows] == [("", "soft", None),
+                                                        ("a", "hard", {"uid": 2})]
+    assert store.get("n1").design_ref == "file:///d.yaml"
+    assert store.to_reconcile() == ["n1"]
+    store.update("n1", pending_reboot_since=clock())
+    assert store.clear_reboots("n1") == 2
+    assert store.reboots("n1") == [] and store.get("n1").pending_reboot_since is None
+    assert store.to_reconcile() == []
+
+
+def test_a_pending_reboot_is_reconciled_until_powered_on_again(nodes, clock):  # noqa: F811
+    store, _ = nodes
+    store.update("n1", pending_reboot_since=clock())
+    assert store.to_reconcile() == ["n1"]
+    clock.advance(1)
+    store.update("n1", last_powered_on=clock())
+    assert store.to_reconcile() == []
+
+
+def test_node_lease_is_exclusive_until_it_expires(nodes, clock):  # noqa: F811
+    store, _ = nodes
+    assert store.claim("n1", "a", 10)
+    assert store.claim("n1", "a", 10)  # renewal by the holder
+    assert not store.claim("n1", "b", 10)
+    clock.advance(11)
+    assert store.claim("n1", "b", 10)
+    store.release("n1", "b")
+    assert store.claim("n1", "a", 10)
+
+
+def test_busy_sees_active_power_tasks_only(nodes):
+    store, tasks = nodes
+    create(tasks, ["n1"], action="relabel_nodes")
+    assert store.busy("n1") is None
+    row, _ = create(tasks, ["n2"], action="deploy_nodes")
+    assert store.busy("n2") == row.id
