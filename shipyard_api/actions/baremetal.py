@@ -22,7 +22,7 @@ from shipyard_api.documents.validation import shipyard_checks
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.model import strategy_document, strategy_of
 from shipyard_api.strategy.order import CircularDependency
-from shipyard_api.strategy.progress import DEPLOY, Call, Deployment, group_summary
+from shipyard_api.strategy.progress import DEPLOY, SUCCESS, Call, Deployment, group_summary
 from shipyard_api.strategy.selectors import node_filter, without_retired
 from shipyard_api.workflow.definitions import StepContext
 from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
@@ -165,7 +165,8 @@ def _finish(ctx: StepContext, deployment: Deployment) -> Outcome:
     failed_groups = [g for g, s in deployment.status.items() if s == "failed"]
     note = (f"All {len(deployment.order)} group(s) succeeded" if not failed_groups else
             f"Non-critical group(s) failed: {', '.join(failed_groups)}")
-    return done({"nodes": deployment.nodes}, details=report, note=note)
+    deployed = [n for n, s in deployment.nodes.items() if s == SUCCESS]
+    return done({"nodes": deployment.nodes, "deployed": deployed}, details=report, note=note)
 
 
 def _report(deployment: Deployment, task_id: str | None) -> dict[str, Any]:
