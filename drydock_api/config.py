@@ -77,6 +77,8 @@ REBOOT_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("soft_timeout", default=60.0, min=0.0,
                  help="Seconds a soft reboot waits for a graceful shutdown before forcing "
                       "power off."),
+    cfg.FloatOpt("power_on_retry", default=30.0, min=0.01,
+                 help="Seconds after which a power on that did not happen is requested again."),
 ]
 
 OPTS: list[tuple[str, list[cfg.Opt]]] = [

@@ -157,7 +157,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     reconciler = RebootReconciler(
         nodes, oob, loader.design, store.latest_design_ref,
         RebootSettings(interval=conf.reboot.interval, lease_seconds=conf.reboot.lease_seconds,
-                       soft_timeout=conf.reboot.soft_timeout),
+                       soft_timeout=conf.reboot.soft_timeout,
+                       power_on_retry=conf.reboot.power_on_retry),
         f"{conf.worker.owner or default_owner()}-reboots", clock)
     return Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
                    orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,

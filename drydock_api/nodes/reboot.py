@@ -34,6 +34,7 @@ class RebootSettings:
     interval: float = 2.0
     lease_seconds: float = 30.0
     soft_timeout: float = 60.0
+    power_on_retry: float = 30.0
 
 
 class RebootReconciler:
@@ -131,7 +132,7 @@ class RebootReconciler:
             values.update(last_powered_on=now, shutdown_mode=None, shutdown_started=None)
             LOG.info("Reboot of %s: powered on again", name)
             return True
-        if phase == "off" or now - started >= self.settings.soft_timeout:
+        if phase == "off" or now - started >= self.settings.power_on_retry:
             self._oob.power_on(bmc)
             values.update(shutdown_mode="on", shutdown_started=now)
         return False

@@ -27,7 +27,7 @@ def drydock_sections(site: Site, work: Path, **over: dict[str, Any]) -> dict[str
         "logging": {"json": "false", "level": "INFO"},
         "maas": {"url": site.urls["maas"], "api_key": site.spec.maas_api_key,
                  "timeout": 5, "retries": 1, "backoff": 0.01},
-        "oob": {"poll_interval": 0.02, "graceful_timeout": 0.5, "power_timeout": 10,
+        "oob": {"poll_interval": 0.02, "graceful_timeout": 2.0, "power_timeout": 10,
                 "request_timeout": 1.0, "retries": 0},
         "steps": {"maas_poll_interval": 0.02, "step_retry_delay": 0.01,
                   "release_timeout": 15, "step_retries": 1},
