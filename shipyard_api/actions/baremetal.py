@@ -116,7 +116,14 @@ def _poll(ctx: StepContext, deployment: Deployment,
     """None once the call is settled; a RetryAfter while its task still runs."""
     call = Call(pending["group"], pending["phase"], tuple(pending["nodes"]))
     task_id = str(pending["task_id"])
-    task = _drydock(ctx).get_task(task_id, ctx=ctx.request_context())
+    interval = _config(ctx, PHASE_CONFIG[call.phase][0])
+    try:
+        task = _drydock(ctx).get_task(task_id, ctx=ctx.request_context())
+    except BerthError as exc:
+        if not exc.instance_retry or ctx.now >= float(pending["deadline"]):
+            raise
+        return retry_after(interval, note=f"Drydock task {task_id} unreadable for now: "
+                           f"{exc.message}", details=_report(deployment, task_id))
     if str(task.get("status")) in FINISHED:
         result = task.get("result") if isinstance(task.get("result"), dict) else {}
         deployment.record(call, [str(n) for n in (result or {}).get("successes") or []])
@@ -126,7 +133,6 @@ def _poll(ctx: StepContext, deployment: Deployment,
         deployment.record_failure(call, f"Drydock {call.action} task {task_id} did not "
                                   f"finish within {limit:g} s")
         return None
-    interval = _config(ctx, PHASE_CONFIG[call.phase][0])
     return retry_after(interval, details=_report(deployment, task_id))
 
 

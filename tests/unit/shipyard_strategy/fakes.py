@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.context import RequestContext
+from common.errors import ServiceUnavailable
 from drydock_api.nodes.design import NodeDef
 from drydock_api.nodes.filters import select_nodes
 from shipyard_api.clients.fakes import FakeDrydock
@@ -77,3 +78,16 @@ class RefusingStrategyDrydock(StrategyDrydock):
             self.refused += 1
             raise self.error
         return super().create_task(action, design_ref, node_filter, options, ctx=ctx, key=key)
+
+
+@dataclass
+class UnreadableStrategyDrydock(StrategyDrydock):
+    """Answers the first `unreadable` task reads with 503 (Drydock restarting)."""
+
+    unreadable: int = 3
+
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        if self.unreadable:
+            self.unreadable -= 1
+            raise ServiceUnavailable("Drydock is restarting")
+        return super().get_task(task_id, ctx=ctx)

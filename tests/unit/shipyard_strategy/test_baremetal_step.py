@@ -24,6 +24,7 @@ from tests.unit.shipyard_strategy.fakes import (
     CrashingStrategyDrydock,
     RefusingStrategyDrydock,
     StrategyDrydock,
+    UnreadableStrategyDrydock,
 )
 
 SITE_FILE = ROOT / "etc" / "sites" / "strategy-example.yaml"
@@ -242,3 +243,11 @@ def test_a_transient_drydock_error_is_retried(harness: Harness) -> None:
     assert view["state"] == "complete" and fake.refused == 1
     assert step["failures"] == 1
     assert len(fake.sent("prepare_nodes")) == 11
+
+
+def test_task_reads_failing_for_a_while_do_not_fail_the_step(harness: Harness) -> None:
+    fake = UnreadableStrategyDrydock(site=example_nodes(), unreadable=5)
+    harness.services.drydock = harness.drydock = fake
+    view, step = run(harness)
+    assert view["state"] == "complete" and step["failures"] == 0
+    assert any("unreadable for now" in n["message"] for n in step["notes"])
