@@ -72,3 +72,19 @@ def test_busy_sees_active_power_tasks_only(nodes):
     assert store.busy("n1") is None
     row, _ = create(tasks, ["n2"], action="deploy_nodes")
     assert store.busy("n2") == row.id
+
+
+def test_migration_keeps_existing_node_rows_unretired_and_not_torn_down(db_url):  # noqa: F811
+    from sqlalchemy import text
+
+    db.upgrade(db_url, "0001")
+    engine = db.make_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO nodes (name, retired, updated) VALUES "
+                          "('old', false, 1.0)"))
+    db.upgrade(db_url)
+    store = NodeStore(TaskStore(engine).sessions, lambda: 2.0)
+    row = store.get("old")
+    assert row is not None and row.torn_down is False and row.retired is False
+    assert row.pending_reboot_since is None and store.reboots("old") == []
+    engine.dispose()
