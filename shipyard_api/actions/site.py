@@ -7,13 +7,13 @@ from typing import Any
 
 from common.errors import Conflict
 from common.status import simple_message
-from shipyard_api.actions import steps
+from shipyard_api.actions import baremetal, steps
 from shipyard_api.actions.design import node_names
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import DocumentsPort, services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
-from shipyard_api.workflow.outcomes import Outcome, StepPolicy
+from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done
 
 SITE_PARAMS = ("allow-intermediate-commits",)
 
@@ -55,7 +55,13 @@ def prepare_relabel(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepare
 
 
 def relabel_nodes(ctx: StepContext) -> Outcome:
+    """Relabel the target nodes (all when none); after a baremetal step, the nodes it deployed."""
     targets = ctx.parameters.get("target_nodes")
+    baremetal_output = ctx.output("baremetal")
+    if "deployed" in baremetal_output:
+        targets = list(baremetal_output["deployed"])
+        if not targets:
+            return done(note="No node was deployed; nothing to relabel")
     node_filter = node_names_filter(list(targets)) if targets else None
     return steps.drydock_task(ctx, "relabel_nodes", node_filter, {},
                               steps.config_value(ctx, "physical_provisioner",
@@ -68,12 +74,15 @@ def relabel_policy(ctx: StepContext) -> StepPolicy:
 
 
 def site_definition(name: str) -> ActionDefinition:
-    """deploy_site / update_site; the strategy-driven baremetal step goes after validation."""
+    """deploy_site / update_site: preflight, intermediate-commit check, design validation,
+    the strategy-driven baremetal step, relabel; the revision is tagged at the end."""
     return ActionDefinition(name, [
         StepDef("preflight", steps.preflight, steps.preflight_policy),
         StepDef("intermediate_commit_check", steps.intermediate_commits,
                 steps.preflight_policy),
         StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
+        StepDef("validate_design", baremetal.validate_design, steps.preflight_policy),
+        StepDef("baremetal", baremetal.baremetal, baremetal.baremetal_policy),
         StepDef("relabel_nodes", relabel_nodes, relabel_policy),
     ], prepare_site, steps.tag_site_action)
 

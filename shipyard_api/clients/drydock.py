@@ -47,3 +47,10 @@ class DrydockClient:
         params = {"design_ref": design_ref} if design_ref else None
         result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params)
         return [dict(n) for n in result or []]
+
+    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
+                     ctx: RequestContext) -> list[str]:
+        """Names of the design's nodes a node filter selects (Drydock's POST /nodefilter)."""
+        result = self._client.request("POST", f"{P}/nodefilter", ctx=ctx, json_body={
+            "design_ref": design_ref, "node_filter": node_filter})
+        return [str(n) for n in result or []]

@@ -141,6 +141,12 @@ class FakeDrydock:
         self.calls.append(Call("nodes", None, design_ref, ctx.marker))
         return [dict(n) for n in self.node_list]
 
+    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
+                     ctx: RequestContext) -> list[str]:
+        self.calls.append(Call("nodefilter", None, design_ref, ctx.marker))
+        named = _filter_nodes(node_filter)  # only node_names filters are understood here
+        return named or [str(n.get("hostname")) for n in self.node_list]
+
     def created(self, action: str, node: str | None = None) -> int:
         """How many distinct tasks of `action` (for `node`) were created."""
         return sum(1 for t in self.tasks.values()

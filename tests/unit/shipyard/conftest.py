@@ -61,7 +61,11 @@ class Harness:
         self.api = ActionService(self.store, definitions(), self.docs, clock=self.clock)
 
     def commit(self, docs: list[dict[str, Any]] | None = None, *, tag: str | None = None) -> int:
-        rev = self.docs.commit(docs or design())
+        docs = docs or design()
+        rev = self.docs.commit(docs)
+        self.drydock.node_list = [  # Drydock knows the design's nodes, all deployed
+            {"hostname": d["metadata"]["name"], "maas_status": "Deployed", "power_state": "on",
+             "retired": False} for d in docs if d["schema"] == "drydock/BaremetalNode/v1"]
         if tag:
             self.docs.add_tag(rev, tag, {"dag_id": "earlier"})
         return rev

@@ -167,16 +167,16 @@ def status_api(harness: Harness, tmp_path: Path) -> tuple[falcon.testing.TestCli
     conf = config.load(str(tmp_path / "shipyard.conf"))
     statuses = SiteStatuses(harness.drydock, harness.docs, "http://shipyard")
     app = create_app(conf, Deps(actions=harness.api, site_statuses=statuses))
-    harness.drydock.node_list = [
-        {"hostname": "node01", "maas_status": "Deployed", "power_state": "on", "retired": False},
-        {"hostname": "node02", "maas_status": None, "power_state": "off", "retired": True,
-         "power_error": None}]
     return falcon.testing.TestClient(app), tokens
 
 
 def test_site_statuses_list_provisioning_and_power(status_api: Any, harness: Harness) -> None:
     client, tokens = status_api
     rev = harness.commit()
+    harness.drydock.node_list = [
+        {"hostname": "node01", "maas_status": "Deployed", "power_state": "on", "retired": False},
+        {"hostname": "node02", "maas_status": None, "power_state": "off", "retired": True,
+         "power_error": None}]
     h = {"X-Auth-Token": tokens["reader"]}
     body = client.simulate_get(f"{P}/site_statuses", headers=h).json
     assert body["nodes-provision-status"] == [

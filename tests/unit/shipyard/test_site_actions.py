@@ -19,13 +19,15 @@ def test_successful_site_action_tags_the_revision_with_its_id(harness: Harness,
     view = harness.drive(action["id"])
     assert view["state"] == "complete"
     assert (rev, "site-action-success", {"dag_id": action["id"]}) in harness.docs.tag_log
+    actions = [t["action"] for t in harness.drydock.tasks.values()]
+    assert actions == ["prepare_nodes", "deploy_nodes", "relabel_nodes"]
     relabel = [t for t in harness.drydock.tasks.values() if t["action"] == "relabel_nodes"]
-    assert relabel[0]["node_filter"] is None  # every node of the site
+    assert relabel[0]["nodes"] == ["node01", "node02", "node03"]  # every deployed node
 
 
 def test_failure_after_validation_tags_site_action_failure(harness: Harness) -> None:
-    rev = harness.commit()
     harness.services.drydock = harness.drydock = FailingRelabel()
+    rev = harness.commit()
     action = harness.create("deploy_site")
     view = harness.drive(action["id"])
     assert view["state"] == "failed"
@@ -113,3 +115,20 @@ class FailingRelabel(FakeDrydock):
         if task["action"] == "relabel_nodes" and task["status"] == "complete":
             task["result"] = {"status": "failure"}
         return task
+
+
+def test_site_relabel_follows_the_nodes_the_baremetal_step_deployed(harness: Harness) -> None:
+    from shipyard_api.actions.site import relabel_nodes
+    from shipyard_api.workflow.definitions import StepContext
+
+    def ctx(outputs: dict[str, Any]) -> StepContext:
+        return StepContext(
+            action_id="A", action_name="deploy_site", parameters={}, marker="m", user=None,
+            revision_id=1, step_id="relabel_nodes", name="relabel_nodes", node=None, attempt=1,
+            memo={}, outputs={"resolve_design": {"design_ref": "ref", "config": {}},
+                              **outputs}, services=harness.services, now=0.0)
+
+    assert "nothing to relabel" in relabel_nodes(ctx({"baremetal": {"deployed": []}})).note
+    assert harness.drydock.tasks == {}
+    relabel_nodes(ctx({"baremetal": {"deployed": ["node02", "node03"]}}))
+    assert next(iter(harness.drydock.tasks.values()))["nodes"] == ["node02", "node03"]
