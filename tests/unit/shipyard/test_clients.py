@@ -121,3 +121,17 @@ def test_missing_task_is_not_found() -> None:
     (None, False), ({}, False)])
 def test_node_ready_reads_promenade_views(view: Any, ready: bool) -> None:
     assert node_ready(view) is ready
+
+
+def test_select_nodes_posts_the_filter_and_returns_names() -> None:
+    http, session = client({("POST", "/api/v1.0/nodefilter"): (200, ["n1", "n2"])})
+    names = DrydockClient(http).select_nodes("ref", node_names_filter(["n1", "n2"]),
+                                             ctx=RequestContext())
+    assert names == ["n1", "n2"]
+    assert json.loads(session.sent[0]["data"])["design_ref"] == "ref"
+
+
+def test_nodes_asks_for_the_design_when_given() -> None:
+    http, session = client({("GET", "/api/v1.0/nodes"): (200, [{"hostname": "n1"}])})
+    assert DrydockClient(http).nodes("ref", ctx=RequestContext()) == [{"hostname": "n1"}]
+    assert session.sent[0]["params"] == {"design_ref": "ref"}
