@@ -57,6 +57,13 @@ class Inventory:
             raise NotFound(f"Node {name} is not in the design", reason="NodeNotFound")
         return found[0]
 
+    def require(self, ctx: RequestContext, name: str, design_ref: Any = None) -> None:
+        """404 unless the node is in the design (or, with no design yet, known to MAAS)."""
+        ref = design_ref or self._last_ref()
+        known = self._designs(ref, ctx).nodes if ref else self._machines()[0]
+        if name not in known:
+            raise NotFound(f"Node {name} is not in the design", reason="NodeNotFound")
+
     def _machines(self) -> tuple[dict[str, Machine], str | None]:
         try:
             return {m.hostname: m for m in self._maas.list_machines()}, None

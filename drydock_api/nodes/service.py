@@ -102,7 +102,7 @@ class NodeService:
         problems = check_reboot_body(body)
         if problems:
             raise _invalid("reboot request", problems)
-        self._view(ctx, name, design_ref)
+        self._inventory.require(ctx, name, design_ref)
         record = self._nodes.get(name)
         if record is not None and record.torn_down:
             raise InvalidNodeState(f"Node {name} is torn down: there is nothing to reboot")
@@ -115,7 +115,7 @@ class NodeService:
     def reboots(self, ctx: RequestContext, name: str, design_ref: Any,
                 check: bool = True) -> dict[str, Any]:
         if check:
-            self._view(ctx, name, design_ref)
+            self._inventory.require(ctx, name, design_ref)
         record = self._nodes.get(name)
         return {
             "node": name,
@@ -126,7 +126,7 @@ class NodeService:
         }
 
     def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: Any) -> None:
-        self._view(ctx, name, design_ref)
+        self._inventory.require(ctx, name, design_ref)
         if not self._nodes.delete_reboot(name, key):
             raise NotFound(f"Node {name} has no reboot request with key {key!r}",
                            reason="RebootRequestNotFound")
