@@ -6,13 +6,14 @@ Per node, with `pending` = pending_reboot_since and `last` = last_powered_on:
   else graceful, forced after `soft_timeout`), whatever the node's desired power state;
 - once off, the unkeyed request is removed; when no request remains and the node should be on
   (not torn down), it is powered on, and last = the time it was seen on again.
-Phases are kept in the node row (`shutdown_mode`: soft | hard | off | on), so any replica can
-continue; a node lease makes exactly one replica act on a node. Nodes in an active
+Phases (`Phase`, changed only through the TRANSITIONS table) are kept in the node row, so any
+replica can continue; a node lease makes exactly one replica act on a node. Nodes in an active
 prepare/deploy/destroy task are left alone until the task ends.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from collections.abc import Callable
@@ -27,6 +28,34 @@ from drydock_api.drivers.ports import OobDriver
 from drydock_api.nodes.design import BmcAccess, Design
 
 LOG = logging.getLogger(__name__)
+
+
+class Phase(enum.StrEnum):
+    """Where a pending reboot stands (`shutdown_mode` of the node row; IDLE is stored NULL)."""
+
+    IDLE = "idle"
+    SOFT = "soft"  # graceful shutdown requested
+    HARD = "hard"  # forced off requested
+    OFF = "off"  # seen off: held while keyed requests remain
+    ON = "on"  # power on requested
+
+
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.IDLE: frozenset({Phase.SOFT, Phase.HARD, Phase.OFF}),
+    Phase.SOFT: frozenset({Phase.HARD, Phase.OFF}),
+    Phase.HARD: frozenset({Phase.OFF}),
+    Phase.OFF: frozenset({Phase.ON, Phase.IDLE}),
+    Phase.ON: frozenset({Phase.ON, Phase.IDLE}),
+}
+
+
+def enter(current: Phase, target: Phase, values: dict[str, Any], now: float) -> Phase:
+    """Record a phase change allowed by TRANSITIONS (anything else is a bug: ValueError)."""
+    if target not in TRANSITIONS[current]:
+        raise ValueError(f"reboot phase {current.value} cannot go to {target.value}")
+    values.update(shutdown_mode=None if target == Phase.IDLE else target.value,
+                  shutdown_started=None if target == Phase.IDLE else now)
+    return target
 
 
 @dataclass(frozen=True)
@@ -64,6 +93,9 @@ class RebootReconciler:
                 acted += 1
             except BerthError as exc:
                 LOG.warning("Reboot of %s: %s (retrying next pass)", name, exc.message)
+                continue
+            except ValueError as exc:
+                LOG.error("Reboot of %s: %s", name, exc)
                 continue
             if done:
                 self._nodes.release(name, self.owner)
@@ -104,38 +136,42 @@ class RebootReconciler:
 
     def _advance(self, name: str, record: NodeRecord, bmc: BmcAccess, power: str,
                  now: float, requests: list[Any], values: dict[str, Any]) -> bool:
-        phase, started = record.shutdown_mode, record.shutdown_started or now
-        if phase == "on" and power == "on":
-            values.update(last_powered_on=now, shutdown_mode=None, shutdown_started=None)
-            LOG.info("Reboot of %s: powered on again", name)
-            return not requests
-        if phase in (None, "soft", "hard") and power != "off":
+        phase = Phase(record.shutdown_mode or Phase.IDLE.value)
+        started = record.shutdown_started or now
+        if phase == Phase.ON and power == "on":
+            return self._powered_on(name, phase, now, values) and not requests
+        shutting = phase in (Phase.IDLE, Phase.SOFT, Phase.HARD)
+        if shutting and power != "off":
             hard = any(r.mode == "hard" for r in requests)
-            if phase is None:
+            if phase == Phase.IDLE:
                 self._oob.power_off(bmc, graceful=not hard)
-                values.update(shutdown_mode="hard" if hard else "soft", shutdown_started=now)
+                enter(phase, Phase.HARD if hard else Phase.SOFT, values, now)
                 LOG.info("Reboot of %s: %s power off requested", name,
                          "forced" if hard else "graceful")
-            elif phase == "soft" and (hard or now - started >= self.settings.soft_timeout):
+            elif phase == Phase.SOFT and (hard or now - started >= self.settings.soft_timeout):
                 self._oob.power_off(bmc, graceful=False)
-                values.update(shutdown_mode="hard", shutdown_started=now)
+                enter(phase, Phase.HARD, values, now)
                 LOG.info("Reboot of %s: graceful shutdown did not finish, forcing off", name)
             return False
-        if phase in (None, "soft", "hard"):
-            phase = "off"
-            values.update(shutdown_mode="off", shutdown_started=now)
+        if shutting:
+            phase = enter(phase, Phase.OFF, values, now)
             if not record.torn_down:
                 self._nodes.delete_reboot(name, "")
         if self._nodes.reboots(name) or record.torn_down:
             return False  # held off until every keyed request is released
         if power == "on":
-            values.update(last_powered_on=now, shutdown_mode=None, shutdown_started=None)
-            LOG.info("Reboot of %s: powered on again", name)
-            return True
-        if phase == "off" or now - started >= self.settings.power_on_retry:
+            return self._powered_on(name, phase, now, values)
+        if phase == Phase.OFF or now - started >= self.settings.power_on_retry:
             self._oob.power_on(bmc)
-            values.update(shutdown_mode="on", shutdown_started=now)
+            enter(phase, Phase.ON, values, now)
         return False
+
+    @staticmethod
+    def _powered_on(name: str, phase: Phase, now: float, values: dict[str, Any]) -> bool:
+        enter(phase, Phase.IDLE, values, now)
+        values["last_powered_on"] = now
+        LOG.info("Reboot of %s: powered on again", name)
+        return True
 
     def run(self) -> None:
         while not self.stopping.is_set():

@@ -137,3 +137,20 @@ def test_node_view_carries_reboot_timestamps(make_site: SiteFactory):
     node = site.runtime.inventory.node(CTX, "n1", site.href)
     assert node["pending_reboot_since"] and node["last_powered_on"]
     assert node["power_state"] == "on" and node["retired"] is False
+
+
+def test_reboot_phase_table_allows_only_the_reboot_cycle():
+    import pytest
+
+    from drydock_api.nodes.reboot import TRANSITIONS, Phase, enter
+
+    values: dict[str, Any] = {}
+    path = [Phase.IDLE, Phase.SOFT, Phase.HARD, Phase.OFF, Phase.ON, Phase.IDLE]
+    for current, target in zip(path, path[1:], strict=False):
+        enter(current, target, values, 1.0)
+    assert values == {"shutdown_mode": None, "shutdown_started": None}
+    assert Phase.ON not in TRANSITIONS[Phase.SOFT] | TRANSITIONS[Phase.HARD]
+    with pytest.raises(ValueError):
+        enter(Phase.HARD, Phase.SOFT, values, 1.0)
+    with pytest.raises(ValueError):
+        enter(Phase.IDLE, Phase.ON, values, 1.0)
