@@ -128,8 +128,9 @@ class Provisioner(NodeDriver, MaasStorage, MaasSite, Protocol):
     def allocate(self, system_id: str) -> Machine:
         """Allocate a Ready machine to us."""
 
-    def deploy(self, system_id: str, distro_series: str) -> Machine:
-        """Start deploying an Allocated machine with this image."""
+    def deploy(self, system_id: str, distro_series: str,
+               hwe_kernel: str | None = None) -> Machine:
+        """Start deploying an Allocated machine with this image (and kernel)."""
 
     def block_devices(self, system_id: str) -> list[BlockDevice]:
         """The machine's physical disks with their partitions."""

@@ -140,9 +140,9 @@ def apply_storage(ctx: NodeContext) -> Outcome:
                 data={"changed": changed, "kept": kept})
 
 
-def _image(ctx: NodeContext) -> str:
+def _platform(ctx: NodeContext, key: str) -> str:
     platform = ctx.node.data.get("platform") or {}
-    return str(platform.get("image") or "") if isinstance(platform, dict) else ""
+    return str(platform.get(key) or "") if isinstance(platform, dict) else ""
 
 
 def deploy(ctx: NodeContext) -> Outcome:
@@ -164,8 +164,8 @@ def deploy(ctx: NodeContext) -> Outcome:
         maas.allocate(machine.system_id)
         status = "Allocated"
     if status == "Allocated":
-        image = _image(ctx)
-        maas.deploy(machine.system_id, image)
+        image, kernel = _platform(ctx, "image"), _platform(ctx, "kernel")
+        maas.deploy(machine.system_id, image, kernel or None)
         state["requested"] = True
         return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}")
     return Failed(f"MAAS status {status}: not ready to deploy (prepare_nodes first)",

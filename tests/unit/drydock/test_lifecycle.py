@@ -73,6 +73,7 @@ def test_prepare_then_deploy_torn_down_nodes_enlists_commissions_lays_out_and_de
     deployed = run_task(site, "deploy_nodes")
     assert deployed["result"]["status"] == "success", messages(deployed)
     assert site.maas.status("n1") == "Deployed" and site.maas.deployed_images["n1"] == "jammy"
+    assert site.maas.deployed_kernels["n1"] == "ga-22.04"
 
 
 def test_nodes_already_in_the_target_state_succeed_untouched(make_site: SiteFactory):
