@@ -120,6 +120,24 @@ def test_killed_worker_is_replaced_and_no_destructive_call_is_repeated(
     assert len(created) == 1
 
 
+def test_worker_killed_during_decommission_resumes_it(berth: Berth, successful_revision: int,
+                                                      faults: Any) -> None:
+    before = berth.sim("/nodes/node06")
+    counts = effects(berth, "node06")
+    faults("node06", "kube.kubelet_shutdown")  # decommission hangs in its last phase
+    action = create(berth, "redeploy_server", target_nodes="node06")
+    wait_for(lambda: berth.sim("/nodes/node06")["kubernetes"]["unschedulable"], 60,
+             "the drain of node06 to begin")
+    time.sleep(0.5)
+    berth.worker.kill()
+    berth.worker.start()
+    time.sleep(4)  # the new worker takes the action over once the lease (3 s) expires
+    faults.clear()
+    view = berth.wait_action(action["id"], timeout=300)
+    assert_redeployed(berth, "node06", view, before, counts, COMPUTE)
+    assert steps_of(view)["decommission.node06"]["attempts"] == 2  # resumed, same key
+
+
 def test_paused_action_waits_and_unpause_runs_it(berth: Berth,
                                                 successful_revision: int) -> None:
     berth.worker.stop()  # queue and pause the action before any worker can claim it
