@@ -19,14 +19,11 @@ from common.context import RequestContext
 from drydock_api.nodes.design import NodeDef
 from drydock_api.nodes.filters import select_nodes
 from shipyard_api.actions import definitions
-from shipyard_api.actions.baremetal import baremetal, baremetal_policy, validate_design
 from shipyard_api.actions.fakes import FakeDocuments
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
-from shipyard_api.actions.steps import preflight_policy
 from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
 from shipyard_api.db import make_engine, session_factory, upgrade
-from shipyard_api.workflow.definitions import ActionDefinition, StepDef
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.store import ActionStore
 from sitesim.design import SiteEndpoints, design_documents
@@ -88,18 +85,6 @@ def site_raw(nodes: int, groups: int) -> dict[str, Any]:
             "deployment_strategy": {"groups": strategy}}
 
 
-def site_definitions() -> dict[str, ActionDefinition]:
-    defs = definitions()
-    base = defs["deploy_site"]
-    if not any(s.name == "baremetal" for s in base.steps):
-        steps = list(base.steps)
-        at = next(i for i, s in enumerate(steps) if s.name == "relabel_nodes")
-        steps[at:at] = [StepDef("validate_design", validate_design, preflight_policy),
-                        StepDef("baremetal", baremetal, baremetal_policy)]
-        defs["deploy_site"] = ActionDefinition(base.name, steps, base.prepare, base.finish)
-    return defs
-
-
 def run_engine(nodes: int, groups: int, task_seconds: float = 60.0) -> None:
     spec = parse_site(site_raw(nodes, groups))
     docs = design_documents(spec, SiteEndpoints(
@@ -117,7 +102,7 @@ def run_engine(nodes: int, groups: int, task_seconds: float = 60.0) -> None:
         store = ActionStore(session_factory(db))
         services = Services(FakePromenade(), drydock, documents,
                             ActionSettings(public_url="http://shipyard"))
-        defs = site_definitions()
+        defs = definitions()
         api = ActionService(store, defs, documents, clock=clock)
         engine = Engine(store, defs, services, owner="bench", clock=clock, sleep=clock.sleep,
                         settings=EngineSettings(hold_seconds=3600.0))

@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from common.errors import BadGateway, BadRequest
-from shipyard_api.actions import site
-from shipyard_api.actions.baremetal import baremetal, baremetal_policy, validate_design
-from shipyard_api.actions.steps import preflight_policy
-from shipyard_api.workflow.definitions import ActionDefinition, StepContext, StepDef
+from shipyard_api.actions.baremetal import baremetal
+from shipyard_api.workflow.definitions import StepContext
 from shipyard_api.workflow.outcomes import Failed
 from sitesim.design import SiteEndpoints, design_documents
 from sitesim.siteconfig import load_site
@@ -40,19 +38,7 @@ def example_design(**physical: Any) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
-    if not any(s.name == "baremetal" for s in site.site_definition("deploy_site").steps):
-        original = site.site_definition
-
-        def with_baremetal(name: str) -> ActionDefinition:
-            base = original(name)
-            steps = list(base.steps)
-            at = next(i for i, s in enumerate(steps) if s.name == "relabel_nodes")
-            steps[at:at] = [StepDef("validate_design", validate_design, preflight_policy),
-                            StepDef("baremetal", baremetal, baremetal_policy)]
-            return ActionDefinition(base.name, steps, base.prepare, base.finish)
-
-        monkeypatch.setattr(site, "site_definition", with_baremetal)
+def harness(tmp_path: Path) -> Iterator[Harness]:
     h = Harness(f"sqlite:///{tmp_path}/shipyard.db")
     h.services.drydock = h.drydock = StrategyDrydock(site=example_nodes())
     yield h
