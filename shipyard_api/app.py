@@ -50,6 +50,7 @@ class Deps:
     """Shipyard's collaborators, built from config by `build_deps` or given by tests."""
 
     health_checks: list[HealthCheck] = field(default_factory=list)
+    dependency_checks: list[HealthCheck] = field(default_factory=list)
     runtime: Runtime | None = None
     actions: ActionService | None = None
     site_statuses: SiteStatuses | None = None
@@ -117,13 +118,14 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
             s.execute(text("SELECT 1"))
         return "database reachable"
 
-    checks = [callable_check("database", database),
-              peer_check("promenade", peer_client(conf, "promenade")),
-              peer_check("drydock", peer_client(conf, "drydock"))]
+    checks = [callable_check("database", database)]
+    peers = [peer_check("promenade", peer_client(conf, "promenade")),
+             peer_check("drydock", peer_client(conf, "drydock"))]
     statuses = SiteStatuses(runtime.services.drydock, runtime.documents.store,
                             runtime.documents.public_url)
     runtime.workers.start()
-    return Deps(health_checks=checks, runtime=runtime, actions=actions, site_statuses=statuses)
+    return Deps(health_checks=checks, dependency_checks=peers, runtime=runtime, actions=actions,
+                site_statuses=statuses)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -136,7 +138,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     if deps.site_statuses is not None:
         routes += site_status_routes(deps.site_statuses)
     return create_service_app(
-        service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks))
+        service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
+                     deps.dependency_checks))
 
 
 def get_app() -> Any:

@@ -110,6 +110,21 @@ def write_site_files(site: Site, berth_dir: Path,
     return env
 
 
+def commit_design(shipyard_url: str, token: str, design: str) -> str:
+    """Stage and commit the site design in Shipyard; the committed revision's design ref."""
+    api = f"{shipyard_url}/api/v1.0"
+    headers = {"X-Auth-Token": token}
+    staged = requests.post(f"{api}/configdocs/site?buffermode=replace", data=design.encode(),
+                           headers={**headers, "Content-Type": "application/x-yaml"}, timeout=60)
+    committed = requests.post(f"{api}/commitconfigdocs", headers=headers, timeout=300)
+    if staged.status_code != 201 or committed.status_code != 200:
+        raise click.ClickException(
+            f"committing the site design into Shipyard failed: {staged.text} {committed.text}")
+    revisions = requests.get(f"{api}/revisions", headers=headers, timeout=30).json()["results"]
+    newest = max(revisions, key=lambda r: int(r["id"]))
+    return f"deckhand+{api}/revisions/{newest['id']}/rendered-documents"
+
+
 class Up:
     """Everything `berth up` started, stopped in reverse order."""
 
@@ -135,6 +150,10 @@ class Up:
                 for name, port in self.service_ports.items():
                     wait_healthy(name, f"http://127.0.0.1:{port}", self.procs[name],
                                  self.berth_dir / f"{name}.log")
+                self.env["DESIGN_REF"] = commit_design(
+                    f"http://127.0.0.1:{self.service_ports['shipyard']}",
+                    self.env["BERTH_TOKEN"], (self.berth_dir / "site-design.yaml").read_text())
+                (self.berth_dir / "env").write_text(env_lines(self.env))
         except BaseException:
             self.stop()
             raise

@@ -73,3 +73,23 @@ def test_context_marker_is_forwarded_to_a_real_peer(running):
     assert response.headers["X-Context-Marker"] == ctx.marker
     log = procs["promenade"].proc.output()
     assert ctx.marker in log
+
+
+def test_a_peer_outage_shows_in_extended_health_but_keeps_shipyard_ready(tmp_path):
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    dead = "http://127.0.0.1:9"
+    proc = ServiceProcess("shipyard", tmp_path, {
+        "auth": {"strategy": "token", "token_file": tmp_path / "tokens.yaml"},
+        "database": {"connection": f"sqlite:///{tmp_path}/shipyard.db"},
+        "peers": {"promenade_url": dead, "drydock_url": dead, "retries": 0},
+        "documents": {"secret_key_file": tmp_path / "docs.key"},
+    })
+    try:
+        assert requests.get(f"{proc.url}/api/v1.0/health", timeout=10).status_code == 204
+        body = requests.get(f"{proc.url}/api/v1.0/health/extended",
+                            headers={"X-Auth-Token": tokens["reader"]}, timeout=30).json()
+        assert body["code"] == 503
+        failed = {m["name"] for m in body["details"]["messageList"] if m["error"]}
+        assert failed == {"promenade", "drydock"}
+    finally:
+        proc.stop()

@@ -72,6 +72,12 @@ def test_up_starts_the_three_services_and_stops_them(tmp_path):
         env = runner.start()
         for key in ("SHIPYARD_URL", "PROMENADE_URL", "DRYDOCK_URL"):
             assert requests.get(env[key] + "/api/v1.0/health", timeout=10).status_code == 204
+        ref = env["DESIGN_REF"]
+        assert ref.startswith(f"deckhand+{env['SHIPYARD_URL']}/api/v1.0/revisions/")
+        assert f"DESIGN_REF={ref}" in (tmp_path / "env").read_text()
+        rendered = requests.get(ref.removeprefix("deckhand+"), timeout=10,
+                                headers={"X-Auth-Token": env["BERTH_TOKEN"]})
+        assert "drydock/BaremetalNode/v1" in rendered.text
         procs = list(runner.procs.values())
     finally:
         runner.stop()
