@@ -236,18 +236,22 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
 
 def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                  rules: Sequence[Any], checks: Sequence[HealthCheck] = (),
-                 dependency_checks: Sequence[HealthCheck] = ()) -> ServiceSpec:
+                 dependency_checks: Sequence[HealthCheck] = (),
+                 registry: CollectorRegistry | None = None) -> ServiceSpec:
     """A ServiceSpec whose policy, authenticator and body limit come from `conf`.
 
     `checks` decide `/health` (what this process needs to serve: its database); both they and
     `dependency_checks` (peers, MAAS, Kubernetes) are listed by `/health/extended`, so a peer's
-    outage shows there without making every replica of this service unready."""
+    outage shows there without making every replica of this service unready. `registry` is
+    the one the service's own metrics were created in (served at /metrics with the request
+    metrics); a fresh one when the service has none."""
     from common.auth import make_authenticator
 
     return ServiceSpec(name=name, routes=routes, policy=Policy(conf, rules),
                        authenticator=make_authenticator(conf), health_checks=checks,
                        dependency_checks=dependency_checks,
-                       max_body_bytes=conf.api.max_body_bytes)
+                       max_body_bytes=conf.api.max_body_bytes,
+                       registry=registry if registry is not None else CollectorRegistry())
 
 
 def wsgi_entry(conf: Any, app: ServiceApp) -> Any:

@@ -1,12 +1,24 @@
-"""Prometheus metrics of a service: request counts and latencies by route and code."""
+"""Prometheus metrics of a service: request counts and latencies by route and code, and the
+helpers each service's own metrics module uses (timing proxies, scrape-time state counts).
+
+Each process has its own registry: under gunicorn with several workers a scrape reaches one
+worker, so request and event figures are that worker's (the default is one worker with threads
+per replica; scale with replicas). Counts kept in the database are read at scrape time, so
+they are the same whichever process answers."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import falcon
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 600, 3600)
 
 
 class RequestMetrics:
@@ -19,7 +31,7 @@ class RequestMetrics:
         self.latency = Histogram(
             "berth_http_request_seconds", "HTTP request latency",
             ["service", "route", "method"], registry=registry,
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 600, 3600))
+            buckets=BUCKETS)
         self._service = service
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -45,3 +57,64 @@ class MetricsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.content_type = CONTENT_TYPE_LATEST
         resp.data = generate_latest(self._registry)
+
+
+Observe = Callable[[str, str, float], None]
+"""What domain code is given to record an event: (what, outcome, seconds)."""
+
+
+def ignore(what: str, outcome: str, seconds: float) -> None:
+    """The default `Observe` where no metrics are wanted (tests, the worker process)."""
+
+
+def observer(histogram: Histogram, *fixed: str) -> Observe:
+    """An `Observe` feeding `histogram`, whose labels are `fixed` + (what, outcome)."""
+
+    def observe(what: str, outcome: str, seconds: float) -> None:
+        histogram.labels(*fixed, what, outcome).observe(seconds)
+
+    return observe
+
+
+class TimedCalls:
+    """A proxy timing every public method call of `target`: observe(method, ok|error, s).
+
+    Wraps a driver or port at wiring time, so the code using it stays metric-free."""
+
+    def __init__(self, target: object, observe: Observe,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._target, self._observe, self._clock = target, observe, clock
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started, outcome = self._clock(), "error"
+            try:
+                result = attr(*args, **kwargs)
+                outcome = "ok"
+                return result
+            finally:
+                self._observe(name, outcome, self._clock() - started)
+
+        return call
+
+
+class StateCounts(Collector):
+    """A gauge family computed at scrape time (e.g. rows by state with one GROUP BY query),
+    so every process reports the same figures whichever of them is scraped."""
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str],
+                 read: Callable[[], Iterable[tuple[Sequence[str], float]]]) -> None:
+        self._name, self._doc, self._labels, self._read = name, documentation, labels, read
+
+    def describe(self) -> Iterable[Metric]:
+        return [GaugeMetricFamily(self._name, self._doc, labels=list(self._labels))]
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(self._name, self._doc, labels=list(self._labels))
+        for labels, value in self._read():
+            family.add_metric(list(labels), value)
+        return [family]
