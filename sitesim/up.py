@@ -17,6 +17,7 @@ import click
 import requests
 
 from sitesim.berthconfig import SERVICES, env_lines, service_sections, write_ini, write_tokens
+from sitesim.dbcli import db
 from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, load_site
 
@@ -209,6 +210,9 @@ def up(site_file: str, berth_dir: str, no_services: bool) -> None:
     finally:
         pid_file.unlink(missing_ok=True)
         runner.stop()
+
+
+main.add_command(db)
 
 
 @main.command()

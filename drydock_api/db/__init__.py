@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+from common import migrate
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -42,8 +42,6 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Apply Alembic migrations to `url` (a fresh database or an older revision)."""
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    command.upgrade(cfg, revision)
+    """Apply Alembic migrations to `url` (a fresh database or an older revision); processes
+    starting at once (API replicas, workers) wait for each other."""
+    migrate.upgrade(MIGRATIONS, url, "drydock", revision)
