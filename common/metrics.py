@@ -63,10 +63,6 @@ Observe = Callable[[str, str, float], None]
 """What domain code is given to record an event: (what, outcome, seconds)."""
 
 
-def ignore(what: str, outcome: str, seconds: float) -> None:
-    """The default `Observe` where no metrics are wanted (tests, the worker process)."""
-
-
 def observer(histogram: Histogram, *fixed: str) -> Observe:
     """An `Observe` feeding `histogram`, whose labels are `fixed` + (what, outcome)."""
 

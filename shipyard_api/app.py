@@ -25,6 +25,7 @@ from shipyard_api.clients.drydock import DrydockClient
 from shipyard_api.clients.promenade import PromenadeClient
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.documents.deps import DocumentDeps, build_document_deps
+from shipyard_api.metrics import ShipyardMetrics
 from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
 from shipyard_api.workflow.engine import Engine, EngineSettings
@@ -54,6 +55,7 @@ class Deps:
     runtime: Runtime | None = None
     actions: ActionService | None = None
     site_statuses: SiteStatuses | None = None
+    metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
 
 
 def migrate(url: str, attempts: int = 5) -> None:
@@ -81,7 +83,8 @@ def migrate(url: str, attempts: int = 5) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
-def build_runtime(conf: cfg.ConfigOpts, worker_count: int) -> Runtime:
+def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
+                  metrics: ShipyardMetrics | None = None) -> Runtime:
     """Migrate the database, then build the store, the services and the engine workers."""
     url = conf.database.connection or DEFAULT_DB
     migrate(url)
@@ -102,14 +105,17 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int) -> Runtime:
     defs = definitions()
 
     def make(n: int) -> Engine:
-        return Engine(store, defs, services, owner=f"{prefix}:{n}", settings=settings)
+        return Engine(store, defs, services, owner=f"{prefix}:{n}", settings=settings,
+                      observe=metrics.observe_step if metrics else None)
 
     return Runtime(sessions, docs, store, services,
                    WorkerPool(make, worker_count, wf.poll_interval))
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
-    runtime = build_runtime(conf, conf.workflow.api_workers)
+    metrics = ShipyardMetrics()
+    runtime = build_runtime(conf, conf.workflow.api_workers, metrics)
+    metrics.watch(runtime.store)
     actions = ActionService(runtime.store, definitions(), runtime.documents.store,
                             wake=runtime.workers.wake)
 
@@ -125,7 +131,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
                             runtime.documents.public_url)
     runtime.workers.start()
     return Deps(health_checks=checks, dependency_checks=peers, runtime=runtime, actions=actions,
-                site_statuses=statuses)
+                site_statuses=statuses, metrics=metrics)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -139,7 +145,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         routes += site_status_routes(deps.site_statuses)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
-                     deps.dependency_checks))
+                     deps.dependency_checks, deps.metrics.registry))
 
 
 def get_app() -> Any:

@@ -47,7 +47,8 @@ class Engine:
                  services: Any, *, owner: str, settings: EngineSettings | None = None,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
-                 executor: Callable[[int], Executor] | None = None) -> None:
+                 executor: Callable[[int], Executor] | None = None,
+                 observe: Callable[[str, str, float], None] | None = None) -> None:
         self.store = store
         self.definitions = definitions
         self.services = services
@@ -56,6 +57,12 @@ class Engine:
         self.clock = clock
         self.sleep = sleep
         self._executor = executor or (lambda n: ThreadPoolExecutor(max_workers=n))
+        self._observe = observe
+
+    def step_ended(self, step: StepRow, state: StepState, now: float) -> None:
+        """Report a step's end (name, final state, seconds since its first start)."""
+        if self._observe is not None:
+            self._observe(step.name, state.value, max(0.0, now - (step.started_at or now)))
 
     def run_once(self) -> bool:
         """Claim one due action and run it until it ends, pauses or waits; False if none."""
@@ -208,6 +215,7 @@ class _Run:
         self.e.store.save_step(self.action_id, self.e.owner, s.step_id, S.FAILED, ended_at=now,
                                reason="Timeout", notes=[*s.notes, _note(now, msg)])
         s.state = S.FAILED.value
+        self.e.step_ended(s, S.FAILED, now)
 
     def _start(self, action: ActionRow, step: StepRow, steps: list[StepRow],
                policy: StepPolicy, keys: set[str], now: float) -> None:
@@ -238,6 +246,7 @@ class _Run:
             notes = [*step.notes, _note(now, result.note)] if result.note else step.notes
             save(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now, output=result.output,
                  details=result.details, notes=notes, next_attempt_at=None)
+            e.step_ended(step, S.SUCCESS, now)
         elif isinstance(result, RetryAfter):
             notes = [*step.notes, _note(now, result.note)][-50:] if result.note else step.notes
             save(self.action_id, e.owner, sid, S.WAITING, notes=notes,
@@ -248,6 +257,7 @@ class _Run:
             save(self.action_id, e.owner, sid, S.FAILED, ended_at=now, reason=result.reason,
                  details={**result.details, "message": result.message},
                  notes=[*step.notes, _note(now, f"{result.reason}: {result.message}")])
+            e.step_ended(step, S.FAILED, now)
         else:
             self._record_error(step, policy, result, now)
 
@@ -270,6 +280,7 @@ class _Run:
             e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED,
                               failures=failures, details=details, reason=reason, ended_at=now,
                               notes=[*step.notes, note][-50:])
+            e.step_ended(step, S.FAILED, now)
 
     def _stop(self, action: ActionRow, steps: list[StepRow], now: float) -> None:
         for s in steps:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import or_, select, text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.errors import Conflict, NotFound
@@ -80,6 +80,15 @@ class ActionStore:
         with self._sessions() as s:
             return list(s.scalars(select(AuditRow).where(AuditRow.action_id == action_id)
                                   .order_by(AuditRow.id)).all())
+
+    def state_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(actions by state, steps by state), one GROUP BY each (read by /metrics)."""
+        with self._sessions() as s:
+            actions = s.execute(select(ActionRow.state, func.count())
+                                .group_by(ActionRow.state)).all()
+            steps = s.execute(select(StepRow.state, func.count())
+                              .group_by(StepRow.state)).all()
+        return {str(k): int(v) for k, v in actions}, {str(k): int(v) for k, v in steps}
 
     # -- leases -------------------------------------------------------------------------
     def claim(self, owner: str, now: float, ttl: float) -> str | None:
