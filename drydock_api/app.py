@@ -9,6 +9,7 @@ from oslo_config import cfg
 
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from drydock_api import config, policy
+from drydock_api.metrics import DrydockMetrics
 from drydock_api.resources.nodes import (
     NodeFilterResource,
     NodeResource,
@@ -33,12 +34,14 @@ class Deps:
     runtime: Runtime
     health_checks: list[HealthCheck] = field(default_factory=list)
     dependency_checks: list[HealthCheck] = field(default_factory=list)
+    metrics: DrydockMetrics = field(default_factory=DrydockMetrics)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
-    runtime = build_runtime(conf)
+    metrics = DrydockMetrics()
+    runtime = build_runtime(conf, metrics=metrics)
     return Deps(runtime=runtime, health_checks=runtime.health_checks(),
-                dependency_checks=runtime.dependency_checks())
+                dependency_checks=runtime.dependency_checks(), metrics=metrics)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -58,7 +61,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     ]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
-                     deps.dependency_checks))
+                     deps.dependency_checks, deps.metrics.registry))
 
 
 def get_app() -> Any:

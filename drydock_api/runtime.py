@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from oslo_config import cfg
 from sqlalchemy import text
@@ -25,6 +25,7 @@ from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
 from drydock_api.drivers.promenade import PromenadeJoin, PromenadeLabeller
 from drydock_api.drivers.redfish.driver import RedfishDriver
+from drydock_api.metrics import DrydockMetrics
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.loader import DesignLoader
 from drydock_api.nodes.reboot import RebootReconciler, RebootSettings
@@ -37,6 +38,7 @@ from drydock_api.tasks.service import TaskService
 from drydock_api.tasks.worker import Worker, WorkerSettings, default_owner
 
 DEFAULT_DB = "sqlite:///drydock.db"
+T = TypeVar("T")
 
 
 @dataclass
@@ -124,7 +126,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                   resolver: DesignResolver | None = None,
                   clock: Callable[[], float] = time.time,
                   sleep: Callable[[float], None] = time.sleep,
-                  migrate: bool = True) -> Runtime:
+                  migrate: bool = True, metrics: DrydockMetrics | None = None) -> Runtime:
     url = conf.database.connection or DEFAULT_DB
     if migrate:
         db.upgrade(url)
@@ -136,8 +138,12 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
         cache_ttl=conf.design.cache_ttl, token=conf.auth.service_token or None))
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
-    oob = oob or OobRouter({"redfish": RedfishDriver(timeout=conf.oob.request_timeout),
-                            "ipmi": IpmiDriver()})
+    oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
+                                              RedfishDriver(timeout=conf.oob.request_timeout)),
+                            "ipmi": _timed(metrics, "ipmi", IpmiDriver())})
+    maas = _timed(metrics, "maas", maas)
+    if metrics is not None:
+        metrics.watch(store)
     if join is None and conf.steps.join_check == "promenade":
         join = PromenadeJoin(peer_client(conf, "promenade"))
     ports = Ports(maas=maas, oob=oob,
@@ -164,6 +170,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                    orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
                    worker_settings=settings, node_service=NodeService(inventory, nodes),
                    reconciler=reconciler, owner=conf.worker.owner)
+
+
+def _timed(metrics: DrydockMetrics | None, driver: str, target: T) -> T:
+    return metrics.timed(driver, target) if metrics is not None else target
 
 
 def ignore(*_: Any) -> None:
