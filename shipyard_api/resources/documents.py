@@ -24,6 +24,7 @@ __all__ = ["build_document_deps", "document_routes"]
 P = "/api/v1.0"
 CLEARTEXT_RULE = "shipyard:get_configdocs_cleartext"
 YAML_TYPE = "application/x-yaml"
+MAX_REVISION = 2**31 - 1  # revision ids are 32-bit integer columns (PostgreSQL INTEGER)
 
 
 def _media_type(req: falcon.Request) -> str:
@@ -63,8 +64,8 @@ def _revision(value: str) -> int:
         revision = int(value)
     except ValueError:
         revision = 0
-    if revision <= 0:
-        raise BadRequest(f"Revision id must be a positive integer, not {value!r}",
+    if not 0 < revision <= MAX_REVISION:
+        raise BadRequest(f"Revision id must be an integer from 1 to {MAX_REVISION}, not {value!r}",
                          reason="InvalidRevision")
     return revision
 

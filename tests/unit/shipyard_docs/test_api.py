@@ -308,6 +308,21 @@ class TestRevisions:
                                    headers=READER).status_code == 404
         assert client.simulate_get(f"{P}/revisions", headers=NOBODY).status_code == 403
 
+    def test_revision_ids_beyond_the_integer_column_are_400_not_500(
+            self, store: DocumentStore) -> None:
+        client = make_client(store)
+        for path in ("documents", "rendered-documents", "tags", "tags/x"):
+            for method in ("GET", "DELETE") if path == "tags/x" else ("GET",):
+                resp = client.simulate_request(method, f"{P}/revisions/2147483648/{path}",
+                                               headers=ADMIN)
+                assert resp.status_code == 400, (method, path)
+                assert resp.json["reason"] == "InvalidRevision"
+        huge = client.simulate_delete(f"{P}/revisions/591011022364257026048/tags/x",
+                                      headers=ADMIN)
+        assert huge.status_code == 400 and huge.json["code"] == 400
+        assert client.simulate_get(f"{P}/revisions/2147483647/documents",
+                                   headers=ADMIN).status_code == 404
+
     def test_revisions_cannot_be_modified(self, client: Any) -> None:
         post_docs(client, "site", good_design())
         for method in ("PUT", "POST", "DELETE", "PATCH"):
