@@ -22,6 +22,7 @@ from common.status import health_message
 from promenade_api import config, policy
 from promenade_api.etcd.client import Etcd3Port
 from promenade_api.kube.client import KubeClient, load_api_client
+from promenade_api.metrics import PromenadeMetrics
 from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
 from promenade_api.resources.nodes import (
     ClearLabelsResource,
@@ -42,6 +43,7 @@ class Deps:
 
     promenade: Promenade | None = None
     health_checks: list[HealthCheck] = field(default_factory=list)
+    metrics: PromenadeMetrics = field(default_factory=PromenadeMetrics)
 
 
 def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
@@ -66,9 +68,10 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     resolver = DesignResolver(max_bytes=conf.design.max_document_bytes,
                               cache_size=conf.design.cache_size, cache_ttl=conf.design.cache_ttl,
                               token=conf.auth.service_token or None)
-    svc = Promenade(kube, Etcd3Port(conf.etcd.request_timeout), resolver,
-                    settings_from_conf(conf))
-    return Deps(promenade=svc, health_checks=[kubernetes_check(kube)])
+    metrics = PromenadeMetrics()
+    svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
+                    settings_from_conf(conf), observe=metrics.operation)
+    return Deps(promenade=svc, health_checks=[kubernetes_check(kube)], metrics=metrics)
 
 
 def routes(svc: Promenade) -> list[tuple[str, object]]:
@@ -91,7 +94,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     assert deps.promenade is not None, "Deps.promenade is required"
     return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade),
-                                           policy.list_rules(), deps.health_checks))
+                                           policy.list_rules(), deps.health_checks,
+                                           registry=deps.metrics.registry))
 
 
 def get_app() -> Any:

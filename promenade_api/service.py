@@ -98,9 +98,22 @@ class Promenade:
     def __init__(self, kube: KubePort, etcd: EtcdPort, resolver: DesignResolver | Any,
                  settings: Settings, *, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 observe: Callable[[str, str, float], None] | None = None) -> None:
         self.kube, self.etcd, self.resolver, self.settings = kube, etcd, resolver, settings
         self.clock, self.wall, self.sleep = clock, wall, sleep
+        self.observe = observe
+
+    @contextmanager
+    def timed(self, operation: str) -> Iterator[None]:
+        """Report the operation's duration and outcome (ok or error) to `observe`."""
+        started, outcome = self.clock(), "error"
+        try:
+            yield
+            outcome = "ok"
+        finally:
+            if self.observe is not None:
+                self.observe(operation, outcome, self.clock() - started)
 
     # -- collaborators -----------------------------------------------------------------
     def drainer(self) -> Drainer:
@@ -133,13 +146,14 @@ class Promenade:
 
     # -- operations ----------------------------------------------------------------------
     def drain(self, node: str, timeout: int | None, grace: int | None) -> DrainReport:
-        with step_errors(DrainNodeError, f"Drain of {node} failed"):
+        with self.timed("drain"), step_errors(DrainNodeError, f"Drain of {node} failed"):
             return self.drainer().run(
                 node, self.settings.drain_timeout if timeout is None else timeout,
                 self.settings.drain_grace_period if grace is None else grace)
 
     def clear_labels(self, node: str, timeout: int | None) -> dict[str, Any]:
-        with step_errors(ClearLabelsError, f"Clearing the labels of {node} failed"):
+        with self.timed("clear_labels"), step_errors(ClearLabelsError,
+                                                     f"Clearing the labels of {node} failed"):
             return self.labels().clear(node, self.settings.clear_labels_timeout
                                        if timeout is None else timeout)
 
@@ -150,7 +164,8 @@ class Promenade:
                     timeout: int | None) -> list[Message]:
         if not clusters_of_node(clusters, node):
             self._require_node(node)
-        with step_errors(RemoveEtcdError, f"Removing the etcd members of {node} failed"):
+        with self.timed("remove_etcd"), step_errors(
+                RemoveEtcdError, f"Removing the etcd members of {node} failed"):
             return self.remover().remove_node(node, clusters, self.settings.remove_etcd_timeout
                                               if timeout is None else timeout)
 
@@ -161,12 +176,14 @@ class Promenade:
         stopper = KubeletStopper(self.kube, pod_label=self.settings.kubelet_pod_label,
                                  clock=self.clock, sleep=self.sleep,
                                  poll_interval=self.settings.kubelet_poll)
-        with step_errors(ShutdownKubeletError, f"Shutting down the kubelet of {node} failed"):
+        with self.timed("shutdown_kubelet"), step_errors(
+                ShutdownKubeletError, f"Shutting down the kubelet of {node} failed"):
             return stopper.shutdown(node, self.settings.kubelet_timeout if timeout is None
                                     else timeout)
 
     def remove_from_cluster(self, node: str) -> dict[str, Any]:
-        with step_errors(DeleteNodeError, f"Removing {node} from the cluster failed"):
+        with self.timed("remove_from_cluster"), step_errors(
+                DeleteNodeError, f"Removing {node} from the cluster failed"):
             return remove_from_cluster(self.kube, node, self.settings.drain)
 
     def validate_design(self, ref: Any, ctx: RequestContext | None) -> list[Message]:
