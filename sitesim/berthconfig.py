@@ -11,6 +11,11 @@ from typing import Any
 import yaml
 
 SERVICES = {"shipyard": 9000, "promenade": 9001, "drydock": 9002}
+# `berth up --postgres`: the second API process of each database-backed service, and the
+# throwaway PostgreSQL cluster.
+SECOND_API_PORTS = {"shipyard": 9010, "drydock": 9012}
+POSTGRES_PORT = 5433
+DB_SERVICES = ("shipyard", "drydock")
 Sections = dict[str, dict[str, Any]]
 
 
@@ -26,8 +31,10 @@ def write_tokens(path: Path) -> tuple[str, str]:
 
 
 def service_sections(service: str, berth_dir: Path, service_token: str,
-                     site: Mapping[str, Any], ports: Mapping[str, int] = SERVICES) -> Sections:
-    """The ini sections of one service: common ones, then what the service needs of the site.
+                     site: Mapping[str, Any], ports: Mapping[str, int] = SERVICES,
+                     overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Sections:
+    """The ini sections of one service: common ones, what the service needs of the site, then
+    `overrides` (section -> options).
 
     `SITE_SECTIONS` below is the place to add options as services grow."""
     sections: Sections = {
@@ -40,7 +47,20 @@ def service_sections(service: str, berth_dir: Path, service_token: str,
     for section, options in SITE_SECTIONS.get(service, {}).items():
         sections.setdefault(section, {}).update(
             {key: value(site) if callable(value) else value for key, value in options.items()})
+    for section, extra in (overrides or {}).items():
+        sections.setdefault(section, {}).update(extra)
     return sections
+
+
+def postgres_overrides(databases: Mapping[str, str]) -> dict[str, Sections]:
+    """Per service: its PostgreSQL database, and no engine/worker threads in API processes
+    (actions and tasks run in the shipyard-worker and drydock-worker processes)."""
+    return {
+        "shipyard": {"database": {"connection": databases["shipyard"]},
+                     "workflow": {"api_workers": 0}},
+        "drydock": {"database": {"connection": databases["drydock"]},
+                    "worker": {"threads": 0}},
+    }
 
 
 SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {

@@ -56,6 +56,11 @@ class PgCluster:
         self.root.mkdir(parents=True)
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
+            try:
+                self._run(["test", "-w", str(self.root)])
+            except PgClusterError:
+                raise PgClusterError(f"the postgres user cannot reach {self.root}: its parent "
+                                     "directories must be searchable by others") from None
         self._run([str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
                    "-A", "trust", "--no-sync"])
         self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-l",

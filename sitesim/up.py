@@ -16,8 +16,20 @@ from typing import Any
 import click
 import requests
 
-from sitesim.berthconfig import SERVICES, env_lines, service_sections, write_ini, write_tokens
-from sitesim.dbcli import db
+from sitesim.berthconfig import (
+    DB_SERVICES,
+    POSTGRES_PORT,
+    SECOND_API_PORTS,
+    SERVICES,
+    Sections,
+    env_lines,
+    postgres_overrides,
+    service_sections,
+    write_ini,
+    write_tokens,
+)
+from sitesim.dbcli import db, upgrader
+from sitesim.pgcluster import PgCluster, PgClusterError
 from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, load_site
 
@@ -40,6 +52,17 @@ def start_service(name: str, port: int, config: Path, log: Path) -> subprocess.P
     with log.open("ab") as out:
         return subprocess.Popen([script, "--bind", f"127.0.0.1:{port}", "--config-file",
                                  str(config)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
+
+
+def start_worker(name: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
+    """`shipyard-worker` or `drydock-worker` on `config`."""
+    script = find_script(f"{name}-worker")
+    if script is None:
+        raise UpError(f"console script {name}-worker not found (is the project installed?)")
+    with log.open("ab") as out:
+        return subprocess.Popen([script, "--config-file", str(config)], stdout=out, stderr=out,
+                                stdin=subprocess.DEVNULL,
                                 env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
 
 
@@ -86,8 +109,8 @@ def running_summary(site: Site, services: dict[str, int]) -> list[str]:
     return lines
 
 
-def write_site_files(site: Site, berth_dir: Path,
-                     ports: dict[str, int] = SERVICES) -> dict[str, str]:
+def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVICES,
+                     overrides: dict[str, Sections] | None = None) -> dict[str, str]:
     """Design, tokens, service configs; returns the environment for .berth/env."""
     design = berth_dir / "site-design.yaml"
     design.write_text(site.design_yaml())
@@ -100,7 +123,8 @@ def write_site_files(site: Site, berth_dir: Path,
                              "shipyard_url": f"http://127.0.0.1:{ports['shipyard']}"}
     for name in ports:
         write_ini(berth_dir / f"{name}.conf",
-                  service_sections(name, berth_dir, service_token, facts, ports))
+                  service_sections(name, berth_dir, service_token, facts, ports,
+                                   (overrides or {}).get(name)))
     endpoints = [e for c in site.endpoints().etcd_endpoints.values() for e in c]
     env = {f"{name.upper()}_URL": f"http://127.0.0.1:{port}" for name, port in ports.items()}
     env.update(BERTH_TOKEN=admin_token, KUBECONFIG=str(kubeconfig), KUBE_API_URL=site.urls["kube"],
@@ -127,44 +151,116 @@ def commit_design(shipyard_url: str, token: str, design: str) -> str:
 
 
 class Up:
-    """Everything `berth up` started, stopped in reverse order."""
+    """Everything `berth up` started, stopped in reverse order.
+
+    With `postgres`, Shipyard and Drydock use databases on a throwaway PostgreSQL cluster
+    under berth_dir/postgres, and run as two API processes each (the second on
+    `second_ports`) plus two worker processes each."""
 
     def __init__(self, site_file: str, berth_dir: Path, ports: SitePorts,
-                 with_services: bool = True, service_ports: dict[str, int] | None = None) -> None:
+                 with_services: bool = True, service_ports: dict[str, int] | None = None,
+                 postgres: bool = False, second_ports: dict[str, int] | None = None,
+                 postgres_port: int = POSTGRES_PORT) -> None:
         self.berth_dir = berth_dir
         self.service_ports = dict(service_ports or SERVICES)
         self.site = Site(load_site(site_file), ports=ports, workdir=berth_dir / "site")
         self.with_services = with_services
+        self.postgres = postgres
+        self.second_ports = dict(second_ports or SECOND_API_PORTS) if postgres else {}
+        self.pg = PgCluster(berth_dir / "postgres", postgres_port) if postgres else None
+        self.databases: dict[str, str] = {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.env: dict[str, str] = {}
+
+    def api_processes(self) -> dict[str, tuple[str, int]]:
+        """Process name -> (service, port) of every API process."""
+        apis = {name: (name, port) for name, port in self.service_ports.items()}
+        apis.update({f"{name}-2": (name, port) for name, port in self.second_ports.items()})
+        return apis
+
+    def worker_processes(self) -> dict[str, str]:
+        """Process name -> service of every worker process."""
+        if not self.postgres:
+            return {}
+        return {f"{name}-worker-{n}": name for name in DB_SERVICES for n in (1, 2)}
 
     def start(self) -> dict[str, str]:
         self.berth_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.site.start()
-            self.env = write_site_files(self.site, self.berth_dir, self.service_ports)
+            overrides = self._start_postgres()
+            self.env = write_site_files(self.site, self.berth_dir, self.service_ports, overrides)
+            self.env.update(self._postgres_env())
+            (self.berth_dir / "env").write_text(env_lines(self.env))
             if self.with_services:
-                for name, port in self.service_ports.items():
-                    log = self.berth_dir / f"{name}.log"
-                    self.procs[name] = start_service(name, port, self.berth_dir / f"{name}.conf",
-                                                     log)
-                for name, port in self.service_ports.items():
-                    wait_healthy(name, f"http://127.0.0.1:{port}", self.procs[name],
-                                 self.berth_dir / f"{name}.log")
-                self.env["DESIGN_REF"] = commit_design(
-                    f"http://127.0.0.1:{self.service_ports['shipyard']}",
-                    self.env["BERTH_TOKEN"], (self.berth_dir / "site-design.yaml").read_text())
-                (self.berth_dir / "env").write_text(env_lines(self.env))
+                self._start_services()
         except BaseException:
             self.stop()
             raise
         return self.env
+
+    def _start_postgres(self) -> dict[str, Sections]:
+        if self.pg is None:
+            return {}
+        try:
+            self.pg.start()
+            self.databases = {name: self.pg.create_database(name) for name in DB_SERVICES}
+            for name, url in self.databases.items():
+                upgrader(name)(url, "head")
+        except PgClusterError as exc:
+            raise UpError(f"PostgreSQL: {exc}; see {self.pg.log}") from exc
+        return postgres_overrides(self.databases)
+
+    def _postgres_env(self) -> dict[str, str]:
+        env = {f"{name.upper()}_URL_2": f"http://127.0.0.1:{port}"
+               for name, port in self.second_ports.items()}
+        env.update({f"{name.upper()}_DATABASE_URL": url for name, url in self.databases.items()})
+        return env
+
+    def _start_services(self) -> None:
+        apis = self.api_processes()
+        for proc_name, (service, port) in apis.items():
+            self.procs[proc_name] = start_service(service, port, self.berth_dir /
+                                                  f"{service}.conf", self._log(proc_name))
+        for proc_name, (_, port) in apis.items():
+            wait_healthy(proc_name, f"http://127.0.0.1:{port}", self.procs[proc_name],
+                         self._log(proc_name))
+        for proc_name, service in self.worker_processes().items():
+            self.procs[proc_name] = start_worker(service, self.berth_dir / f"{service}.conf",
+                                                 self._log(proc_name))
+        self.env["DESIGN_REF"] = commit_design(
+            f"http://127.0.0.1:{self.service_ports['shipyard']}",
+            self.env["BERTH_TOKEN"], (self.berth_dir / "site-design.yaml").read_text())
+        (self.berth_dir / "env").write_text(env_lines(self.env))
+        for proc_name in self.worker_processes():
+            if self.procs[proc_name].poll() is not None:
+                raise UpError(f"{proc_name} exited with {self.procs[proc_name].returncode}; "
+                              f"see {self._log(proc_name)}")
+
+    def _log(self, proc_name: str) -> Path:
+        return self.berth_dir / f"{proc_name}.log"
+
+    def summary(self) -> list[str]:
+        """What runs where, one line each."""
+        if not self.with_services:
+            return running_summary(self.site, {})
+        apis = {name: port for name, (_, port) in self.api_processes().items()}
+        lines = running_summary(self.site, apis)
+        for name, proc in self.procs.items():
+            if name in self.worker_processes():
+                lines.append(f"{name:<19} pid {proc.pid}")
+        if self.pg is not None:
+            lines.append(f"PostgreSQL          127.0.0.1:{self.pg.port} (data {self.pg.data}, "
+                         f"databases {', '.join(self.databases)})")
+        return lines
 
     def stop(self) -> None:
         for proc in reversed(list(self.procs.values())):
             stop_process(proc)
         self.procs.clear()
         self.site.stop()
+        if self.pg is not None:
+            self.pg.stop()
 
 
 @click.group()
@@ -178,11 +274,17 @@ def main() -> None:
 @click.option("--dir", "berth_dir", default=".berth", show_default=True,
               type=click.Path(file_okay=False))
 @click.option("--no-services", is_flag=True, help="Start only the simulated site.")
-def up(site_file: str, berth_dir: str, no_services: bool) -> None:
+@click.option("--postgres", is_flag=True,
+              help="Shipyard and Drydock on a throwaway PostgreSQL cluster under DIR/postgres, "
+                   "two API processes (second ones on 9010 and 9012) and two workers each.")
+@click.option("--postgres-port", default=POSTGRES_PORT, show_default=True)
+def up(site_file: str, berth_dir: str, no_services: bool, postgres: bool,
+       postgres_port: int) -> None:
     """Start the site and the three services; Ctrl-C, SIGTERM or `berth down` stops them."""
     directory = Path(berth_dir).resolve()
     try:
-        runner = Up(site_file, directory, SitePorts.standard(), with_services=not no_services)
+        runner = Up(site_file, directory, SitePorts.standard(), with_services=not no_services,
+                    postgres=postgres, postgres_port=postgres_port)
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     stop = threading.Event()
@@ -199,8 +301,7 @@ def up(site_file: str, berth_dir: str, no_services: bool) -> None:
     pid_file = directory / PID_FILE
     pid_file.write_text(str(os.getpid()))
     try:
-        services = runner.service_ports if runner.with_services else {}
-        click.echo("Running:\n  " + "\n  ".join(running_summary(runner.site, services)))
+        click.echo("Running:\n  " + "\n  ".join(runner.summary()))
         click.echo(f"\nEnvironment ({directory / 'env'}):")
         click.echo(env_lines(env), nl=False)
         click.echo(f"\nTry:  set -a; . {directory / 'env'}; set +a; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import configparser
 import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,50 @@ def test_up_starts_the_three_services_and_stops_them(tmp_path):
     finally:
         runner.stop()
     assert all(p.poll() is not None for p in procs)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/initdb").exists(),
+                    reason="PostgreSQL server binaries are not installed")
+def test_up_postgres_runs_two_apis_and_two_workers_each_and_stops_everything():
+    berth_dir = Path(tempfile.mkdtemp(prefix="berth-up-pg-"))
+    berth_dir.chmod(0o755)  # the postgres user must reach berth_dir/postgres
+    free = free_ports(6)
+    runner = Up(str(ROOT / "etc/sites/demo.yaml"), berth_dir, SitePorts(),
+                service_ports=dict(zip(("shipyard", "promenade", "drydock"), free[:3],
+                                       strict=True)),
+                postgres=True, second_ports={"shipyard": free[3], "drydock": free[4]},
+                postgres_port=free[5])
+    try:
+        env = runner.start()
+        assert env["SHIPYARD_DATABASE_URL"].startswith("postgresql+psycopg://")
+        for key in ("SHIPYARD_URL", "SHIPYARD_URL_2", "DRYDOCK_URL", "DRYDOCK_URL_2",
+                    "PROMENADE_URL"):
+            assert requests.get(env[key] + "/api/v1.0/health", timeout=10).status_code == 204
+        headers = {"X-Auth-Token": env["BERTH_TOKEN"]}
+        # Both Shipyard APIs read the revision committed through the first (one database).
+        revisions = [requests.get(env[key] + "/api/v1.0/revisions", headers=headers,
+                                  timeout=10).json()["results"]
+                     for key in ("SHIPYARD_URL", "SHIPYARD_URL_2")]
+        assert revisions[0] == revisions[1] and len(revisions[0]) == 1
+        conf = configparser.ConfigParser(interpolation=None)
+        conf.read(berth_dir / "shipyard.conf")
+        assert conf["database"]["connection"] == env["SHIPYARD_DATABASE_URL"]
+        assert conf["workflow"]["api_workers"] == "0"
+        conf.read(berth_dir / "drydock.conf")
+        assert conf["worker"]["threads"] == "0"
+        workers = [name for name in runner.procs if "-worker-" in name]
+        assert sorted(workers) == ["drydock-worker-1", "drydock-worker-2",
+                                   "shipyard-worker-1", "shipyard-worker-2"]
+        assert all(runner.procs[w].poll() is None for w in workers)
+        summary = "\n".join(runner.summary())
+        assert f"127.0.0.1:{free[5]}" in summary and "shipyard-2" in summary
+        procs = list(runner.procs.values())
+    finally:
+        runner.stop()
+        pg_running = (berth_dir / "postgres" / "data" / "postmaster.pid").exists()
+        shutil.rmtree(berth_dir, ignore_errors=True)
+    assert all(p.poll() is not None for p in procs)
+    assert not pg_running
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", free[5]), timeout=1)
