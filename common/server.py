@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import configparser
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.glogging import Logger
+
+from common.logging import JsonFormatter, MarkerFilter
+
+
+class JsonGunicornLogger(Logger):  # type: ignore[misc]
+    """gunicorn's own lines (master and workers: boot, signals, worker exits) as JSON too."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(JsonFormatter())
+                handler.addFilter(MarkerFilter())
+
+
+def json_logs(config_file: str | None) -> bool:
+    """`[logging] json` of the config file (read before the workers load it; default on)."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    if config_file:
+        parser.read(config_file)
+    value = parser.get("logging", "json", fallback="true").strip().lower()
+    return value in ("true", "1", "yes", "on")
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -50,4 +74,5 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
         "pidfile": args.pid_file,
         "accesslog": None,
         "proc_name": f"{service}-api",
+        "logger_class": JsonGunicornLogger if json_logs(args.config_file) else None,
     }).run()
