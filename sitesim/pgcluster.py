@@ -86,6 +86,8 @@ class PgCluster:
         """Stop the server (fast shutdown); the data directory stays for inspection."""
         if self.running:
             self.running = False
+            if not (self.data / "postmaster.pid").exists():  # already stopped (signalled)
+                return
             self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
                        "stop"])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -52,6 +53,7 @@ def start_service(name: str, port: int, config: Path, log: Path) -> subprocess.P
     with log.open("ab") as out:
         return subprocess.Popen([script, "--bind", f"127.0.0.1:{port}", "--config-file",
                                  str(config)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                                start_new_session=True,
                                 env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
 
 
@@ -62,7 +64,7 @@ def start_worker(name: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
         raise UpError(f"console script {name}-worker not found (is the project installed?)")
     with log.open("ab") as out:
         return subprocess.Popen([script, "--config-file", str(config)], stdout=out, stderr=out,
-                                stdin=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, start_new_session=True,
                                 env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
 
 
@@ -82,6 +84,9 @@ def wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], log: Path,
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL after `timeout`; then whatever is left of the process group the
+    service runs in (its own session: a terminal's Ctrl-C reaches `berth up` alone, which
+    stops each service in order)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -89,6 +94,8 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def running_summary(site: Site, services: dict[str, int]) -> list[str]:
