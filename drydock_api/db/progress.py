@@ -103,6 +103,15 @@ class ProgressStore:
         with self.sessions() as s:
             return [dict(r.body, ts=_iso(r.ts)) for r in s.scalars(query.order_by(MessageRow.id))]
 
+    def tree_messages(self, root_id: str) -> TreeMessages:
+        """Every message of a task tree in one query, to list each level's own from."""
+        query = (select(MessageRow.id, MessageRow.task_id, MessageRow.node_task_id,
+                        MessageRow.ts, MessageRow.body)
+                 .where(MessageRow.root_id == root_id).order_by(MessageRow.id))
+        with self.sessions() as s:
+            return TreeMessages(root_id, [(mid, tid, ntid, dict(body, ts=_iso(ts)))
+                                          for mid, tid, ntid, ts, body in s.execute(query)])
+
     def retire(self, name: str, reason: str | None) -> None:
         now = self.clock()
         with self.sessions.begin() as s:
@@ -111,6 +120,25 @@ class ProgressStore:
                 s.add(NodeRecord(name=name, retired=True, retired_reason=reason, updated=now))
             else:
                 row.retired, row.retired_reason, row.updated = True, reason, now
+
+
+class TreeMessages:
+    """A tree's messages, answering `messages(task)` for any of its tasks without a query."""
+
+    def __init__(self, root_id: str,
+                 rows: list[tuple[int, str, str | None, Message]]) -> None:
+        self._root_id, self._all = root_id, [m for _, _, _, m in rows]
+        self._by_task: dict[str, list[tuple[int, Message]]] = {}
+        for mid, tid, ntid, m in rows:
+            self._by_task.setdefault(tid, []).append((mid, m))
+            if ntid is not None and ntid != tid:
+                self._by_task.setdefault(ntid, []).append((mid, m))
+
+    def messages(self, task: TaskRow) -> list[Message]:
+        """What ProgressStore.messages(task) answers, in the same (id) order."""
+        if task.parent_id is None and task.id == self._root_id:
+            return list(self._all)
+        return [m for _, m in sorted(self._by_task.get(task.id, []), key=lambda p: p[0])]
 
 
 def _iso(ts: float) -> str:

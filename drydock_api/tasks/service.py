@@ -11,7 +11,7 @@ from common.designref import href_of
 from common.errors import BadRequest, ValidationFailed
 from common.status import Message, validation_message
 from drydock_api.db.models import TaskRow
-from drydock_api.db.progress import ProgressStore
+from drydock_api.db.progress import ProgressStore, TreeMessages
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import check_filter, select_nodes
@@ -76,7 +76,8 @@ class TaskService:
             idempotency_key=idempotency_key, exclusive=action.exclusive)
         return self.render(row), created
 
-    def render(self, row: TaskRow, children: list[TaskRow] | None = None) -> dict[str, Any]:
+    def render(self, row: TaskRow, children: list[TaskRow] | None = None,
+               tree: TreeMessages | None = None) -> dict[str, Any]:
         subs = children if children is not None else self._store.children([row.id])
         nodes = [s for s in subs if s.step is None]
         if row.parent_id is None and row.status not in ("complete", "terminated"):
@@ -86,7 +87,8 @@ class TaskService:
             ok, bad = list(row.successes or []), list(row.failures or [])
         skipped = sorted(str(s.node) for s in nodes
                          if s.status == "complete" and s.result == "incomplete")
-        return task_body(row, messages=self._progress.messages(row),
+        messages = tree.messages(row) if tree is not None else self._progress.messages(row)
+        return task_body(row, messages=messages,
                          subtask_ids=[s.id for s in subs], successes=ok, failures=bad,
                          skipped=skipped)
 
@@ -99,6 +101,7 @@ class TaskService:
                 body["subtask_errors"] = self._subtask_errors(row)
             return body
         tree: dict[str, Any] = {"init_task_id": row.id}
+        messages = self._progress.tree_messages(row.root_id)
         level, depth = [row], 0
         while level:
             children = self._store.children([r.id for r in level])
@@ -106,7 +109,7 @@ class TaskService:
             for child in children:
                 by_parent.setdefault(str(child.parent_id), []).append(child)
             for r in level:
-                tree[r.id] = self.render(r, by_parent.get(r.id, []))
+                tree[r.id] = self.render(r, by_parent.get(r.id, []), messages)
             depth += 1
             level = children if (layers < 0 or depth < layers) else []
         return tree
