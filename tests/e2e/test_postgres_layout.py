@@ -6,7 +6,6 @@ exactly once, and no row is left leased to a dead process."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -77,6 +76,13 @@ class Layout:
         finally:
             engine.dispose()
         return found
+
+
+    def leases_in_flight(self, killed: set[int]) -> bool:
+        return bool(self.leased_to("shipyard", killed) or self.leased_to("drydock", killed)
+                    or self.rows("drydock", "SELECT id FROM tasks WHERE lease_owner IS NOT NULL")
+                    or self.rows("shipyard",
+                                 "SELECT id FROM actions WHERE lease_owner IS NOT NULL"))
 
 
 def owner_pid(owner: str) -> int:
@@ -235,11 +241,13 @@ def test_killed_workers_leave_no_claim_and_every_node_is_redeployed_once(
     for name in nodes:
         seen = requests.get(f"{layout.site.urls['sitesim']}/nodes/{name}", timeout=10).json()
         assert seen["maas_status"] == "Deployed" and seen["kubernetes"]["ready"]
-    time.sleep(0.5)  # a finished worker releases its last lease right after the final write
+    # A lease of a dead process disappears only if a survivor took the row over; the
+    # survivors release their own leases right after their last write.
+    wait_for(lambda: not layout.leases_in_flight(killed), 30, "every lease to be released")
     assert layout.leased_to("shipyard", killed) == []
     assert layout.leased_to("drydock", killed) == []
-    assert not [r for r in layout.rows("drydock", "SELECT id FROM tasks WHERE status IN "
-                                       "('queued', 'running') OR lease_owner IS NOT NULL")]
+    assert not layout.rows("drydock", "SELECT id FROM tasks WHERE status IN "
+                           "('queued', 'running') OR lease_owner IS NOT NULL")
     assert not layout.rows("shipyard", "SELECT id FROM actions WHERE lease_owner IS NOT NULL")
     survivors = [p for p in layout.workers.values() if p.pid not in killed]
     assert len(survivors) == 2 and all(p.alive() for p in survivors)

@@ -12,6 +12,7 @@ import pytest
 import requests
 import yaml
 
+from sitesim.pgcluster import PgCluster, PgClusterError
 from sitesim.site import SitePorts
 from sitesim.up import Up
 
@@ -130,3 +131,11 @@ def test_up_postgres_runs_two_apis_and_two_workers_each_and_stops_everything():
     assert not pg_running
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", free[5]), timeout=1)
+
+
+def test_postgres_cluster_without_server_binaries_says_what_to_install(tmp_path):
+    cluster = PgCluster(tmp_path / "pg", 5999, bin_dir=tmp_path / "nowhere")
+    with pytest.raises(PgClusterError, match="install Debian's postgresql package"):
+        cluster.start()
+    cluster.stop()  # never started: nothing to do
+    assert not (tmp_path / "pg").exists()
