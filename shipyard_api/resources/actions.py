@@ -20,7 +20,8 @@ class ActionsResource:
 
     @authorize("shipyard:list_actions")
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self._service.list()
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = self._service.list_json()
 
     @authorize("shipyard:create_action")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:

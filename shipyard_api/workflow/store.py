@@ -71,6 +71,15 @@ class ActionStore:
             return list(s.scalars(select(ActionRow).order_by(ActionRow.created_at,
                                                              ActionRow.id)).all())
 
+    def list_key(self) -> tuple[tuple[str, str, float], ...]:
+        """(id, state, updated_at) of every action, in list order: it changes whenever the
+        list view does, since every write of a listed field goes through create, transition
+        or control, which all change the state (and updated_at)."""
+        with self._sessions() as s:
+            rows = s.execute(select(ActionRow.id, ActionRow.state, ActionRow.updated_at)
+                             .order_by(ActionRow.created_at, ActionRow.id)).all()
+        return tuple((str(i), str(st), float(u)) for i, st, u in rows)
+
     def steps(self, action_id: str) -> list[StepRow]:
         with self._sessions() as s:
             return list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
