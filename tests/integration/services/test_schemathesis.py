@@ -17,6 +17,7 @@ from tests.fixtures.services import service_sections
 from tests.fixtures.site import start_test_site, stop_site
 from tests.support.procs import free_port
 from tests.support.services import ServiceProcess, write_tokens
+from tests.support.st_hooks import DESIGN_REF_ENV
 
 SERVICES = ("promenade", "drydock", "shipyard")
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
@@ -41,24 +42,33 @@ def seed_data(site: Site, urls: dict[str, str], token: str) -> dict[str, list[st
     task = requests.post(f"{urls['drydock']}/api/v1.0/tasks", headers=headers, timeout=60,
                          json={"action": "validate_design", "design_ref": ref})
     assert task.status_code == 201, task.text
-    return {"tasks": [task.json()["task_id"]], "collections": ["site"]}
+    nodes = [d["metadata"]["name"] for d in site.design_documents()
+             if d["schema"] == "drydock/BaremetalNode/v1"]
+    return {"tasks": [task.json()["task_id"]], "collections": ["site"], "nodes": nodes[:2],
+            "design_ref": [ref]}
 
 
 def config_file(path: Path, known: dict[str, list[str]]) -> Path:
     lines = []
     for name, values in known.items():
+        if name == "design_ref":
+            continue
         quoted = ", ".join(f'"{v}"' for v in values)
         lines += [f"[dictionaries.{name}]", f"values = [{quoted}]", ""]
     lines += ["[parameters]",
               '"path.task_id" = { dictionary = "tasks", probability = 0.5 }',
-              '"path.collection" = { dictionary = "collections", probability = 0.5 }']
+              '"path.collection" = { dictionary = "collections", probability = 0.5 }', "",
+              # Promenade's read-only node view on real nodes (its verbs would drain them)
+              "[[operations]]", 'include-path = "/api/v1.0/nodes/{node_id}"',
+              'include-method = "GET"',
+              'parameters = { "path.node_id" = { dictionary = "nodes", probability = 0.5 } }']
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
-        tuple[dict[str, str], str, Path]]:
+        tuple[dict[str, str], str, Path, str]]:
     """A demo site of its own and the three services on it (generated requests may act)."""
     work = tmp_path_factory.mktemp("schemathesis")
     tokens = write_tokens(work / "tokens.yaml")
@@ -72,7 +82,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             procs.append(ServiceProcess(svc, work, sections[svc], port=ports[svc]))
         urls = {p.service: p.url for p in procs}
         known = seed_data(site, urls, tokens["admin"])
-        yield urls, tokens["admin"], config_file(work / "schemathesis.toml", known)
+        yield urls, tokens["admin"], config_file(work / "schemathesis.toml", known), \
+            known["design_ref"][0]
     finally:
         for proc in procs:
             proc.stop()
@@ -82,9 +93,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.mark.slow
 @pytest.mark.parametrize("service", SERVICES)
 def test_generated_requests_are_answered_as_documented(stack, service, tmp_path):
-    urls, token, config = stack
+    urls, token, config, design_ref = stack
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.support.st_hooks",
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(ROOT), DESIGN_REF_ENV: design_ref}
     result = subprocess.run(
         [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(config), "run",
          f"{urls[service]}/api/v1.0/openapi.json", "-H", f"X-Auth-Token: {token}",
