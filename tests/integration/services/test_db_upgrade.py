@@ -32,10 +32,12 @@ def model_metadata(service: str) -> MetaData:
     if service == "shipyard":
         import shipyard_api.documents.models  # noqa: F401
         import shipyard_api.workflow.models  # noqa: F401
-        from shipyard_api.db import Base
-    else:
-        from drydock_api.db.models import Base
-    return Base.metadata
+        from shipyard_api.db import Base as ShipyardBase
+
+        return ShipyardBase.metadata
+    from drydock_api.db.models import Base as DrydockBase
+
+    return DrydockBase.metadata
 
 
 def revisions(service: str) -> list[str | None]:
