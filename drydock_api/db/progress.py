@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 
 from common.status import Message
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
@@ -111,6 +111,18 @@ class ProgressStore:
         with self.sessions() as s:
             return TreeMessages(root_id, [(mid, tid, ntid, dict(body, ts=_iso(ts)))
                                           for mid, tid, ntid, ts, body in s.execute(query)])
+
+    def tree_key(self, root_id: str) -> tuple[Any, ...]:
+        """What a tree body depends on: each task's status, result and update time, and the
+        messages so far (every change of a task's shown fields goes through `finish`,
+        `transition` or `request_terminate`, which set status and `updated`)."""
+        with self.sessions() as s:
+            tasks = s.execute(select(TaskRow.id, TaskRow.status, TaskRow.result,
+                                     TaskRow.updated).where(TaskRow.root_id == root_id)
+                              .order_by(TaskRow.id)).all()
+            count, last = s.execute(select(func.count(), func.max(MessageRow.id))
+                                    .where(MessageRow.root_id == root_id)).one()
+        return (tuple(tuple(t) for t in tasks), count, last)
 
     def retire(self, name: str, reason: str | None) -> None:
         now = self.clock()

@@ -68,7 +68,8 @@ class TaskResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
         layers = req.get_param_as_int("layers", min_value=-1) or 0
         errors = req.get_param_as_bool("subtaskerrors") or False
-        resp.media = self._service.get(task_id, layers=layers, subtask_errors=errors)
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
 
 
 class TaskTerminateResource:

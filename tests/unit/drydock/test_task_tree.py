@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from common.context import RequestContext
 from tests.unit.drydock.conftest import SiteFactory
 
@@ -24,3 +26,27 @@ def test_tree_bodies_equal_each_task_rendered_alone(make_site: SiteFactory) -> N
             alone = svc.render(site.runtime.store.get(task_id))
             assert tree[task_id] == alone
         assert any(tree[k]["result"]["details"]["messageList"] for k in ids)
+
+
+def test_encoded_tree_follows_the_task_and_is_reused_while_unchanged(
+        make_site: SiteFactory) -> None:
+    site = make_site(["n1", "n2"])
+    svc = site.runtime.service
+    body, _ = svc.create({"action": "destroy_nodes", "design_ref": site.href,
+                          "node_filter": None, "options": {}}, RequestContext(user="admin"), None)
+    root = body["task_id"]
+    queued = svc.get_json(root, layers=-1)
+    assert json.loads(queued) == svc.get(root, layers=-1)
+    assert json.loads(queued)[root]["status"] == "queued"
+    assert svc.get_json(root, layers=-1) is queued
+    worker = site.runtime.new_worker("w1")
+    assert worker.poll_once() == 1
+    worker.join(30)
+    done = json.loads(svc.get_json(root, layers=-1))
+    assert done == svc.get(root, layers=-1)
+    assert done[root]["status"] == "complete" and len(done) > 3
+    site.runtime.progress.add_messages(site.runtime.store.get(root),
+                                       [{"message": "late note", "error": False}])
+    again = json.loads(svc.get_json(root, layers=-1))
+    assert again[root]["result"]["details"]["messageList"][-1]["message"] == "late note"
+    assert json.loads(svc.get_json(root)) == svc.get(root)
