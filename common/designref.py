@@ -55,7 +55,11 @@ class DesignResolver:
 
     def resolve(self, ref: Any, ctx: RequestContext | None = None) -> list[Document]:
         href = href_of(ref)
-        scheme = urlparse(href).scheme
+        try:
+            scheme = urlparse(href).scheme
+        except ValueError as exc:
+            raise BadRequest(f"Design reference {href} is not a valid URL: {exc}",
+                             reason="InvalidDesignRef") from exc
         if scheme not in SCHEMES:
             raise BadRequest(f"Unsupported design reference scheme {scheme!r} in {href}; "
                              f"use one of {', '.join(SCHEMES)}", reason="InvalidDesignRef")
@@ -118,5 +122,9 @@ class DesignResolver:
                     if len(data) > self._max_bytes:
                         raise PayloadTooLarge(f"Design {href} exceeds {self._max_bytes} bytes")
                 return data
+        except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
+                requests.exceptions.InvalidSchema) as exc:
+            raise BadRequest(f"Design reference {href} is not a valid URL: {exc}",
+                             reason="InvalidDesignRef") from exc
         except requests.RequestException as exc:
             raise BadGateway(f"Design reference {href} is unreachable: {exc}") from exc

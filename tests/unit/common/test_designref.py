@@ -132,3 +132,10 @@ data: {}
     assert all(m["kind"] == "ValidationMessage" and m["error"] for m in messages)
     assert {m["documents"][0]["schema"] for m in messages} == {"drydock/Region/v1",
                                                               "not-a-schema"}
+
+
+@pytest.mark.parametrize("ref", ["deckhand+http://\x7f/x", "http://[::1/x", "https://"])
+def test_unparseable_url_is_400_not_a_gateway_error(ref):
+    with pytest.raises(BadRequest) as info:
+        DesignResolver().resolve(ref)
+    assert info.value.instance_reason == "InvalidDesignRef"
