@@ -47,10 +47,14 @@ class PgCluster:
                                  f"{done.stdout.decode(errors='replace')[-2000:]}")
 
     def start(self) -> PgCluster:
-        """initdb a fresh cluster (an old one under root is removed) and start it."""
+        """initdb a fresh cluster and start it; an old one under root is stopped if it still
+        runs, and removed."""
         if not (self.bin_dir / "initdb").exists():
             raise PgClusterError(f"{self.bin_dir}/initdb not found: install Debian's "
                                  "postgresql package")
+        if (self.data / "postmaster.pid").exists():  # left running by a killed `berth up`
+            self.running = True
+            self.stop()
         if self.root.exists():
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import sqlalchemy
 import yaml
 
 from sitesim.pgcluster import PgCluster, PgClusterError
@@ -139,3 +140,28 @@ def test_postgres_cluster_without_server_binaries_says_what_to_install(tmp_path)
         cluster.start()
     cluster.stop()  # never started: nothing to do
     assert not (tmp_path / "pg").exists()
+
+
+@pytest.mark.skipif(not Path("/usr/lib/postgresql/15/bin/initdb").exists(),
+                    reason="PostgreSQL server binaries are not installed")
+def test_postgres_cluster_left_running_is_stopped_and_replaced_by_a_fresh_one():
+    root = Path(tempfile.mkdtemp(prefix="berth-pg-"))
+    root.chmod(0o755)
+    port = free_ports(1)[0]
+    first = PgCluster(root / "pg", port).start()
+    try:
+        first.create_database("leftover")
+        second = PgCluster(root / "pg", port).start()  # as after a SIGKILLed berth up
+        try:
+            engine = sqlalchemy.create_engine(second.url("postgres"))
+            with engine.connect() as conn:
+                names = conn.execute(sqlalchemy.text("SELECT datname FROM pg_database")).scalars()
+                assert "leftover" not in set(names)
+            engine.dispose()
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1)
