@@ -68,8 +68,14 @@ class TaskResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
         layers = req.get_param_as_int("layers", min_value=-1) or 0
         errors = req.get_param_as_bool("subtaskerrors") or False
+        data, packed = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
+        resp.vary = ("Accept-Encoding",)
+        if packed is not None and "gzip" in (req.get_header("Accept-Encoding") or "").lower():
+            resp.set_header("Content-Encoding", "gzip")
+            resp.data = packed
+        else:
+            resp.data = data
 
 
 class TaskTerminateResource:

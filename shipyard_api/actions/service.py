@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
@@ -35,7 +36,7 @@ class ActionService:
         self.clock = clock
         self.new_id = new_id
         self.wake = wake
-        self._listed: tuple[tuple[tuple[str, str, float], ...], bytes] | None = None
+        self._listed: tuple[tuple[tuple[str, str, float], ...], bytes, bytes] | None = None
         self._listed_lock = threading.Lock()
 
     def definition(self, name: Any) -> ActionDefinition:
@@ -68,17 +69,19 @@ class ActionService:
     def list(self) -> list[dict[str, Any]]:
         return [action_view(r) for r in self.store.all()]
 
-    def list_json(self) -> bytes:
-        """`list()` as JSON, encoded again only when an action was added or changed state
-        (a cheap three-column query decides; 1,000 actions take ~90 ms to load and encode)."""
+    def list_json(self) -> tuple[bytes, bytes]:
+        """`list()` as JSON and gzipped JSON, encoded again only when an action was added or
+        changed state (a cheap three-column query decides; 1,000 actions take ~90 ms to load
+        and encode, and 540 KB to send uncompressed)."""
         key = self.store.list_key()
         with self._listed_lock:
             if self._listed is not None and self._listed[0] == key:
-                return self._listed[1]
+                return self._listed[1], self._listed[2]
         data = json.dumps(self.list(), ensure_ascii=False).encode()
+        packed = gzip.compress(data, compresslevel=6, mtime=0)
         with self._listed_lock:
-            self._listed = (key, data)
-        return data
+            self._listed = (key, data, packed)
+        return data, packed
 
     def get(self, action_id: str) -> dict[str, Any]:
         row = self.store.get(action_id)

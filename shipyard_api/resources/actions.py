@@ -14,14 +14,24 @@ from shipyard_api.actions.statuses import SiteStatuses
 P = "/api/v1.0"
 
 
+def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: bytes) -> None:
+    """An encoded JSON body, gzipped for clients that accept it."""
+    resp.content_type = falcon.MEDIA_JSON
+    resp.vary = ("Accept-Encoding",)
+    if "gzip" in (req.get_header("Accept-Encoding") or "").lower():
+        resp.set_header("Content-Encoding", "gzip")
+        resp.data = packed
+    else:
+        resp.data = data
+
+
 class ActionsResource:
     def __init__(self, service: ActionService) -> None:
         self._service = service
 
     @authorize("shipyard:list_actions")
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.content_type = falcon.MEDIA_JSON
-        resp.data = self._service.list_json()
+        send_json(req, resp, *self._service.list_json())
 
     @authorize("shipyard:create_action")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from typing import Any
+
+import falcon.testing
 
 from common.context import RequestContext
-from tests.unit.drydock.conftest import SiteFactory
+from drydock_api.app import Deps, create_app
+from tests.unit.drydock.conftest import SiteFactory, make_conf
+from tests.unit.drydock.test_api import ADMIN, TOKENS
 
 
 def test_tree_bodies_equal_each_task_rendered_alone(make_site: SiteFactory) -> None:
@@ -35,18 +41,41 @@ def test_encoded_tree_follows_the_task_and_is_reused_while_unchanged(
     body, _ = svc.create({"action": "destroy_nodes", "design_ref": site.href,
                           "node_filter": None, "options": {}}, RequestContext(user="admin"), None)
     root = body["task_id"]
-    queued = svc.get_json(root, layers=-1)
+    queued, packed = svc.get_json(root, layers=-1)
     assert json.loads(queued) == svc.get(root, layers=-1)
+    assert packed is not None and gzip.decompress(packed) == queued
     assert json.loads(queued)[root]["status"] == "queued"
-    assert svc.get_json(root, layers=-1) is queued
+    assert svc.get_json(root, layers=-1)[0] is queued
     worker = site.runtime.new_worker("w1")
     assert worker.poll_once() == 1
     worker.join(30)
-    done = json.loads(svc.get_json(root, layers=-1))
+    done = json.loads(svc.get_json(root, layers=-1)[0])
     assert done == svc.get(root, layers=-1)
     assert done[root]["status"] == "complete" and len(done) > 3
     site.runtime.progress.add_messages(site.runtime.store.get(root),
                                        [{"message": "late note", "error": False}])
-    again = json.loads(svc.get_json(root, layers=-1))
+    again = json.loads(svc.get_json(root, layers=-1)[0])
     assert again[root]["result"]["details"]["messageList"][-1]["message"] == "late note"
-    assert json.loads(svc.get_json(root)) == svc.get(root)
+    assert json.loads(svc.get_json(root)[0]) == svc.get(root)
+
+
+def test_tree_is_gzipped_only_for_clients_that_accept_it(make_site: SiteFactory,
+                                                          tmp_path: Any) -> None:
+    site = make_site(["n1"])
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    assert app.berth_spec is not None
+    app.berth_spec.authenticator = TOKENS
+    client = falcon.testing.TestClient(app)
+    body, _ = site.runtime.service.create({"action": "destroy_nodes", "design_ref": site.href,
+                                           "node_filter": None, "options": {}},
+                                          RequestContext(user="admin"), None)
+    path = f"/api/v1.0/tasks/{body['task_id']}"
+    plain = client.simulate_get(path, params={"layers": -1}, headers=ADMIN)
+    packed = client.simulate_get(path, params={"layers": -1},
+                                 headers={**ADMIN, "Accept-Encoding": "gzip"})
+    assert "content-encoding" not in plain.headers
+    assert packed.headers["content-encoding"] == "gzip"
+    assert json.loads(gzip.decompress(packed.content)) == plain.json
+    single = client.simulate_get(path, headers={**ADMIN, "Accept-Encoding": "gzip"})
+    assert "content-encoding" not in single.headers
+    assert single.json["task_id"] == body["task_id"]
