@@ -12,7 +12,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-DB_SERVICES = ("shipyard", "drydock")
+from sitesim.berthconfig import DB_SERVICES
 
 
 def upgrader(service: str) -> Callable[[str, str], None]:

@@ -143,7 +143,11 @@ def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVIC
 
 
 def commit_design(shipyard_url: str, token: str, design: str) -> str:
-    """Stage and commit the site design in Shipyard; the committed revision's design ref."""
+    """Stage and commit the site design in Shipyard; the committed revision's design ref.
+
+    The simulated site starts deployed exactly as this design says, so the revision is also
+    tagged `site-action-success` (dag_id `berth-up`): actions whose default target is the
+    last successful site action (redeploy_server) work on a fresh `berth up`."""
     api = f"{shipyard_url}/api/v1.0"
     headers = {"X-Auth-Token": token}
     staged = requests.post(f"{api}/configdocs/site?buffermode=replace", data=design.encode(),
@@ -154,7 +158,19 @@ def commit_design(shipyard_url: str, token: str, design: str) -> str:
             f"committing the site design into Shipyard failed: {staged.text} {committed.text}")
     revisions = requests.get(f"{api}/revisions", headers=headers, timeout=30).json()["results"]
     newest = max(revisions, key=lambda r: int(r["id"]))
+    tagged = requests.post(f"{api}/revisions/{newest['id']}/tags/site-action-success",
+                           json={"dag_id": "berth-up"}, headers=headers, timeout=30)
+    if tagged.status_code not in (200, 201):
+        raise click.ClickException(f"tagging the site design failed: {tagged.text}")
     return f"deckhand+{api}/revisions/{newest['id']}/rendered-documents"
+
+
+def clear_previous_state(berth_dir: Path) -> None:
+    """Remove the SQLite databases of an earlier run: they describe a site that is gone
+    (tasks, actions, retirements, reboot requests of nodes that no longer exist)."""
+    for service in DB_SERVICES:
+        for path in berth_dir.glob(f"{service}.db*"):
+            path.unlink(missing_ok=True)
 
 
 class Up:
@@ -193,6 +209,7 @@ class Up:
 
     def start(self) -> dict[str, str]:
         self.berth_dir.mkdir(parents=True, exist_ok=True)
+        clear_previous_state(self.berth_dir)
         try:
             self.site.start()
             overrides = self._start_postgres()

@@ -70,9 +70,11 @@ def test_up_writes_design_tokens_configs_and_env(tmp_path):
                     reason="service console scripts are not installed")
 def test_up_starts_the_three_services_and_stops_them(tmp_path):
     ports = dict(zip(("shipyard", "promenade", "drydock"), free_ports(3), strict=True))
+    (tmp_path / "drydock.db").write_text("a database of an earlier run's site")
     runner = Up(str(ROOT / "etc/sites/demo.yaml"), tmp_path, SitePorts(), service_ports=ports)
     try:
         env = runner.start()
+        assert "earlier run" not in (tmp_path / "drydock.db").read_bytes().decode(errors="replace")
         for key in ("SHIPYARD_URL", "PROMENADE_URL", "DRYDOCK_URL"):
             assert requests.get(env[key] + "/api/v1.0/health", timeout=10).status_code == 204
         ref = env["DESIGN_REF"]
@@ -81,6 +83,10 @@ def test_up_starts_the_three_services_and_stops_them(tmp_path):
         rendered = requests.get(ref.removeprefix("deckhand+"), timeout=10,
                                 headers={"X-Auth-Token": env["BERTH_TOKEN"]})
         assert "drydock/BaremetalNode/v1" in rendered.text
+        revision = ref.split("/revisions/")[1].split("/")[0]
+        tags = requests.get(f"{env['SHIPYARD_URL']}/api/v1.0/revisions/{revision}/tags",
+                            headers={"X-Auth-Token": env["BERTH_TOKEN"]}, timeout=10).json()
+        assert "site-action-success" in str(tags)
         procs = list(runner.procs.values())
     finally:
         runner.stop()
