@@ -165,7 +165,7 @@ def hammer(name: str, url: str, headers: dict[str, str], clients: int,
             try:
                 resp = session.get(url, timeout=30)
                 ok = resp.status_code == 200
-                size += len(resp.content)
+                size += int(resp.headers.get("Content-Length") or len(resp.content))
             except requests.RequestException:
                 ok = False
             if ok:
@@ -191,7 +191,7 @@ def hammer(name: str, url: str, headers: dict[str, str], clients: int,
 def report(results: list[Result], list_targets: set[str], bare: str) -> bool:
     rows = [r.row() for r in results]
     print(f"{'target':<34}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'errors':>8}{'body KB':>9}")
+          f"{'errors':>8}{'wire KB':>9}")
     for r in rows:
         print(f"{r['target']:<34}{r['requests']:>9}{r['rps']:>9.1f}{r['p50_ms']:>9.1f}"
               f"{r['p99_ms']:>9.1f}{r['errors']:>8}{r['body_kb']:>9.1f}")
@@ -218,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--accept-encoding", default="gzip, deflate",
+                        help="What the clients accept (requests' default; 'identity' for "
+                             "uncompressed bodies).")
     parser.add_argument("--keep", action="store_true", help="Keep the work directory.")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="berth-api-load-"))
@@ -246,7 +249,7 @@ def run_all(args: argparse.Namespace, work: Path, procs: list[Proc]) -> bool:
                                        "reboot": {"enabled": "false"},
                                        "database": {"connection": f"sqlite:///{work}/drydock.db"},
                                        "logging": {"level": "WARNING"}})
-    reader = {"X-Auth-Token": tokens["reader"]}
+    reader = {"X-Auth-Token": tokens["reader"], "Accept-Encoding": args.accept_encoding}
     bare_name = "bare falcon GET /hello"
     targets: list[tuple[str, Callable[[int], list[str]], str, dict[str, str]]] = [
         (f"shipyard GET /actions ({args.actions})",
@@ -258,7 +261,7 @@ def run_all(args: argparse.Namespace, work: Path, procs: list[Proc]) -> bool:
         (bare_name, lambda port: [sys.executable, str(Path(__file__).resolve()), "serve-bare",
                                   "--bind", f"127.0.0.1:{port}", "--workers",
                                   str(args.workers), "--threads", str(args.threads)],
-         "/hello", {}),
+         "/hello", {"Accept-Encoding": args.accept_encoding}),
     ]
     results = []
     for name, cmd, path, headers in targets:
