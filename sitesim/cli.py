@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 
 import click
 import yaml
 
 from sitesim.generate import generate_site
+from sitesim.processes import stop_event_on_signals
 from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, load_site
 
@@ -34,13 +32,7 @@ def run(site_file: str, free_ports: bool, design_out: str | None) -> None:
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     site = Site(spec, ports=SitePorts() if free_ports else SitePorts.standard()).start()
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_event_on_signals()
     try:
         if design_out:
             Path(design_out).write_text(site.design_yaml())

@@ -9,29 +9,11 @@ from typing import Any
 
 import yaml
 
+from shipyard_api.actions.design import DEFAULTS as SHIPYARD_DEFAULTS
 from sitesim.siteconfig import NodeSpec, SiteSpec
 
 PLATFORM = {"image": "jammy", "kernel": "ga-22.04"}
 
-# Airship's defaults for shipyard/DeploymentConfiguration/v1 (the site YAML may override them).
-DEPLOYMENT_CONFIGURATION_DEFAULTS: dict[str, Any] = {
-    "physical_provisioner": {
-        "deployment_strategy": "deployment-strategy",
-        "deploy_interval": 30, "deploy_timeout": 3600,
-        "destroy_interval": 30, "destroy_timeout": 900,
-        "join_wait": 0,
-        "prepare_node_interval": 30, "prepare_node_timeout": 1800,
-        "prepare_site_interval": 10, "prepare_site_timeout": 300,
-        "verify_interval": 10, "verify_timeout": 60,
-        "relabel_nodes_interval": 30, "relabel_nodes_timeout": 900,
-    },
-    "kubernetes": {"node_status_interval": 30, "node_status_timeout": 1800},
-    "kubernetes_provisioner": {
-        "drain_timeout": 3600, "drain_grace_period": 1800, "clear_labels_timeout": 1800,
-        "remove_etcd_timeout": 1800, "etcd_ready_timeout": 600,
-    },
-    "armada": {"manifest": "full-site"},
-}
 
 
 @dataclass(frozen=True)
@@ -62,6 +44,14 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+# shipyard/DeploymentConfiguration/v1: Shipyard's own (Airship's) defaults, with the strategy
+# document named and no join wait (the site YAML may override any of them).
+DEPLOYMENT_CONFIGURATION_DEFAULTS: dict[str, Any] = deep_merge(SHIPYARD_DEFAULTS, {
+    "physical_provisioner": {"deployment_strategy": "deployment-strategy", "join_wait": 0},
+    "armada": {"manifest": "full-site"},
+})
 
 
 def storage_of(node: NodeSpec) -> dict[str, Any]:

@@ -8,10 +8,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
@@ -31,6 +29,7 @@ from sitesim.berthconfig import (
 )
 from sitesim.dbcli import db, upgrader
 from sitesim.pgcluster import PgCluster, PgClusterError
+from sitesim.processes import stop_event_on_signals, terminate
 from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, load_site
 
@@ -87,13 +86,7 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
     """SIGTERM, then SIGKILL after `timeout`; then whatever is left of the process group the
     service runs in (its own session: a terminal's Ctrl-C reaches `berth up` alone, which
     stops each service in order)."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
+    terminate(proc, timeout)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
@@ -311,13 +304,7 @@ def up(site_file: str, berth_dir: str, no_services: bool, postgres: bool,
                     postgres=postgres, postgres_port=postgres_port)
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_event_on_signals()
     try:
         env = runner.start()
     except UpError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
+from sitesim.processes import terminate
 from sitesim.siteconfig import NodeSpec
 
 IPMI_SIM = "ipmi_sim"
@@ -99,11 +99,5 @@ class IpmiSimBmc:
         proc = self.process
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        terminate(proc, 5)
         self.process = None

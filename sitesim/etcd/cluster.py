@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -15,6 +14,7 @@ from typing import Any
 import requests
 
 from sitesim.ports import free_port
+from sitesim.processes import terminate
 
 ETCD_BINARY = "/usr/bin/etcd"
 
@@ -101,13 +101,7 @@ class EtcdCluster:
         proc = member.process
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout)
+        terminate(proc, timeout)
         member.process = None
 
     def healthy(self, name: str, timeout: float = 1.0) -> bool:
