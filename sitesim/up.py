@@ -135,12 +135,12 @@ def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVIC
     return env
 
 
-def commit_design(shipyard_url: str, token: str, design: str) -> str:
+def commit_design(shipyard_url: str, token: str, design: str, deployed: bool) -> str:
     """Stage and commit the site design in Shipyard; the committed revision's design ref.
 
-    The simulated site starts deployed exactly as this design says, so the revision is also
-    tagged `site-action-success` (dag_id `berth-up`): actions whose default target is the
-    last successful site action (redeploy_server) work on a fresh `berth up`."""
+    When the simulated site starts deployed exactly as this design says (`deployed`), the
+    revision is also tagged `site-action-success` (dag_id `berth-up`): actions whose default
+    target is the last successful site action (redeploy_server) work on a fresh `berth up`."""
     api = f"{shipyard_url}/api/v1.0"
     headers = {"X-Auth-Token": token}
     staged = requests.post(f"{api}/configdocs/site?buffermode=replace", data=design.encode(),
@@ -151,11 +151,14 @@ def commit_design(shipyard_url: str, token: str, design: str) -> str:
             f"committing the site design into Shipyard failed: {staged.text} {committed.text}")
     revisions = requests.get(f"{api}/revisions", headers=headers, timeout=30).json()["results"]
     newest = max(revisions, key=lambda r: int(r["id"]))
+    design_ref = f"deckhand+{api}/revisions/{newest['id']}/rendered-documents"
+    if not deployed:
+        return design_ref
     tagged = requests.post(f"{api}/revisions/{newest['id']}/tags/site-action-success",
                            json={"dag_id": "berth-up"}, headers=headers, timeout=30)
     if tagged.status_code not in (200, 201):
         raise click.ClickException(f"tagging the site design failed: {tagged.text}")
-    return f"deckhand+{api}/revisions/{newest['id']}/rendered-documents"
+    return design_ref
 
 
 def clear_previous_state(berth_dir: Path) -> None:
@@ -247,7 +250,8 @@ class Up:
                                                  self._log(proc_name))
         self.env["DESIGN_REF"] = commit_design(
             f"http://127.0.0.1:{self.service_ports['shipyard']}",
-            self.env["BERTH_TOKEN"], (self.berth_dir / "site-design.yaml").read_text())
+            self.env["BERTH_TOKEN"], (self.berth_dir / "site-design.yaml").read_text(),
+            deployed=all(node.state == "deployed" for node in self.site.spec.nodes))
         (self.berth_dir / "env").write_text(env_lines(self.env))
         for proc_name in self.worker_processes():
             if self.procs[proc_name].poll() is not None:
