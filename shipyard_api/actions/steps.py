@@ -135,7 +135,9 @@ def tag_site_action(ctx: FinishContext) -> None:
     revision = ctx.revision_id or (ctx.outputs.get("preflight") or {}).get("revision_id")
     if revision is None:
         return
-    if not ctx.succeeded and ctx.step_states.get("resolve_design") != "success":
-        return
+    validated = (ctx.step_states.get("resolve_design") == "success"
+                 and ctx.step_states.get("validate_design", "success") == "success")
+    if not ctx.succeeded and not validated:
+        return  # site-action-failure only once document validation passed (spec)
     tag = "site-action-success" if ctx.succeeded else "site-action-failure"
     services(ctx).documents.add_tag(int(revision), tag, {"dag_id": ctx.action_id})

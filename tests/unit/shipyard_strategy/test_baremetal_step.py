@@ -161,6 +161,7 @@ def test_an_invalid_strategy_fails_design_validation_with_every_problem(
                for m in messages)
     assert any("'nowhere'" in m for m in messages)
     assert drydock(harness).tasks == {}
+    assert not [t for _, t, _ in harness.docs.tag_log if t.startswith("site-action")]
 
 
 def test_the_baremetal_step_refuses_an_invalid_strategy_itself(harness: Harness) -> None:
