@@ -138,7 +138,10 @@ def create_databases(server: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def layout(postgres_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
-    site = start_test_site(overrides={"timings": dict(TIMINGS)})
+    # No demo workloads: node04 and node06 are destroyed straight on Drydock (bypassing
+    # Promenade) while node05 drains, so the web Deployment's PodDisruptionBudget could never be
+    # satisfied and Promenade would rightly refuse the drain; this test is about crashed workers.
+    site = start_test_site(overrides={"timings": dict(TIMINGS), "workloads": False})
     work = tmp_path_factory.mktemp("pg-layout")
     token = write_tokens(work / "tokens.yaml")["admin"]
     (work / "design.yaml").write_text(site.design_yaml())
