@@ -37,7 +37,7 @@ class DrydockMetrics:
             query = (select(TaskRow.action, TaskRow.status, TaskRow.result, func.count())
                      .where(TaskRow.parent_id.is_(None))
                      .group_by(TaskRow.action, TaskRow.status, TaskRow.result))
-            with store.sessions() as s:
+            with store.reads() as s:
                 return [((a, st, r), n) for a, st, r, n in s.execute(query).all()]
 
         self.registry.register(StateCounts("berth_drydock_tasks",

@@ -11,11 +11,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from common import migrate
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+# Execution option of connections that only read: "snapshot" (several statements) or
+# "statement" (one statement, atomic by itself).
+READ_ONLY = "berth_read_only"
 
 
 def make_engine(url: str) -> Engine:
     """An engine; SQLite runs every transaction as BEGIN IMMEDIATE in WAL mode, so API and
-    worker processes sharing the file serialise writes instead of failing with 'locked'."""
+    worker processes sharing the file serialise writes instead of failing with 'locked'.
+    Reads take no write lock: a READ_ONLY "snapshot" runs in a deferred BEGIN (a WAL snapshot
+    that waits for no writer and no other reader), a READ_ONLY "statement" in none."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=70)
     engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False},
@@ -32,13 +37,21 @@ def make_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = conn.get_execution_options().get(READ_ONLY)
+        if read_only != "statement":
+            conn.exec_driver_sql("BEGIN" if read_only == "snapshot" else "BEGIN IMMEDIATE")
 
     return engine
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def read_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that only read (on SQLite they take no write lock)."""
+    return sessionmaker(engine.execution_options(**{READ_ONLY: "snapshot"}),
+                        expire_on_commit=False)
 
 
 def upgrade(url: str, revision: str = "head") -> None:

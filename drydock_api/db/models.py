@@ -47,6 +47,9 @@ class TaskRow(Base):
     terminated_by: Mapped[str | None] = mapped_column(String(255))
     lease_owner: Mapped[str | None] = mapped_column(String(255))
     lease_expires: Mapped[float | None] = mapped_column(Float)
+    # On a top-level task: one more on every write to a task of its tree (the tree cache
+    # keys on it); 0 on subtasks.
+    changes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class MessageRow(Base):

@@ -7,12 +7,26 @@ from collections.abc import Sequence
 from datetime import UTC
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Select, bindparam, func, or_, select, update
 
+from common.errors import NotFound
 from common.status import Message
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
-from drydock_api.db.store import TaskStore
+from drydock_api.db.store import TaskStore, touch_tree
 from drydock_api.tasks.states import TaskResult, TaskStatus
+
+
+def _tree_key_query() -> Select[Any]:
+    """(root id, changes of the tree, last message id) of the tree holding the task
+    `:task_id`, built once (a request runs it as it is)."""
+    root_id = select(TaskRow.root_id).where(TaskRow.id == bindparam("task_id")) \
+        .scalar_subquery()
+    last_message = select(func.max(MessageRow.id)).where(MessageRow.root_id == root_id) \
+        .scalar_subquery()
+    return select(root_id, TaskRow.changes, last_message).where(TaskRow.id == root_id)
+
+
+TREE_KEY = _tree_key_query()
 
 
 class ProgressStore:
@@ -21,6 +35,8 @@ class ProgressStore:
     def __init__(self, tasks: TaskStore) -> None:
         self._tasks = tasks
         self.sessions = tasks.sessions
+        self.reads = tasks.reads
+        self.statement_reads = tasks.statement_reads
         self.clock = tasks.clock
 
     def _child(self, parent: TaskRow, *, action: str, node: str | None,
@@ -45,11 +61,13 @@ class ProgressStore:
             new = [self._child(root, action=root.action, node=n, step=None)
                    for n in nodes if n not in have]
             s.add_all(new)
+            if new:
+                touch_tree(s, root.root_id)
             have.update({r.node: r for r in new})
         return {str(k): v for k, v in have.items()}
 
     def steps_of(self, node_task_id: str) -> dict[str, TaskRow]:
-        with self.sessions() as s:
+        with self.reads() as s:
             return {str(r.step): r for r in s.scalars(select(TaskRow).where(
                 TaskRow.parent_id == node_task_id).order_by(TaskRow.id))}
 
@@ -62,6 +80,7 @@ class ProgressStore:
                 return found
             row = self._child(node_task, action=step, node=node_task.node, step=step)
             s.add(row)
+            touch_tree(s, row.root_id)
             return row
 
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
@@ -77,6 +96,7 @@ class ProgressStore:
                 values["successes" if result == TaskResult.SUCCESS else "failures"] = \
                     [task.node] if result in (TaskResult.SUCCESS, TaskResult.FAILURE) else []
             s.execute(update(TaskRow).where(TaskRow.id == task.id).values(**values))
+            touch_tree(s, task.root_id)
             self._add_messages(s, task, messages, now)
 
     def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
@@ -100,7 +120,7 @@ class ProgressStore:
         query = select(MessageRow).where(cond)
         if errors_only:
             query = query.where(MessageRow.error.is_(True))
-        with self.sessions() as s:
+        with self.reads() as s:
             return [dict(r.body, ts=_iso(r.ts)) for r in s.scalars(query.order_by(MessageRow.id))]
 
     def tree_messages(self, root_id: str) -> TreeMessages:
@@ -108,21 +128,20 @@ class ProgressStore:
         query = (select(MessageRow.id, MessageRow.task_id, MessageRow.node_task_id,
                         MessageRow.ts, MessageRow.body)
                  .where(MessageRow.root_id == root_id).order_by(MessageRow.id))
-        with self.sessions() as s:
+        with self.reads() as s:
             return TreeMessages(root_id, [(mid, tid, ntid, dict(body, ts=_iso(ts)))
                                           for mid, tid, ntid, ts, body in s.execute(query)])
 
-    def tree_key(self, root_id: str) -> tuple[Any, ...]:
-        """What a tree body depends on: each task's status, result and update time, and the
-        messages so far (every change of a task's shown fields goes through `finish`,
-        `transition` or `request_terminate`, which set status and `updated`)."""
-        with self.sessions() as s:
-            tasks = s.execute(select(TaskRow.id, TaskRow.status, TaskRow.result,
-                                     TaskRow.updated).where(TaskRow.root_id == root_id)
-                              .order_by(TaskRow.id)).all()
-            count, last = s.execute(select(func.count(), func.max(MessageRow.id))
-                                    .where(MessageRow.root_id == root_id)).one()
-        return (tuple(tuple(t) for t in tasks), count, last)
+    def tree_key(self, task_id: str) -> tuple[int, int | None]:
+        """What the body of a tree holding `task_id` depends on: (changes of the tree, last
+        message id). Tasks and messages are never deleted, and every write to a task of the
+        tree counts one change on its top-level task (`touch_tree`). 404: no such task."""
+        # One statement without an ORM session: it is asked on every tree request.
+        with self.statement_reads.connect() as conn:
+            row = conn.execute(TREE_KEY, {"task_id": task_id}).one_or_none()
+        if row is None:
+            raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
+        return int(row[1]), row[2]
 
     def retire(self, name: str, reason: str | None) -> None:
         now = self.clock()

@@ -13,7 +13,7 @@ from ulid import ULID
 
 from common.errors import Conflict, NotFound
 from common.status import simple_message
-from drydock_api.db import session_factory
+from drydock_api.db import READ_ONLY, read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
 from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
 
@@ -29,6 +29,13 @@ class NodesBusy(Conflict):
     reason, title = "NodesBusy", "Nodes are in a running task"
 
 
+def touch_tree(s: Session, root_id: str) -> None:
+    """Count one more change in the tree of `root_id` (on its top-level task's `changes`),
+    in the caller's transaction: every write to a task of the tree calls this."""
+    s.execute(update(TaskRow).where(TaskRow.id == root_id)
+              .values(changes=TaskRow.changes + 1))
+
+
 class TaskStore:
     """Top-level tasks: create, read, lease, transition. Every write is one transaction."""
 
@@ -36,6 +43,8 @@ class TaskStore:
                  new_id: Callable[[], str] = new_task_id) -> None:
         self.engine = engine
         self.sessions = session_factory(engine)
+        self.reads = read_session_factory(engine)
+        self.statement_reads = engine.execution_options(**{READ_ONLY: "statement"})
         self.clock = clock
         self.new_id = new_id
 
@@ -105,7 +114,7 @@ class TaskStore:
 
     # --- queries ---------------------------------------------------------------------------
     def get(self, task_id: str) -> TaskRow:
-        with self.sessions() as s:
+        with self.reads() as s:
             row = s.get(TaskRow, task_id)
         if row is None:
             raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
@@ -124,22 +133,22 @@ class TaskStore:
             query = query.where(TaskRow.created >= since)
         if marker:
             query = query.where(TaskRow.id < marker)
-        with self.sessions() as s:
+        with self.reads() as s:
             return list(s.scalars(query.order_by(TaskRow.id.desc()).limit(limit)))
 
     def children(self, task_ids: Sequence[str]) -> list[TaskRow]:
         if not task_ids:
             return []
-        with self.sessions() as s:
+        with self.reads() as s:
             return list(s.scalars(select(TaskRow).where(TaskRow.parent_id.in_(task_ids))
                                   .order_by(TaskRow.id)))
 
     def node_record(self, name: str) -> NodeRecord | None:
-        with self.sessions() as s:
+        with self.reads() as s:
             return s.get(NodeRecord, name)
 
     def node_records(self) -> dict[str, NodeRecord]:
-        with self.sessions() as s:
+        with self.reads() as s:
             return {r.name: r for r in s.scalars(select(NodeRecord))}
 
     # --- leases ----------------------------------------------------------------------------
@@ -149,7 +158,7 @@ class TaskStore:
         expired = or_(TaskRow.lease_expires.is_(None), TaskRow.lease_expires < now)
         claimable = and_(TaskRow.parent_id.is_(None),
                          TaskRow.status.in_([st.value for st in ACTIVE]), expired)
-        with self.sessions() as s:
+        with self.reads() as s:
             ids = list(s.scalars(select(TaskRow.id).where(claimable)
                                  .order_by(TaskRow.id).limit(limit)))
         claimed = []
@@ -187,6 +196,7 @@ class TaskStore:
             row.updated = self.clock()
             for key, value in values.items():
                 setattr(row, key, value)
+            touch_tree(s, row.root_id)
             return row
 
     def request_terminate(self, task_id: str, user: str | None) -> TaskRow:
@@ -207,18 +217,19 @@ class TaskStore:
                 check_transition(row.status, target.value)
             row.status, row.terminate_requested = target.value, True
             row.terminated_by, row.updated = user, now
+            touch_tree(s, row.root_id)
             return row
 
     def control(self, task_id: str) -> tuple[str, bool, str | None]:
         """(status, terminate_requested, lease_owner) of a task: cheap, for stop checks."""
-        with self.sessions() as s:
+        with self.reads() as s:
             row = s.execute(select(TaskRow.status, TaskRow.terminate_requested,
                                    TaskRow.lease_owner).where(TaskRow.id == task_id)).one()
         return str(row[0]), bool(row[1]), row[2]
 
     def latest_design_ref(self) -> Any:
         """The design reference of the newest top-level task that had one (or None)."""
-        with self.sessions() as s:
+        with self.reads() as s:
             for ref in s.scalars(select(TaskRow.design_ref).where(
                     TaskRow.parent_id.is_(None)).order_by(TaskRow.id.desc()).limit(20)):
                 if ref:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from shipyard_api.db import Base
@@ -12,6 +22,7 @@ from shipyard_api.db import Base
 
 class ActionRow(Base):
     __tablename__ = "actions"
+    __table_args__ = (Index("ix_actions_changes", "changes"),)
 
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     name: Mapped[str] = mapped_column(String(64))
@@ -32,6 +43,8 @@ class ActionRow(Base):
     reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     validations: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    # Bumped by every write of a listed field (the action list's cache keys on its sum).
+    changes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class StepRow(Base):

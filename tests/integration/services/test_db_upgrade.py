@@ -55,6 +55,8 @@ def assert_schema_matches_models(url: str, service: str) -> None:
             assert table.name in tables, f"{service}: table {table.name} missing"
             columns = {c["name"] for c in found.get_columns(table.name)}
             assert {c.name for c in table.columns} <= columns, f"{service}: {table.name}"
+            indexes = {i["name"] for i in found.get_indexes(table.name)}
+            assert {i.name for i in table.indexes} <= indexes, f"{service}: {table.name}"
     finally:
         engine.dispose()
 

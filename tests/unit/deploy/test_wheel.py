@@ -3,6 +3,7 @@ it (run away from the source tree) migrates both databases and serves its OpenAP
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,12 +17,28 @@ from tests.unit.deploy.objects import ROOT
 PACKAGES = ("common", "shipyard_api", "promenade_api", "drydock_api", "sitesim", "schemas")
 
 
+def build_stage_copies() -> list[str]:
+    """What the Dockerfile's build stage COPYs from the source tree."""
+    stage = (ROOT / "Dockerfile").read_text().split("\nFROM ")[1]
+    return [word for line in stage.splitlines() if line.startswith("COPY ")
+            for word in line.split()[1:-1]]
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel built as the Dockerfile builds it, from a copy of its build context."""
+    context, out = tmp_path_factory.mktemp("context"), tmp_path_factory.mktemp("wheel")
+    copies = build_stage_copies()
+    assert "pyproject.toml" in copies and "drydock_api" in copies
+    for name in copies:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, context / name,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(ROOT / name, context / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(out), str(ROOT)],
-                   check=True, capture_output=True, cwd=out)
+                    "--no-build-isolation", "--wheel-dir", str(out), str(context)],
+                   check=True, capture_output=True, cwd=context)
     (built,) = out.glob("berth-*.whl")
     return built
 

@@ -10,6 +10,7 @@ import falcon.testing
 
 from common.context import RequestContext
 from drydock_api.app import Deps, create_app
+from drydock_api.tasks.states import TaskResult, TaskStatus
 from tests.unit.drydock.conftest import SiteFactory, make_conf
 from tests.unit.drydock.test_api import ADMIN, TOKENS
 
@@ -79,3 +80,34 @@ def test_tree_is_gzipped_only_for_clients_that_accept_it(make_site: SiteFactory,
     single = client.simulate_get(path, headers={**ADMIN, "Accept-Encoding": "gzip"})
     assert "content-encoding" not in single.headers
     assert single.json["task_id"] == body["task_id"]
+
+
+def test_every_write_to_a_tree_refreshes_its_encoded_body(make_site: SiteFactory) -> None:
+    """Whatever writes a task of the tree (even within one clock tick), the next tree body
+    shows it: the cache key counts writes, not times."""
+    site = make_site(["n1", "n2"])
+    svc, store, progress = site.runtime.service, site.runtime.store, site.runtime.progress
+    store.clock = progress.clock = lambda: 1_000.0
+    body, _ = svc.create({"action": "destroy_nodes", "design_ref": site.href,
+                          "node_filter": None, "options": {}}, RequestContext(user="admin"), None)
+    root_id = body["task_id"]
+
+    def tree() -> dict[str, Any]:
+        cached: dict[str, Any] = json.loads(svc.get_json(root_id, layers=-1)[0])
+        assert cached == svc.get(root_id, layers=-1)
+        return cached
+
+    assert tree()[root_id]["status"] == "queued"
+    store.transition(root_id, TaskStatus.RUNNING)
+    assert tree()[root_id]["status"] == "running"
+    nodes = progress.ensure_node_tasks(store.get(root_id), ["n1", "n2"])
+    assert {nodes["n1"].id, nodes["n2"].id} <= set(tree())
+    step = progress.start_step(nodes["n1"], "power_off")
+    assert tree()[step.id]["status"] == "running"
+    progress.finish(step, result=TaskResult.SUCCESS, status=TaskStatus.COMPLETE)
+    assert tree()[step.id]["result"]["status"] == "success"
+    progress.add_messages(nodes["n2"], [{"message": "BMC slow", "error": False}])
+    assert tree()[nodes["n2"].id]["result"]["details"]["messageList"][-1]["message"] == \
+        "BMC slow"
+    store.request_terminate(root_id, "admin")
+    assert tree()[root_id]["status"] == "terminating"
