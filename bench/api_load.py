@@ -4,27 +4,30 @@ Starts each server by itself under the same gunicorn settings (`common.server.ru
 `--workers` processes of `--threads` threads): Shipyard with `--actions` finished actions
 stored through its ActionStore (ten steps each), Drydock with one task of `--nodes` nodes
 (five step subtasks and two messages per node) stored through its TaskStore, and a bare
-Falcon app answering a small JSON body. Then `--clients` threads, each with its own
-requests.Session, call one target as fast as they can for `--duration` seconds; targets are
-run one after the other so they do not share the two cores. Prints requests per second,
+Falcon app answering a small JSON body. Then `--clients` connections call one target as fast as
+they can for `--duration` seconds, from wrk (Debian `wrk`, the default when installed) or from
+Python threads with a requests.Session each (`--load python`); targets are run one after the
+other so they do not share the two cores. Prints requests per second,
 p50/p99 latency and errors side by side, and whether the targets are met (zero errors, p99
 under 100 ms, list endpoints at least half the bare app's throughput).
 
-    .venv/bin/python bench/api_load.py [--duration 60] [--clients 100] [--workers 1]
+    .venv/bin/python bench/api_load.py [--duration 60] [--clients 100] [--workers 2] [--load wrk]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,8 @@ from tests.support.procs import Proc, free_port, http_ok, wait_until  # noqa: E4
 from tests.support.services import write_conf, write_tokens  # noqa: E402
 
 BIN = Path(sys.executable).parent
+WRK_SCRIPT = Path(__file__).with_name("wrk_report.lua")
+BARE_HELLO = "bare falcon GET /hello"
 P = "/api/v1.0"
 
 
@@ -95,62 +100,66 @@ def fill_drydock(url: str, nodes: int) -> str:
 
 # -- servers ---------------------------------------------------------------------------------
 def serve_bare(argv: list[str]) -> None:
-    """The bare Falcon app under the services' gunicorn settings."""
+    """The bare Falcon app under the services' gunicorn settings: a small JSON body at /hello,
+    and at /same/NAME the bytes saved in $BARE_BODIES/NAME (gzipped ones sent as such)."""
     import falcon
 
     from common.server import run
+
+    bodies = Path(os.environ.get("BARE_BODIES", "."))
 
     class Hello:
         def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
             resp.media = {"status": "ok"}
 
+    class Same:
+        def __init__(self) -> None:
+            self.saved = {p.name: p.read_bytes() for p in bodies.glob("*") if p.is_file()}
+
+        def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+            data = self.saved[name]
+            resp.content_type = falcon.MEDIA_JSON
+            if data[:2] == b"\x1f\x8b":
+                resp.set_header("Content-Encoding", "gzip")
+            resp.data = data
+
     def load() -> Any:
         app = falcon.App()
         app.add_route("/hello", Hello())
         app.add_route("/versions", Hello())
+        app.add_route("/same/{name}", Same())
         return app
 
     run("bare", load, 9999, argv)
 
 
-def start(cmd: list[str], url: str, log: Path) -> Proc:
-    proc = Proc(cmd, log=log, cwd=str(log.parent))
-    try:
-        wait_until(lambda: http_ok(f"{url}/versions"), timeout=60, what=cmd[0])
-    except TimeoutError:
-        proc.stop()
-        raise RuntimeError(f"{cmd[0]} did not start:\n{proc.output()}") from None
-    return proc
-
-
-def service_cmd(service: str, port: int, conf: Path, args: argparse.Namespace) -> list[str]:
-    return [str(BIN / f"{service}-api"), "--bind", f"127.0.0.1:{port}", "--workers",
-            str(args.workers), "--threads", str(args.threads), "--config-file", str(conf)]
+def service_cmd(service: str, conf: Path, args: argparse.Namespace) -> list[str]:
+    return [str(BIN / f"{service}-api"), "--workers", str(args.workers), "--threads",
+            str(args.threads), "--config-file", str(conf)]
 
 
 # -- load ------------------------------------------------------------------------------------
 @dataclass
-class Result:
+class Figures:
     name: str
-    latencies: list[float] = field(default_factory=list)
-    errors: int = 0
-    elapsed: float = 0.0
-    bytes: int = 0
+    requests: int
+    elapsed: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    body_kb: float
 
-    def row(self) -> dict[str, Any]:
-        lat = sorted(self.latencies)
-        n = len(lat)
-        return {"target": self.name, "requests": n + self.errors,
-                "rps": (n + self.errors) / self.elapsed if self.elapsed else 0.0,
-                "p50_ms": 1000 * statistics.median(lat) if lat else float("nan"),
-                "p99_ms": 1000 * lat[min(n - 1, int(n * 0.99))] if lat else float("nan"),
-                "errors": self.errors, "body_kb": self.bytes / max(n, 1) / 1024}
+    @property
+    def rps(self) -> float:
+        return self.requests / self.elapsed if self.elapsed else 0.0
 
 
 def hammer(name: str, url: str, headers: dict[str, str], clients: int,
-           duration: float) -> Result:
-    """`clients` threads with a Session each, back to back for `duration` seconds."""
-    result, lock = Result(name), threading.Lock()
+           duration: float) -> Figures:
+    """`clients` Python threads with a Session each, back to back for `duration` seconds."""
+    latencies: list[float] = []
+    totals = {"errors": 0, "bytes": 0}
+    lock = threading.Lock()
     stop_at = time.monotonic() + duration
     go = threading.Barrier(clients + 1)
 
@@ -173,9 +182,9 @@ def hammer(name: str, url: str, headers: dict[str, str], clients: int,
             else:
                 errors += 1
         with lock:
-            result.latencies += lat
-            result.errors += errors
-            result.bytes += size
+            latencies.extend(lat)
+            totals["errors"] += errors
+            totals["bytes"] += size
 
     threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
     for t in threads:
@@ -184,28 +193,54 @@ def hammer(name: str, url: str, headers: dict[str, str], clients: int,
     began = time.monotonic()
     for t in threads:
         t.join()
-    result.elapsed = time.monotonic() - began
-    return result
+    lat, n = sorted(latencies), len(latencies)
+    return Figures(name, n + totals["errors"], time.monotonic() - began,
+                   1000 * statistics.median(lat) if lat else float("nan"),
+                   1000 * lat[min(n - 1, int(n * 0.99))] if lat else float("nan"),
+                   totals["errors"], totals["bytes"] / max(n, 1) / 1024)
 
 
-def report(results: list[Result], list_targets: set[str], bare: str) -> bool:
-    rows = [r.row() for r in results]
-    print(f"{'target':<34}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+def wrk(name: str, url: str, headers: dict[str, str], clients: int, duration: float) -> Figures:
+    """The same load from wrk (`clients` connections on two threads), which leaves the server
+    the CPU that Python client threads would take."""
+    cmd = ["wrk", "--threads", str(min(2, clients)), "--connections", str(clients), "--duration",
+           f"{duration:g}s", "--timeout", "30s", "--script", str(WRK_SCRIPT)]
+    for key, value in headers.items():
+        cmd += ["--header", f"{key}: {value}"]
+    out = subprocess.run([*cmd, url], check=True, capture_output=True, text=True).stdout
+    figures = json.loads(out.strip().splitlines()[-1])
+    ok = max(figures["requests"] - figures["errors"], 1)
+    return Figures(name, figures["requests"], figures["duration_us"] / 1e6,
+                   figures["p50_us"] / 1000, figures["p99_us"] / 1000, figures["errors"],
+                   figures["bytes"] / ok / 1024)
+
+
+def report(services: list[Figures], hello: Figures, same: dict[str, Figures]) -> bool:
+    """The table, then each target against the targets: zero errors, p99 under 100 ms, and
+    for the service endpoints at least half the throughput of the bare app sending the same
+    bytes (their ratio to the bare /hello is printed too)."""
+    rows = [*services, hello, *same.values()]
+    print(f"{'target':<40}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
           f"{'errors':>8}{'wire KB':>9}")
     for r in rows:
-        print(f"{r['target']:<34}{r['requests']:>9}{r['rps']:>9.1f}{r['p50_ms']:>9.1f}"
-              f"{r['p99_ms']:>9.1f}{r['errors']:>8}{r['body_kb']:>9.1f}")
-    bare_rps = next(r["rps"] for r in rows if r["target"] == bare)
+        print(f"{r.name:<40}{r.requests:>9}{r.rps:>9.1f}{r.p50_ms:>9.1f}"
+              f"{r.p99_ms:>9.1f}{r.errors:>8}{r.body_kb:>9.1f}")
     met = True
     for r in rows:
         problems = []
-        if r["errors"]:
-            problems.append(f"{r['errors']} errors")
-        if not r["p99_ms"] < 100:
-            problems.append(f"p99 {r['p99_ms']:.0f} ms >= 100 ms")
-        if r["target"] in list_targets and r["rps"] < bare_rps / 2:
-            problems.append(f"{r['rps']:.0f} req/s < half the bare app's {bare_rps:.0f}")
-        print(f"  {r['target']}: {'targets met' if not problems else '; '.join(problems)}")
+        if r.errors:
+            problems.append(f"{r.errors} errors")
+        if not r.p99_ms < 100:
+            problems.append(f"p99 {r.p99_ms:.0f} ms >= 100 ms")
+        ratios = ""
+        if r.name in same:
+            baseline = same[r.name]
+            if r.rps < baseline.rps / 2:
+                problems.append(f"{r.rps:.0f} req/s < half the bare app's {baseline.rps:.0f} "
+                                "for the same bytes")
+            ratios = (f" ({r.rps / baseline.rps:.2f} of the bare app for the same bytes, "
+                      f"{r.rps / hello.rps:.2f} of its /hello)")
+        print(f"  {r.name}: {'targets met' if not problems else '; '.join(problems)}{ratios}")
         met = met and not problems
     return met
 
@@ -221,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accept-encoding", default="gzip, deflate",
                         help="What the clients accept (requests' default; 'identity' for "
                              "uncompressed bodies).")
+    parser.add_argument("--load", choices=("wrk", "python"),
+                        default="wrk" if shutil.which("wrk") else "python",
+                        help="Load generator: wrk (the default when installed) or Python "
+                             "threads (which share the two cores with the server).")
     parser.add_argument("--keep", action="store_true", help="Keep the work directory.")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="berth-api-load-"))
@@ -250,33 +289,53 @@ def run_all(args: argparse.Namespace, work: Path, procs: list[Proc]) -> bool:
                                        "database": {"connection": f"sqlite:///{work}/drydock.db"},
                                        "logging": {"level": "WARNING"}})
     reader = {"X-Auth-Token": tokens["reader"], "Accept-Encoding": args.accept_encoding}
-    bare_name = "bare falcon GET /hello"
-    targets: list[tuple[str, Callable[[int], list[str]], str, dict[str, str]]] = [
-        (f"shipyard GET /actions ({args.actions})",
-         lambda port: service_cmd("shipyard", port, work / "shipyard.conf", args),
-         f"{P}/actions", reader),
-        (f"drydock GET /tasks/{{id}}?layers=-1 ({args.nodes})",
-         lambda port: service_cmd("drydock", port, work / "drydock.conf", args),
-         f"{P}/tasks/{task_id}?layers=-1", reader),
-        (bare_name, lambda port: [sys.executable, str(Path(__file__).resolve()), "serve-bare",
-                                  "--bind", f"127.0.0.1:{port}", "--workers",
-                                  str(args.workers), "--threads", str(args.threads)],
-         "/hello", {"Accept-Encoding": args.accept_encoding}),
-    ]
+    bodies = work / "bodies"
+    bodies.mkdir()
+    services = [("shipyard", f"shipyard GET /actions ({args.actions})", f"{P}/actions"),
+                ("drydock", f"drydock GET /tasks/{{id}}?layers=-1 ({args.nodes})",
+                 f"{P}/tasks/{task_id}?layers=-1")]
     results = []
-    for name, cmd, path, headers in targets:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        proc = start(cmd(port), url, work / f"{name.split()[0]}.log")
-        procs.append(proc)
-        check = requests.get(url + path, headers=headers, timeout=30)
-        check.raise_for_status()
-        print(f"{name}: {len(check.content) / 1024:.0f} KB body; {args.clients} clients for "
-              f"{args.duration:g} s ...", flush=True)
-        results.append(hammer(name, url + path, headers, args.clients, args.duration))
-        proc.stop()
+    for service, name, path in services:
+        url = run_server(service_cmd(service, work / f"{service}.conf", args), work, procs)
+        bodies.joinpath(service).write_bytes(wire_bytes(url + path, reader))
+        results.append(measure(args, name, url + path, reader))
+        procs.pop().stop()
+    bare = [sys.executable, str(Path(__file__).resolve()), "serve-bare", "--workers",
+            str(args.workers), "--threads", str(args.threads)]
+    url = run_server(bare, work, procs, env={"BARE_BODIES": str(bodies)})
+    plain = {"Accept-Encoding": args.accept_encoding}
+    hello = measure(args, BARE_HELLO, url + "/hello", plain)
+    same = {name: measure(args, f"bare falcon, {service}'s bytes", f"{url}/same/{service}", plain)
+            for service, name, _ in services}
     print()
-    return report(results, {targets[0][0], targets[1][0]}, bare_name)
+    return report(results, hello, same)
+
+
+def wire_bytes(url: str, headers: dict[str, str]) -> bytes:
+    """The body as sent (still gzipped when the server gzipped it)."""
+    with requests.get(url, headers=headers, timeout=30, stream=True) as resp:
+        resp.raise_for_status()
+        return bytes(resp.raw.read(decode_content=False))
+
+
+def run_server(cmd: list[str], work: Path, procs: list[Proc],
+               env: dict[str, str] | None = None) -> str:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = work / f"{Path(cmd[0]).name}-{port}.log"
+    proc = Proc([*cmd, "--bind", f"127.0.0.1:{port}"], env=env, log=log, cwd=str(work))
+    procs.append(proc)
+    try:
+        wait_until(lambda: http_ok(f"{url}/versions"), timeout=60, what=cmd[0])
+    except TimeoutError:
+        raise RuntimeError(f"{cmd[0]} did not start:\n{proc.output()}") from None
+    return url
+
+
+def measure(args: argparse.Namespace, name: str, url: str, headers: dict[str, str]) -> Figures:
+    print(f"{name}: {args.clients} clients for {args.duration:g} s ...", flush=True)
+    generate = wrk if args.load == "wrk" else hammer
+    return generate(name, url, headers, args.clients, args.duration)
 
 
 if __name__ == "__main__":
