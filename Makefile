@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # A real Keystone in its own venv, for the keystone auth strategy's tests.
 KEYSTONE_STAMP := .venv-keystone/.installed
-DEBS   := etcd-server postgresql ipmitool openipmi
+DEBS   := etcd-server postgresql ipmitool openipmi wrk
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim
 
 .PHONY: run test lint typecheck unit debs venv keystone clean

@@ -4,14 +4,16 @@ Starts each server by itself under the same gunicorn settings (`common.server.ru
 `--workers` processes of `--threads` threads): Shipyard with `--actions` finished actions
 stored through its ActionStore (ten steps each), Drydock with one task of `--nodes` nodes
 (five step subtasks and two messages per node) stored through its TaskStore, and a bare
-Falcon app answering a small JSON body. Then `--clients` connections call one target as fast as
-they can for `--duration` seconds, from wrk (Debian `wrk`, the default when installed) or from
-Python threads with a requests.Session each (`--load python`); targets are run one after the
-other so they do not share the two cores. Prints requests per second,
-p50/p99 latency and errors side by side, and whether the targets are met (zero errors, p99
-under 100 ms, list endpoints at least half the bare app's throughput).
+Falcon app that answers a small JSON body at /hello and, at /same/NAME, the very bytes each
+service sent. Then `--clients` connections call one target as fast as they can for
+`--duration` seconds, from wrk (Debian `wrk`, the default when installed) or from Python
+threads with a requests.Session each (`--load python`); targets run one after the other so
+they do not share the two cores. Prints requests per second, p50/p99 latency and errors side
+by side, and whether the targets are met: zero errors, p99 under 100 ms, and each service
+endpoint at least half the throughput of the bare app sending the same bytes (its ratio to
+the bare /hello is printed too).
 
-    .venv/bin/python bench/api_load.py [--duration 60] [--clients 100] [--workers 2] [--load wrk]
+    .venv/bin/python bench/api_load.py [--duration 60] [--clients 100] [--workers 1] [--threads 1]
 """
 
 from __future__ import annotations
@@ -251,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--actions", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="gunicorn processes of every server (wrk takes the other core).")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="Threads per process (the services run 8 by default, for calls "
+                             "that wait on peers; CPU-bound requests contend for the GIL).")
     parser.add_argument("--accept-encoding", default="gzip, deflate",
                         help="What the clients accept (requests' default; 'identity' for "
                              "uncompressed bodies).")
