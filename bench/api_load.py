@@ -203,9 +203,9 @@ def hammer(name: str, url: str, headers: dict[str, str], clients: int,
 
 
 def wrk(name: str, url: str, headers: dict[str, str], clients: int, duration: float) -> Figures:
-    """The same load from wrk (`clients` connections on two threads), which leaves the server
-    the CPU that Python client threads would take."""
-    cmd = ["wrk", "--threads", str(min(2, clients)), "--connections", str(clients), "--duration",
+    """The same load from wrk (`clients` connections on one thread, one core), which leaves the
+    server the CPU that Python client threads would take."""
+    cmd = ["wrk", "--threads", "1", "--connections", str(clients), "--duration",
            f"{duration:g}s", "--timeout", "30s", "--script", str(WRK_SCRIPT)]
     for key, value in headers.items():
         cmd += ["--header", f"{key}: {value}"]

@@ -129,7 +129,7 @@ class TaskService:
                  subtask_errors: bool = False) -> tuple[bytes, bytes | None]:
         """`get()` as JSON (and gzipped JSON for trees); a tree (layers != 0) is encoded
         again only once its tasks or messages changed (a 200-node tree takes ~180 ms to load
-        and encode and is 1.6 MB uncompressed; its key is two aggregate queries)."""
+        and encode and is 1.6 MB uncompressed; its key is one small query)."""
         if layers == 0:
             return _encode(self.get(task_id, subtask_errors=subtask_errors)), None
         key = self._progress.tree_key(task_id)
