@@ -11,16 +11,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from common import migrate
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-# Execution option of connections that only read: "snapshot" (several statements) or
-# "statement" (one statement, atomic by itself).
+# Execution option of the sessions that only read.
 READ_ONLY = "berth_read_only"
 
 
 def make_engine(url: str) -> Engine:
     """An engine; SQLite runs every transaction as BEGIN IMMEDIATE in WAL mode, so API and
     worker processes sharing the file serialise writes instead of failing with 'locked'.
-    Reads take no write lock: a READ_ONLY "snapshot" runs in a deferred BEGIN (a WAL snapshot
-    that waits for no writer and no other reader), a READ_ONLY "statement" in none."""
+    Sessions that only read (READ_ONLY) take no write lock: a deferred BEGIN reads a WAL
+    snapshot that waits for no writer and no other reader."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=70)
     engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False},
@@ -37,9 +36,8 @@ def make_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        read_only = conn.get_execution_options().get(READ_ONLY)
-        if read_only != "statement":
-            conn.exec_driver_sql("BEGIN" if read_only == "snapshot" else "BEGIN IMMEDIATE")
+        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine
 
@@ -50,8 +48,7 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 
 def read_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions that only read (on SQLite they take no write lock)."""
-    return sessionmaker(engine.execution_options(**{READ_ONLY: "snapshot"}),
-                        expire_on_commit=False)
+    return sessionmaker(engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
 
 def upgrade(url: str, revision: str = "head") -> None:

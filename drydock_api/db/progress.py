@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Select, bindparam, func, or_, select, update
 
 from common.errors import NotFound
+from common.prepared import PreparedRead
 from common.status import Message
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
 from drydock_api.db.store import TaskStore, touch_tree
@@ -18,7 +19,7 @@ from drydock_api.tasks.states import TaskResult, TaskStatus
 
 def _tree_key_query() -> Select[Any]:
     """(root id, changes of the tree, last message id) of the tree holding the task
-    `:task_id`, built once (a request runs it as it is)."""
+    `:task_id`; asked on every tree request (see PreparedRead)."""
     root_id = select(TaskRow.root_id).where(TaskRow.id == bindparam("task_id")) \
         .scalar_subquery()
     last_message = select(func.max(MessageRow.id)).where(MessageRow.root_id == root_id) \
@@ -36,7 +37,7 @@ class ProgressStore:
         self._tasks = tasks
         self.sessions = tasks.sessions
         self.reads = tasks.reads
-        self.statement_reads = tasks.statement_reads
+        self._tree_key = PreparedRead(tasks.engine, TREE_KEY)
         self.clock = tasks.clock
 
     def _child(self, parent: TaskRow, *, action: str, node: str | None,
@@ -136,9 +137,7 @@ class ProgressStore:
         """What the body of a tree holding `task_id` depends on: (changes of the tree, last
         message id). Tasks and messages are never deleted, and every write to a task of the
         tree counts one change on its top-level task (`touch_tree`). 404: no such task."""
-        # One statement without an ORM session: it is asked on every tree request.
-        with self.statement_reads.connect() as conn:
-            row = conn.execute(TREE_KEY, {"task_id": task_id}).one_or_none()
+        row = self._tree_key.one(task_id=task_id)
         if row is None:
             raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
         return int(row[1]), row[2]

@@ -13,7 +13,7 @@ from ulid import ULID
 
 from common.errors import Conflict, NotFound
 from common.status import simple_message
-from drydock_api.db import READ_ONLY, read_session_factory, session_factory
+from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
 from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
 
@@ -44,7 +44,6 @@ class TaskStore:
         self.engine = engine
         self.sessions = session_factory(engine)
         self.reads = read_session_factory(engine)
-        self.statement_reads = engine.execution_options(**{READ_ONLY: "statement"})
         self.clock = clock
         self.new_id = new_id
 

@@ -6,10 +6,11 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, func, or_, select, text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.errors import Conflict, NotFound
+from common.prepared import PreparedRead
 from shipyard_api.workflow.definitions import PlannedStep
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
 from shipyard_api.workflow.states import (
@@ -27,7 +28,7 @@ from shipyard_api.workflow.states import (
 ConflictCheck = Callable[[Sequence[ActionRow]], None]
 
 
-# Built once: a request runs it as it is.
+# Asked on every list request (see PreparedRead).
 LIST_KEY = select(func.count(), func.coalesce(func.sum(ActionRow.changes), 0))
 
 
@@ -40,7 +41,7 @@ class ActionStore:
 
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self._sessions = sessions
-        self._engine: Engine = sessions.kw["bind"]
+        self._list_key = PreparedRead(sessions.kw["bind"], LIST_KEY)
         self._create_lock = threading.Lock()
 
     # -- creation and reads -------------------------------------------------------------
@@ -80,9 +81,9 @@ class ActionStore:
         """(actions, sum of their `changes`): it changes whenever the list view does, since
         actions are never deleted and every write of a listed field goes through create,
         transition or control, and the last two bump `changes`."""
-        with self._engine.connect() as conn:  # no ORM session: asked on every list request
-            count, changes = conn.execute(LIST_KEY).one()
-        return int(count), int(changes)
+        row = self._list_key.one()
+        assert row is not None  # an aggregate without GROUP BY has one row
+        return int(row[0]), int(row[1])
 
     def steps(self, action_id: str) -> list[StepRow]:
         with self._sessions() as s:

@@ -1,0 +1,44 @@
+"""PreparedRead answers what SQLAlchemy would, on SQLite (positional parameters) and
+PostgreSQL (named ones), and gives its connection back to the pool."""
+
+import pytest
+from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, create_engine, func
+from sqlalchemy import select as sa_select
+
+from common.prepared import PreparedRead
+
+METADATA = MetaData()
+ITEMS = Table("items", METADATA, Column("id", Integer, primary_key=True),
+              Column("owner", String(16)), Column("weight", Integer))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path):
+    url = (f"sqlite:///{tmp_path}/items.db" if request.param == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    engine = create_engine(url)
+    METADATA.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(ITEMS.insert(), [{"id": 1, "owner": "a", "weight": 3},
+                                      {"id": 2, "owner": "a", "weight": 4},
+                                      {"id": 3, "owner": "b", "weight": 5}])
+    yield engine
+    engine.dispose()
+
+
+def test_a_row_with_parameters_and_literals(engine):
+    statement = sa_select(func.count(), func.coalesce(func.sum(ITEMS.c.weight), 0)) \
+        .where(ITEMS.c.owner == bindparam("owner"))
+    read = PreparedRead(engine, statement)
+    with engine.connect() as conn:
+        expected = tuple(conn.execute(statement, {"owner": "a"}).one())
+    assert read.one(owner="a") == expected == (2, 7)
+    assert read.one(owner="nobody") == (0, 0)
+    assert engine.pool.checkedout() == 0
+
+
+def test_no_row_is_none(engine):
+    read = PreparedRead(engine, sa_select(ITEMS.c.owner).where(ITEMS.c.id == bindparam("id")))
+    assert read.one(id=3) == ("b",)
+    assert read.one(id=99) is None
+    assert engine.pool.checkedout() == 0
