@@ -18,13 +18,13 @@ from drydock_api.tasks.states import TaskResult, TaskStatus
 
 
 def _tree_key_query() -> Select[Any]:
-    """(root id, changes of the tree, last message id) of the tree holding the task
-    `:task_id`; asked on every tree request (see PreparedRead)."""
+    """(changes of the tree, last message id) of the tree holding the task `:task_id`, no row
+    when there is no such task; asked on every tree request (see PreparedRead)."""
     root_id = select(TaskRow.root_id).where(TaskRow.id == bindparam("task_id")) \
         .scalar_subquery()
     last_message = select(func.max(MessageRow.id)).where(MessageRow.root_id == root_id) \
         .scalar_subquery()
-    return select(root_id, TaskRow.changes, last_message).where(TaskRow.id == root_id)
+    return select(TaskRow.changes, last_message).where(TaskRow.id == root_id)
 
 
 TREE_KEY = _tree_key_query()
@@ -140,7 +140,7 @@ class ProgressStore:
         row = self._tree_key.one(task_id=task_id)
         if row is None:
             raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
-        return int(row[1]), row[2]
+        return int(row[0]), row[1]
 
     def retire(self, name: str, reason: str | None) -> None:
         now = self.clock()

@@ -7,8 +7,10 @@ import json
 from typing import Any
 
 import falcon.testing
+import pytest
 
 from common.context import RequestContext
+from common.errors import NotFound
 from drydock_api.app import Deps, create_app
 from drydock_api.tasks.states import TaskResult, TaskStatus
 from tests.unit.drydock.conftest import SiteFactory, make_conf
@@ -111,3 +113,5 @@ def test_every_write_to_a_tree_refreshes_its_encoded_body(make_site: SiteFactory
         "BMC slow"
     store.request_terminate(root_id, "admin")
     assert tree()[root_id]["status"] == "terminating"
+    with pytest.raises(NotFound):
+        svc.get_json("no-such-task", layers=-1)
