@@ -44,6 +44,15 @@ DESIGN_OPTS: list[cfg.Opt] = [
                help="Largest design document set accepted."),
     cfg.IntOpt("cache_size", default=32, min=0, help="Resolved design references cached."),
     cfg.FloatOpt("cache_ttl", default=30.0, min=0, help="Seconds a resolved reference is kept."),
+    cfg.ListOpt("allowed_urls", default=[],
+                help="URL prefixes (scheme://host:port/path/) design references may name, "
+                     "besides Shipyard's own revisions ([peers] shipyard_url + "
+                     "/api/v1.0/revisions/). Tokens are only ever sent to Shipyard."),
+    cfg.StrOpt("file_root", default="",
+               help="Directory under which file:// design references may be read (symlinks "
+                    "resolved); empty: file references are refused."),
+    cfg.FloatOpt("fetch_timeout", default=30.0, min=0.1,
+                 help="Most seconds one design reference fetch may take in all."),
 ]
 
 GROUPS: list[tuple[str, list[cfg.Opt]]] = [

@@ -45,6 +45,10 @@ class ServiceProcess:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.conf_path = workdir / f"{service}.conf"
+        sections = dict(sections)
+        if "file_root" not in sections.get("design", {}):
+            # design files the tests write live under the work directory
+            sections["design"] = {**sections.get("design", {}), "file_root": workdir}
         write_conf(self.conf_path, sections)
         self.proc = Proc(
             [str(BIN / f"{service}-api"), "--bind", f"127.0.0.1:{self.port}",
