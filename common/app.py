@@ -26,6 +26,7 @@ from common.context import (
     valid_uuid,
 )
 from common.errors import BY_CODE, BerthError, InternalError, PayloadTooLarge
+from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
 from common.policy import Policy
 from common.status import Message, status_body
@@ -48,6 +49,7 @@ class ServiceSpec:
     health_checks: Sequence[HealthCheck] = ()
     dependency_checks: Sequence[HealthCheck] = ()
     max_body_bytes: int = 10 * 1024 * 1024
+    input_limits: InputLimits = DEFAULT_LIMITS
     extra_middleware: Sequence[object] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
@@ -83,6 +85,7 @@ class ContextMiddleware:
         req.context.berth = ctx
         req.context.policy = self._spec.policy
         req.context.max_body_bytes = self._spec.max_body_bytes
+        req.context.input_limits = self._spec.input_limits
         req.context.started = time.monotonic()
         current_marker.set(ctx.marker)
         resp.set_header(MARKER_HEADER, ctx.marker)
@@ -251,6 +254,11 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                        authenticator=make_authenticator(conf), health_checks=checks,
                        dependency_checks=dependency_checks,
                        max_body_bytes=conf.api.max_body_bytes,
+                       input_limits=InputLimits(
+                           max_depth=conf.api.max_json_depth,
+                           max_string=conf.api.max_string_length,
+                           max_key=conf.api.max_key_length,
+                           max_items=conf.api.max_list_items),
                        registry=registry if registry is not None else CollectorRegistry())
 
 

@@ -12,6 +12,18 @@ API_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_body_bytes", default=10 * 1024 * 1024, min=1,
                help="Largest request body accepted; larger bodies get 413."),
     cfg.StrOpt("service_name", default="berth", help="Name used in logs."),
+    cfg.IntOpt("max_json_depth", default=32, min=2,
+               help="Deepest nesting of a JSON body (objects and lists); deeper gets 400."),
+    cfg.IntOpt("max_string_length", default=65536, min=16,
+               help="Longest string value in a JSON body; longer gets 400."),
+    cfg.IntOpt("max_key_length", default=256, min=16,
+               help="Longest object key (name) in a JSON body; longer gets 400."),
+    cfg.IntOpt("max_list_items", default=10000, min=1,
+               help="Most items of one list (or keys of one object) in a JSON body."),
+    cfg.IntOpt("idempotency_cache_size", default=10000, min=0,
+               help="POST responses remembered per process for Idempotency-Key replays."),
+    cfg.FloatOpt("idempotency_ttl", default=86400.0, min=1,
+                 help="Seconds an Idempotency-Key and its response are remembered."),
 ]
 AUTH_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("strategy", default="token", choices=["token", "keystone", "noauth"],
