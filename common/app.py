@@ -22,10 +22,11 @@ from common.context import (
     MARKER_HEADER,
     REQUEST_ID_HEADER,
     RequestContext,
+    acting_user,
     current_marker,
     valid_uuid,
 )
-from common.errors import BY_CODE, BerthError, InternalError, PayloadTooLarge
+from common.errors import BY_CODE, BadRequest, BerthError, InternalError, PayloadTooLarge
 from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
 from common.policy import Policy
@@ -50,6 +51,7 @@ class ServiceSpec:
     dependency_checks: Sequence[HealthCheck] = ()
     max_body_bytes: int = 10 * 1024 * 1024
     input_limits: InputLimits = DEFAULT_LIMITS
+    service_roles: frozenset[str] = frozenset({"service"})
     extra_middleware: Sequence[object] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
@@ -76,12 +78,12 @@ class ContextMiddleware:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         marker = req.get_header(MARKER_HEADER)
         ctx = RequestContext(marker=marker if marker and valid_uuid(marker) else str(uuid.uuid4()))
-        ctx.end_user = req.get_header(END_USER_HEADER)
         ctx.token = req.get_header("X-Auth-Token")
         identity = self._spec.authenticator.authenticate(req.headers)
         if identity is not None:
             ctx.user, ctx.roles, ctx.authenticated = identity.user, list(identity.roles), True
-            ctx.end_user = ctx.end_user or identity.user
+            ctx.end_user, ctx.on_behalf_of = acting_user(
+                identity.user, ctx.roles, _end_user_header(req), self._spec.service_roles)
         req.context.berth = ctx
         req.context.policy = self._spec.policy
         req.context.max_body_bytes = self._spec.max_body_bytes
@@ -113,6 +115,16 @@ class ContextMiddleware:
                 "duration_ms": round(elapsed * 1000, 2),
             }},
         )
+
+
+def _end_user_header(req: falcon.Request) -> str | None:
+    value = req.get_header(END_USER_HEADER)
+    if value is None:
+        return None
+    if len(value) > 256 or not value.isprintable():
+        raise BadRequest(f"{END_USER_HEADER} must be at most 256 printable characters",
+                         reason="UnsafeInput")
+    return value
 
 
 def _render(resp: falcon.Response, body: dict[str, Any]) -> None:
@@ -259,6 +271,7 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                            max_string=conf.api.max_string_length,
                            max_key=conf.api.max_key_length,
                            max_items=conf.api.max_list_items),
+                       service_roles=frozenset(conf.auth.service_roles),
                        registry=registry if registry is not None else CollectorRegistry())
 
 

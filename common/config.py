@@ -33,6 +33,9 @@ AUTH_OPTS: list[cfg.Opt] = [
                help="YAML mapping token -> {user, roles} for the token strategy."),
     cfg.StrOpt("service_token", default="", secret=True,
                help="Token this service sends to its peers."),
+    cfg.ListOpt("service_roles", default=["service"],
+                help="Roles of peer services: only their X-End-User header is recorded, as "
+                     "'<user> (on behalf of <end user>)'; everyone else acts as themselves."),
 ]
 DATABASE_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("connection", default="", secret=True,
