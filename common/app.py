@@ -27,6 +27,7 @@ from common.context import (
     valid_uuid,
 )
 from common.errors import BY_CODE, BadRequest, BerthError, InternalError, PayloadTooLarge
+from common.idempotency import IdempotencyCache, IdempotencyMiddleware
 from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
 from common.policy import Policy
@@ -52,6 +53,7 @@ class ServiceSpec:
     max_body_bytes: int = 10 * 1024 * 1024
     input_limits: InputLimits = DEFAULT_LIMITS
     service_roles: frozenset[str] = frozenset({"service"})
+    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
     extra_middleware: Sequence[object] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
@@ -231,6 +233,7 @@ class OpenApiResource:
 def create_service_app(spec: ServiceSpec) -> ServiceApp:
     """Build the service's WSGI app: common routes first, then the service's own."""
     app = ServiceApp(middleware=[ContextMiddleware(spec), RequestMetrics(spec.name, spec.registry),
+                                 IdempotencyMiddleware(spec.idempotency),
                                  *spec.extra_middleware])
     app.berth_spec = spec
     app.req_options.strip_url_path_trailing_slash = True
@@ -272,6 +275,8 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                            max_key=conf.api.max_key_length,
                            max_items=conf.api.max_list_items),
                        service_roles=frozenset(conf.auth.service_roles),
+                       idempotency=IdempotencyCache(conf.api.idempotency_cache_size,
+                                                    conf.api.idempotency_ttl),
                        registry=registry if registry is not None else CollectorRegistry())
 
 

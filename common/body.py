@@ -22,6 +22,9 @@ def _chunked(req: falcon.Request) -> bool:
 def read_raw(req: falcon.Request, limit: int) -> bytes:
     """The whole body, refusing more than `limit` bytes (413). A chunked body (no
     Content-Length) is read from the server's de-chunking stream up to its end."""
+    cached = getattr(req.context, "raw_body", None)
+    if isinstance(cached, bytes):  # already read (by the idempotency middleware)
+        return cached
     length = req.content_length
     if length is not None and length > limit:
         raise PayloadTooLarge(f"Body of {length} bytes exceeds the limit of {limit} bytes")

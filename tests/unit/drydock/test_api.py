@@ -61,7 +61,8 @@ def test_idempotency_key_returns_the_same_task(api):
     client, site = api
     one = post(client, "/api/v1.0/tasks", task_request(site), {"Idempotency-Key": "abc"})
     two = post(client, "/api/v1.0/tasks", task_request(site), {"Idempotency-Key": "abc"})
-    assert one.status_code == 201 and two.status_code == 200
+    assert one.status_code == 201 and two.status_code == 201  # the original response
+    assert two.headers["Idempotent-Replayed"] == "true"
     assert one.json["task_id"] == two.json["task_id"]
 
 
