@@ -40,7 +40,7 @@ class ServiceProcess:
 
     def __init__(self, service: str, workdir: Path,
                  sections: Mapping[str, Mapping[str, object]], *, workers: int = 1,
-                 port: int | None = None) -> None:
+                 port: int | None = None, args: tuple[str, ...] = ()) -> None:
         self.service = service
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -52,7 +52,7 @@ class ServiceProcess:
         write_conf(self.conf_path, sections)
         self.proc = Proc(
             [str(BIN / f"{service}-api"), "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(workers), "--config-file", str(self.conf_path)],
+             "--workers", str(workers), "--config-file", str(self.conf_path), *args],
             log=workdir / f"{service}.log", cwd=str(workdir))
         try:
             wait_until(lambda: http_ok(f"{self.url}/versions"), timeout=30,
