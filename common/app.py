@@ -94,6 +94,8 @@ class ContextMiddleware:
         current_marker.set(ctx.marker)
         resp.set_header(MARKER_HEADER, ctx.marker)
         resp.set_header(REQUEST_ID_HEADER, ctx.request_id)
+        if "\x00" in req.path or "%00" in req.query_string or "\x00" in req.query_string:
+            raise BadRequest("The path or query holds a NUL character", reason="UnsafeInput")
         length = req.content_length
         if length is not None and length > self._spec.max_body_bytes:
             raise PayloadTooLarge(
