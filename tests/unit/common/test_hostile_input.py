@@ -18,6 +18,7 @@ from common.documents import parse_documents
 from common.errors import BadRequest, ValidationFailed
 from common.inputcheck import InputLimits, find_problems
 from common.policy import ADMIN, READER, Policy, authorize, rule
+from tests.support.hostile import ALIAS_BOMB
 
 RULES = [rule("test:read", READER, "read", "/api/v1.0/things", "GET"),
          rule("test:write", ADMIN, "write", "/api/v1.0/things", "POST")]
@@ -121,21 +122,11 @@ def test_limits_are_configurable():
 
 # -- YAML -----------------------------------------------------------------------------------
 
-BOMB = """a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
 
 
 def test_a_yaml_alias_bomb_is_refused_at_parse():
     with pytest.raises(BadRequest, match="anchors and aliases"):
-        parse_documents(BOMB)
+        parse_documents(ALIAS_BOMB)
 
 
 def test_yaml_anchors_alone_are_refused_and_surrogates_listed():
