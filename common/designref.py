@@ -105,8 +105,11 @@ class RefPolicy:
             raise self.refuse(href, "file references are disabled")
         if parts.netloc not in ("", "localhost"):
             raise self.refuse(href, "file reference names a host")
+        path = unquote(parts.path)
+        if not path.startswith("/"):
+            raise self.refuse(href, "file reference without an absolute path")
         root = os.path.realpath(self.file_root)
-        real = os.path.realpath(unquote(parts.path))
+        real = os.path.realpath(path)
         if os.path.commonpath([root, real]) != root:
             raise self.refuse(href, "file outside the allowed directory")
         return real
@@ -205,11 +208,18 @@ class DesignResolver:
             raise NotFound(f"Design reference {href} does not exist") from exc
         except OSError as exc:
             raise BadRequest(f"Design reference {href} cannot be read: {exc.strerror}") from exc
-        with os.fdopen(fd, "rb") as handle:
+        try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise BadRequest(f"Design reference {href} is not a regular file",
                                  reason="DesignRefNotAllowed")
-            data = handle.read(self._max_bytes + 1)
+            data = b""
+            while len(data) <= self._max_bytes:
+                chunk = os.read(fd, self._max_bytes + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
         if len(data) > self._max_bytes:
             raise PayloadTooLarge(f"Design {href} exceeds {self._max_bytes} bytes")
         return data

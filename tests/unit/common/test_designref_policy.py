@@ -163,3 +163,16 @@ def test_allowed_places_still_resolve(tmp_path, hostile):
     assert resolver.resolve(f"file://{tmp_path}/d.yaml")[0]["schema"] == "drydock/Region/v1"
     assert resolver.resolve(f"deckhand+{url}/api/v1.0/revisions/3/rendered-documents")
     assert RefPolicy().file_root is None
+
+
+@pytest.mark.parametrize("href", ["file://", "file:", "file://localhost", "file:relative"])
+def test_a_file_reference_without_an_absolute_path_is_refused_even_from_the_root(
+        tmp_path, monkeypatch, href):
+    monkeypatch.chdir(tmp_path)  # an empty path must not mean "the working directory"
+    refused(DesignResolver.from_conf(conf(root=str(tmp_path))), href)
+
+
+def test_a_directory_under_the_root_is_refused(tmp_path):
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(BadRequest, match="not a regular file"):
+        DesignResolver.from_conf(conf(root=str(tmp_path))).resolve(f"file://{tmp_path}/sub")
