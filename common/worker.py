@@ -235,6 +235,12 @@ class BerthWorker(ThreadWorker):  # type: ignore[misc]
             self.keepalived_conns.remove(conn)
             self._start_reading(conn)
 
+    def _cap_keepalive(self, deadline: float) -> None:
+        """On shutdown: requests still arriving get until `deadline` too (order is kept)."""
+        super()._cap_keepalive(deadline)
+        for conn, until in self.reading.items():
+            self.reading[conn] = min(until, deadline)
+
     def murder_pending(self) -> None:
         super().murder_pending()
         now = time.monotonic()
