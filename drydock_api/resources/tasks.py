@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -34,8 +35,10 @@ def _differs(task: dict[str, Any], body: dict[str, Any]) -> bool:
 
 
 class TasksResource:
-    def __init__(self, service: TaskService) -> None:
+    def __init__(self, service: TaskService,
+                 check_ref: Callable[[Any], str] | None = None) -> None:
         self._service = service
+        self._check_ref = check_ref
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         ctx = req.context.berth
@@ -45,6 +48,8 @@ class TasksResource:
         body = read_json_object(req)
         action = body.get("action")
         check(req, f"drydock:{action}" if action in ALL_ACTIONS else "drydock:destroy_nodes")
+        if self._check_ref is not None and isinstance(body.get("design_ref"), (str, dict)):
+            self._check_ref(body["design_ref"])
         key = req.get_header(IDEMPOTENCY_HEADER)
         if key is not None and not (0 < len(key) <= 255):
             raise BadRequest("Idempotency-Key must be 1 to 255 characters")

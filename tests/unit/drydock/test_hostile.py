@@ -74,3 +74,11 @@ def test_a_key_reused_for_another_task_is_422_even_on_another_replica(
                                             "filter_set": [{"node_names": ["n2"]}]})
     refused = post(replicas[1], f"{P}/tasks", other, key)
     assert refused.status_code == 422 and refused.json["reason"] == "IdempotencyKeyReused"
+
+
+def test_a_site_task_with_a_refused_design_ref_is_refused_at_creation(api):
+    client, _ = api
+    resp = post(client, f"{P}/tasks", {"action": "validate_design",
+                                       "design_ref": "http://169.254.169.254/x"})
+    assert resp.status_code == 400 and resp.json["reason"] == "DesignRefNotAllowed"
+    assert client.simulate_get(f"{P}/tasks", headers=ADMIN).json == []
