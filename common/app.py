@@ -278,7 +278,8 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                            max_items=conf.api.max_list_items),
                        service_roles=frozenset(conf.auth.service_roles),
                        idempotency=IdempotencyCache(conf.api.idempotency_cache_size,
-                                                    conf.api.idempotency_ttl),
+                                                    conf.api.idempotency_ttl,
+                                                    conf.api.idempotency_wait),
                        registry=registry if registry is not None else CollectorRegistry())
 
 

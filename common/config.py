@@ -24,6 +24,9 @@ API_OPTS: list[cfg.Opt] = [
                help="POST responses remembered per process for Idempotency-Key replays."),
     cfg.FloatOpt("idempotency_ttl", default=86400.0, min=1,
                  help="Seconds an Idempotency-Key and its response are remembered."),
+    cfg.FloatOpt("idempotency_wait", default=300.0, min=0,
+                 help="Seconds a repeated request waits for the first one with its "
+                      "Idempotency-Key to finish (then 409, retry later)."),
 ]
 AUTH_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("strategy", default="token", choices=["token", "keystone", "noauth"],

@@ -2,7 +2,8 @@
 response again (without running it twice); the same key with a different request gets 422.
 
 Keys are scoped by the authenticated user, so one caller cannot read or block another's.
-While the first request with a key is still running, a second one gets 409 (retry later).
+While the first request with a key is still running, a second one waits for its answer (at
+most `[api] idempotency_wait` seconds, then 409, retry later).
 Only successful (2xx) responses are remembered, so a failed attempt may be retried; they are
 kept in a bounded, time-limited cache of the process (`[api] idempotency_cache_size`,
 `idempotency_ttl`). Drydock additionally keeps the key on the task row, so a retry reaching
@@ -15,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import falcon
@@ -38,20 +39,41 @@ class Saved:
     content_type: str | None = None
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 class IdempotencyCache:
     """Keys (scoped by user, method and path) → the request fingerprint and its response."""
 
-    def __init__(self, size: int = 10000, ttl: float = 86400.0,
+    def __init__(self, size: int = 10000, ttl: float = 86400.0, wait: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._size, self._ttl, self._clock = size, ttl, clock
+        self._size, self._ttl, self._wait, self._clock = size, ttl, wait, clock
         self._entries: OrderedDict[tuple[str, ...], Saved] = OrderedDict()
         self._lock = threading.Lock()
 
     def begin(self, scope: tuple[str, ...], fingerprint: str) -> Saved | None:
         """The saved response to replay, or None when this request should run (now marked
-        as running). 422 for a different request under the key, 409 while it runs."""
+        as running). 422 for a different request under the key. A duplicate of a request
+        still running waits for it (a client retrying after its read timeout gets the
+        answer), at most `wait` seconds, then gets 409 (retry later)."""
+        deadline = self._clock() + self._wait
+        while True:
+            entry = self._claim(scope, fingerprint)
+            if entry is None:
+                return None
+            if entry.fingerprint != fingerprint:
+                raise UnprocessableEntity(
+                    f"{HEADER} was already used with a different request; use a new key",
+                    reason="IdempotencyKeyReused")
+            if entry.status is not None:
+                return entry
+            remaining = deadline - self._clock()
+            if remaining <= 0 or not entry.done.wait(remaining):
+                raise Conflict(f"A request with this {HEADER} is still running; retry later",
+                               reason="IdempotencyKeyInProgress", retry=True)
+
+    def _claim(self, scope: tuple[str, ...], fingerprint: str) -> Saved | None:
+        """The entry of `scope`, or None after recording this request as running."""
         now = self._clock()
         with self._lock:
             entry = self._entries.get(scope)
@@ -62,21 +84,14 @@ class IdempotencyCache:
                 self._entries[scope] = Saved(fingerprint, now + self._ttl)
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)
-                return None
-        if entry.fingerprint != fingerprint:
-            raise UnprocessableEntity(
-                f"{HEADER} was already used with a different request; use a new key",
-                reason="IdempotencyKeyReused")
-        if entry.status is None:
-            raise Conflict(f"A request with this {HEADER} is still running; retry later",
-                           reason="IdempotencyKeyInProgress", retry=True)
-        return entry
+            return entry
 
     def finish(self, scope: tuple[str, ...], resp: falcon.Response) -> None:
         with self._lock:
             entry = self._entries.get(scope)
             if entry is None:
                 return
+            entry.done.set()
             body = resp.render_body() or b""
             if not 200 <= resp.status_code < 300 or len(body) > MAX_REMEMBERED_BYTES:
                 del self._entries[scope]
@@ -90,6 +105,7 @@ class IdempotencyCache:
             entry = self._entries.get(scope)
             if entry is not None and entry.status is None:
                 del self._entries[scope]
+                entry.done.set()
 
 
 def _fingerprint(req: falcon.Request, body: bytes) -> str:
