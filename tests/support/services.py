@@ -27,6 +27,11 @@ def write_tokens(path: Path) -> dict[str, str]:
 
 
 def write_conf(path: Path, sections: Mapping[str, Mapping[str, object]]) -> None:
+    """An ini file of `sections`; file:// design references are allowed under its directory
+    (where the tests write their designs) unless `[design] file_root` says otherwise."""
+    sections = dict(sections)
+    if "file_root" not in sections.get("design", {}):
+        sections["design"] = {**sections.get("design", {}), "file_root": path.parent}
     lines = []
     for section, options in sections.items():
         lines.append(f"[{section}]")
@@ -45,10 +50,6 @@ class ServiceProcess:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.conf_path = workdir / f"{service}.conf"
-        sections = dict(sections)
-        if "file_root" not in sections.get("design", {}):
-            # design files the tests write live under the work directory
-            sections["design"] = {**sections.get("design", {}), "file_root": workdir}
         write_conf(self.conf_path, sections)
         self.proc = Proc(
             [str(BIN / f"{service}-api"), "--bind", f"127.0.0.1:{self.port}",
