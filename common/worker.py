@@ -39,7 +39,7 @@ from common.status import simple_message, status_body
 BODY_BUFFER = 16 * 1024 * 1024
 TOTAL_BUFFER = 256 * 1024 * 1024
 RECV_SIZE = 256 * 1024
-WAIT, GO, CONTINUE = "wait", "go", "continue"
+WAIT, GO, CONTINUE, EOF = "wait", "go", "continue", "eof"
 
 
 def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
@@ -183,38 +183,48 @@ class BerthWorker(ThreadWorker):  # type: ignore[misc]
         self._start_reading(conn)
 
     def _start_reading(self, conn: Any) -> None:
+        """Read what has come; dispatch a complete request at once (the usual case for a
+        kept-alive connection), else wait for the rest in the poller."""
         conn.sock.setblocking(False)
-        self.reading[conn] = time.monotonic() + self.read_timeout
-        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
-        if conn.sock.buf:
-            self._check(conn)
+        outcome = self._read(conn)
+        if outcome == EOF:
+            self.nr_conns -= 1
+            conn.close()
+        elif outcome == GO:
+            conn.data_ready = True
+            self.enqueue_req(conn)
+        else:
+            self.reading[conn] = time.monotonic() + self.read_timeout
+            self.poller.register(conn.sock, selectors.EVENT_READ,
+                                 partial(self._on_readable, conn))
 
     def _on_readable(self, conn: Any, client: Any) -> None:
-        total = sum(len(c.sock.buf) for c in self.reading)
-        cap = min(self.max_head + BODY_BUFFER, len(conn.sock.buf) + max(TOTAL_BUFFER - total, 0))
-        open_ = conn.sock.fill(max(cap, 1))
-        if not open_ and not conn.sock.buf:
+        outcome = self._read(conn)
+        if outcome == EOF:
             self._drop(conn)
-            return
-        if not open_ or len(conn.sock.buf) >= cap:  # the client is done sending, or over caps
-            self._dispatch(conn)
-            return
-        self._check(conn)
+        elif outcome == GO:
+            self.poller.unregister(conn.sock)
+            del self.reading[conn]
+            conn.data_ready = True
+            self.enqueue_req(conn)
 
-    def _check(self, conn: Any) -> None:
-        state = request_state(conn.sock.buf, max_line=self.max_line, max_head=self.max_head,
+    def _read(self, conn: Any) -> str:
+        """EOF (nothing came), GO (dispatch now) or WAIT, after reading what has arrived."""
+        buf = conn.sock.buf
+        total = sum(len(c.sock.buf) for c in self.reading)
+        cap = min(self.max_head + BODY_BUFFER, len(buf) + max(TOTAL_BUFFER - total, 0))
+        still_open = conn.sock.fill(max(cap, 1))
+        if not still_open and not buf:
+            return EOF
+        if not still_open or len(buf) >= cap:  # the client is done sending, or over the caps
+            return GO
+        state = request_state(buf, max_line=self.max_line, max_head=self.max_head,
                               max_body=BODY_BUFFER)
         if state == CONTINUE:
-            strip_expect(conn.sock.buf)
+            strip_expect(buf)
             util.write_nonblock(conn.sock.raw, b"HTTP/1.1 100 Continue\r\n\r\n")
-        elif state == GO:
-            self._dispatch(conn)
-
-    def _dispatch(self, conn: Any) -> None:
-        self.poller.unregister(conn.sock)
-        del self.reading[conn]
-        conn.data_ready = True
-        self.enqueue_req(conn)
+            return WAIT
+        return state
 
     def _drop(self, conn: Any, answer: bool = False) -> None:
         with contextlib.suppress(KeyError, ValueError, OSError):
