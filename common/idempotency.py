@@ -27,7 +27,8 @@ from common.errors import BadRequest, Conflict, UnprocessableEntity
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY = 255
-MAX_REMEMBERED_BYTES = 1024 * 1024
+MAX_REMEMBERED_BYTES = 1024 * 1024  # a larger response is not remembered
+MAX_TOTAL_BYTES = 64 * 1024 * 1024  # oldest keys are forgotten first past this, per process
 KEPT_HEADERS = ("Location", "Content-Location", "Retry-After")
 
 
@@ -49,7 +50,19 @@ class IdempotencyCache:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._size, self._ttl, self._wait, self._clock = size, ttl, wait, clock
         self._entries: OrderedDict[tuple[str, ...], Saved] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    def _evict(self) -> None:
+        """Forget the oldest answered keys while over the count or byte budget (lock held);
+        keys whose request still runs are kept (there are at most as many as threads)."""
+        for scope in list(self._entries):
+            if len(self._entries) <= self._size and self._bytes <= MAX_TOTAL_BYTES:
+                return
+            entry = self._entries[scope]
+            if entry.status is not None:
+                del self._entries[scope]
+                self._bytes -= len(entry.body)
 
     def begin(self, scope: tuple[str, ...], fingerprint: str) -> Saved | None:
         """The saved response to replay, or None when this request should run (now marked
@@ -79,11 +92,11 @@ class IdempotencyCache:
             entry = self._entries.get(scope)
             if entry is not None and entry.expires < now:
                 del self._entries[scope]
+                self._bytes -= len(entry.body)
                 entry = None
             if entry is None:
                 self._entries[scope] = Saved(fingerprint, now + self._ttl)
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
+                self._evict()
             return entry
 
     def finish(self, scope: tuple[str, ...], resp: falcon.Response) -> None:
@@ -99,6 +112,8 @@ class IdempotencyCache:
             entry.status, entry.content_type, entry.body = resp.status, resp.content_type, body
             entry.headers = tuple((h, v) for h in KEPT_HEADERS
                                   if (v := resp.get_header(h)) is not None)
+            self._bytes += len(body)
+            self._evict()
 
     def forget(self, scope: tuple[str, ...]) -> None:
         with self._lock:

@@ -238,3 +238,18 @@ def test_a_duplicate_gets_409_when_the_first_runs_too_long_and_422_with_another_
         cache.begin(scope, "f2")
     cache.forget(scope)  # the first failed: the next one runs
     assert cache.begin(scope, "f1") is None
+
+
+def test_the_replay_cache_is_bounded_and_keeps_running_requests():
+    cache = IdempotencyCache(size=3, wait=0)
+    running = ("u", "POST", "/x", "running")
+    assert cache.begin(running, "f") is None
+    for i in range(10):
+        scope = ("u", "POST", "/x", str(i))
+        assert cache.begin(scope, "f") is None
+        resp = falcon.Response()
+        resp.media = {"i": i}
+        cache.finish(scope, resp)
+    assert len(cache._entries) == 3 and running in cache._entries
+    with pytest.raises(Conflict):  # still known as running
+        cache.begin(running, "f")
