@@ -52,6 +52,7 @@ class NodeState:
     maas_status: str | None
     bmc: dict[str, Any] = field(default_factory=dict)
     boot_device: str = "hdd"
+    bmc_running: bool = True
 
 
 class SiteModel:
@@ -68,6 +69,8 @@ class SiteModel:
         self._fault_listeners: list[Callable[[FaultSpec | None], None]] = []
         self.kube: KubePort | None = None
         self.etcd_members: Callable[[], dict[str, list[dict[str, str]]]] = dict
+        # Nodes whose BMC is a process of its own: how to stop (False) and start (True) it.
+        self.bmc_switches: dict[str, Callable[[bool], None]] = {}
         self.nodes: dict[str, NodeState] = {}
         for node in spec.nodes:
             deployed = node.state == "deployed"
@@ -209,6 +212,24 @@ class SiteModel:
         with self._lock:
             self.node(name).bmc.update(info)
 
+    def set_bmc_running(self, name: str, running: bool) -> None:
+        """Kill or restart the node's BMC (its process, or its answers when it has none)."""
+        switch = self.bmc_switches.get(name)
+        if switch is not None:
+            switch(running)
+        with self._fault_cond:
+            self.node(name).bmc_running = running
+            self._fault_cond.notify_all()
+
+    def bmc_running(self, name: str) -> bool:
+        with self._lock:
+            return self.node(name).bmc_running
+
+    def wait_for_bmc(self, name: str, limit: float) -> bool:
+        """Block while the node's BMC is down (at most `limit` s); whether it is up."""
+        with self._fault_cond:
+            return self._fault_cond.wait_for(lambda: self.node(name).bmc_running, timeout=limit)
+
     def set_boot_device(self, name: str, device: str) -> None:
         with self._lock:
             self.node(name).boot_device = device
@@ -229,7 +250,8 @@ class SiteModel:
                 "maas_status": state.maas_status,
                 "disks": {d: {"marker": s.marker, "wiped": s.wiped}
                           for d, s in state.disks.items()},
-                "bmc": {**state.bmc, "boot_device": state.boot_device},
+                "bmc": {**state.bmc, "boot_device": state.boot_device,
+                        "running": state.bmc_running},
             }
         summary = self.kube.node_summary(name) if self.kube is not None else None
         body["kubernetes"] = summary or {"present": False, "ready": False,

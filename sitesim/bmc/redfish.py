@@ -26,6 +26,7 @@ ERASE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/
 DRIVE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/]+)/?$")
 SYSTEM_RE = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/]+)")
 _INSTALL_LOCK = threading.Lock()
+BMC_DOWN_HOLD = 60.0  # seconds a request to a killed BMC hangs before a 503
 
 
 def system_uuid(site: str, node: str) -> str:
@@ -138,6 +139,8 @@ class RedfishBmc:
         path = environ.get("PATH_INFO", "")
         environ[ENVIRON_KEY] = self.backend
         system = SYSTEM_RE.match(path)
+        if system and not self._answers(system.group(1)):
+            return _json(start_response, 503, _error("BMC unavailable"))
         if system and not self._authorized(system.group(1), environ):
             return _json(start_response, 401, _error("Authentication required"),
                          [("WWW-Authenticate", 'Basic realm="sitesim"')])
@@ -150,6 +153,15 @@ class RedfishBmc:
             return self._drive_with_actions(environ, start_response, path)
         result: Iterable[bytes] = self._emulator(environ, start_response)
         return result
+
+    def _answers(self, identity: str) -> bool:
+        """A killed BMC answers nothing: the request hangs until the client gives up (or the
+        BMC is restarted within a minute)."""
+        try:
+            node = self.backend.node_of(identity)
+        except Exception:  # unknown systems get the emulator's own 404
+            return True
+        return self.backend.model.wait_for_bmc(node.name, BMC_DOWN_HOLD)
 
     def _authorized(self, identity: str, environ: dict[str, Any]) -> bool:
         try:

@@ -18,6 +18,7 @@ NODES = BY_GROUP_PLURAL[("", "nodes")]
 PODS = BY_GROUP_PLURAL[("", "pods")]
 PDBS = BY_GROUP_PLURAL[("policy", "poddisruptionbudgets")]
 DECOMMISSION_LABEL = "promenade-decomission"
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
 def run_controllers(cluster: KubeCluster) -> None:
@@ -46,6 +47,7 @@ def reconcile(cluster: KubeCluster) -> float | None:
         for name in [n["metadata"]["name"] for n in cluster.store.iter(NODES)]:
             _kubelet(cluster, name, name in blocked)
         _garbage_collect(cluster)
+        _out_of_service(cluster)
         for plural, step in (("deployments", workloads.reconcile_deployment),
                              ("replicasets", workloads.reconcile_replicaset),
                              ("statefulsets", workloads.reconcile_statefulset),
@@ -123,6 +125,30 @@ def _garbage_collect(cluster: KubeCluster) -> None:
                 meta = obj["metadata"]
                 cluster.timers.terminate_at.pop(meta["uid"], None)
                 cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
+
+
+def _out_of_service(cluster: KubeCluster) -> None:
+    """Non-graceful node shutdown: on a node tainted out-of-service (NoExecute), the taint
+    manager deletes every pod that does not tolerate the taint, and the pod GC force-deletes
+    terminating pods once the node is not Ready (no kubelet has to confirm)."""
+    for node in list(cluster.store.iter(NODES)):
+        taint = next((t for t in (node.get("spec") or {}).get("taints") or []
+                      if t.get("key") == OUT_OF_SERVICE and t.get("effect") == "NoExecute"),
+                     None)
+        if taint is None:
+            continue
+        name = node["metadata"]["name"]
+        not_ready = factories.node_ready_status(node) != "True"
+        for pod in list(cluster.store.iter(PODS)):
+            if pod["spec"].get("nodeName") != name or scheduling.tolerates(pod["spec"], taint):
+                continue
+            meta = pod["metadata"]
+            if not meta.get("deletionTimestamp"):
+                pods.delete_pod(cluster, copy.deepcopy(pod), None)
+            elif not_ready:
+                cluster.timers.terminate_at.pop(meta["uid"], None)
+                cluster.timers.stuck.discard(meta["uid"])
+                cluster.store.delete(PODS, meta["namespace"], meta["name"])
 
 
 def _pod(cluster: KubeCluster, pod: Obj) -> None:

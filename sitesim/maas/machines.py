@@ -79,6 +79,8 @@ class MachineStore:
         self.config: dict[str, str] = {"default_osystem": "ubuntu",
                                        "default_distro_series": "focal",
                                        "commissioning_distro_series": "focal"}
+        self._hung: list[tuple[Machine, Operation, int]] = []  # waiting for a fault to clear
+        model.on_fault_change(lambda _fault: self._resume_hung())
 
     def enlist(self, node: NodeSpec) -> Machine | None:
         status = INITIAL.get(node.state)
@@ -265,10 +267,27 @@ class MachineStore:
             return
         effect = self._model.fault(op.fault, machine.hostname) if op.fault else None
         if effect == "hang":
+            with self._lock:
+                self._hung.append((machine, op, generation))
             return
+        self._schedule(machine, op, generation, effect == "fail")
+
+    def _schedule(self, machine: Machine, op: Operation, generation: int, failed: bool) -> None:
         delay = getattr(self._model.spec.timings, op.duration or "", 0.0)
         self._model.scheduler.call_later(
-            delay, lambda: self._complete(machine, op, generation, failed=effect == "fail"))
+            delay, lambda: self._complete(machine, op, generation, failed=failed))
+
+    def _resume_hung(self) -> None:
+        """A hung operation goes on once its `hang` fault is cleared (or changed)."""
+        with self._lock:
+            hung, self._hung = self._hung, []
+        for machine, op, generation in hung:
+            effect = self._model.fault(op.fault or "", machine.hostname)
+            if effect == "hang":
+                with self._lock:
+                    self._hung.append((machine, op, generation))
+            else:
+                self._schedule(machine, op, generation, effect == "fail")
 
     def _complete(self, machine: Machine, op: Operation, generation: int, *, failed: bool) -> None:
         with self._lock:

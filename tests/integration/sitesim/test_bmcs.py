@@ -149,3 +149,44 @@ def test_ipmi_power_fault_fails_the_command(sitesim_site, clean_faults):
                   json={"node": "node06", "operation": "bmc.power", "effect": "fail"})
     assert ipmitool(sitesim_site, "node06", "power", "off").returncode != 0
     assert node(sitesim_site, "node06")["power"] == "on"
+
+
+def _set_bmc(site, name, running):
+    return requests.put(f"{site.urls['sitesim']}/nodes/{name}/bmc", json={"running": running},
+                        timeout=30)
+
+
+@pytest.mark.skipif(shutil.which("ipmitool") is None, reason="ipmitool is not installed")
+def test_killed_ipmi_sim_bmc_stops_answering_until_restarted(sitesim_site):
+    sim = next(s for s in sitesim_site.ipmi_sims if s.node.name == "node03")
+    old_pid = sim.process.pid
+    assert _set_bmc(sitesim_site, "node03", False).json() == {"running": False}
+    try:
+        assert sim.process is None  # the ipmi_sim process was killed
+        dead = ipmitool(sitesim_site, "node03", "-R", "1", "-N", "1", "power", "status")
+        assert dead.returncode != 0
+        assert node(sitesim_site, "node03")["bmc"]["running"] is False
+    finally:
+        assert _set_bmc(sitesim_site, "node03", True).json() == {"running": True}
+    assert sim.process.pid != old_pid
+    assert "Chassis Power is on" in ipmitool(sitesim_site, "node03", "power", "status").stdout
+
+
+def test_killed_redfish_bmc_answers_nothing_for_its_system_only(sitesim_site):
+    assert _set_bmc(sitesim_site, "node04", False).status_code == 200
+    try:
+        spec = sitesim_site.spec.node("node04")
+        with pytest.raises(requests.exceptions.Timeout):
+            requests.get(sitesim_site.urls["redfish"] + "/redfish/v1/Systems/"
+                         + node(sitesim_site, "node04")["bmc"]["system_id"],
+                         auth=(spec.bmc.user, spec.bmc.password), timeout=0.5)
+        assert _system(sitesim_site, "node01").power_state == sushy.POWER_STATE_ON
+    finally:
+        _set_bmc(sitesim_site, "node04", True)
+    assert _system(sitesim_site, "node04").power_state == sushy.POWER_STATE_ON
+
+
+def test_pyghmi_bmc_cannot_be_killed_alone(sitesim_site):
+    resp = _set_bmc(sitesim_site, "node06", False)
+    assert resp.status_code == 400 and "pyghmi" in resp.text
+    assert node(sitesim_site, "node06")["bmc"]["running"] is True
