@@ -130,7 +130,7 @@ def _garbage_collect(cluster: KubeCluster) -> None:
 def _out_of_service(cluster: KubeCluster) -> None:
     """Non-graceful node shutdown: on a node tainted out-of-service (NoExecute), the taint
     manager deletes every pod that does not tolerate the taint, and the pod GC force-deletes
-    terminating pods once the node is not Ready (no kubelet has to confirm)."""
+    every terminating pod once the node is not Ready (no kubelet has to confirm)."""
     for node in list(cluster.store.iter(NODES)):
         taint = next((t for t in (node.get("spec") or {}).get("taints") or []
                       if t.get("key") == OUT_OF_SERVICE and t.get("effect") == "NoExecute"),
@@ -140,15 +140,16 @@ def _out_of_service(cluster: KubeCluster) -> None:
         name = node["metadata"]["name"]
         not_ready = factories.node_ready_status(node) != "True"
         for pod in list(cluster.store.iter(PODS)):
-            if pod["spec"].get("nodeName") != name or scheduling.tolerates(pod["spec"], taint):
+            if pod["spec"].get("nodeName") != name:
                 continue
             meta = pod["metadata"]
-            if not meta.get("deletionTimestamp"):
+            if meta.get("deletionTimestamp"):
+                if not_ready:  # the pod GC does not look at tolerations
+                    cluster.timers.terminate_at.pop(meta["uid"], None)
+                    cluster.timers.stuck.discard(meta["uid"])
+                    cluster.store.delete(PODS, meta["namespace"], meta["name"])
+            elif not scheduling.tolerates(pod["spec"], taint):
                 pods.delete_pod(cluster, copy.deepcopy(pod), None)
-            elif not_ready:
-                cluster.timers.terminate_at.pop(meta["uid"], None)
-                cluster.timers.stuck.discard(meta["uid"])
-                cluster.store.delete(PODS, meta["namespace"], meta["name"])
 
 
 def _pod(cluster: KubeCluster, pod: Obj) -> None:
