@@ -53,6 +53,9 @@ STEP_OPTS: list[cfg.Opt] = [
                  help="First delay before retrying a step after a transient error (s)."),
     cfg.IntOpt("step_retries", default=3, min=0,
                help="Retries of a step after a transient driver error."),
+    cfg.FloatOpt("outage_window", default=120.0, min=0.0,
+                 help="Seconds a BMC or MAAS may stay unreachable before the step fails; "
+                      "one that comes back within it lets the step go on."),
     cfg.FloatOpt("enlist_timeout", default=1800.0, min=0.01,
                  help="Seconds a node unknown to MAAS may take to enlist after its PXE boot."),
     cfg.FloatOpt("commission_timeout", default=3600.0, min=0.01,

@@ -115,7 +115,8 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         graceful_timeout=conf.oob.graceful_timeout, power_timeout=conf.oob.power_timeout,
         power_poll=conf.oob.poll_interval, release_timeout=conf.steps.release_timeout,
         maas_poll=conf.steps.maas_poll_interval, retry_delay=conf.steps.step_retry_delay,
-        retries=conf.steps.step_retries, enlist_timeout=conf.steps.enlist_timeout,
+        retries=conf.steps.step_retries, outage_window=conf.steps.outage_window,
+        enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
         deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout)
 

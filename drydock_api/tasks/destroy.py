@@ -56,6 +56,34 @@ def power_off(ctx: NodeContext) -> Outcome:
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
+def check_power_off_options(options: dict[str, Any]) -> list[str]:
+    problems = [f"options: unknown option {k!r} for power_off_nodes" for k in options
+                if k != "force"]
+    if "force" in options and not isinstance(options["force"], bool):
+        problems.append("options.force must be true or false")
+    return problems
+
+
+def fence(ctx: NodeContext) -> Outcome:
+    """Hard power-off (no graceful shutdown: the node may be hung), confirmed at the BMC."""
+    bmc, oob = _bmc(ctx), ctx.ports.oob
+    if oob.power_state(bmc) == "off":
+        how = "forced off" if ctx.state.get("forced") else "already off"
+        return Done(f"Power off confirmed by {bmc.describe()}: {how}",
+                    data={"power_state": "off", "forced": bool(ctx.state.get("forced"))})
+    if not ctx.state.get("forced"):
+        oob.power_off(bmc, graceful=False)
+        ctx.state["forced"] = True
+        return Retry(ctx.settings.power_poll, "ForceOff requested")
+    return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
+
+
+def power_off_steps(options: dict[str, Any]) -> list[StepDef]:
+    if options.get("force", True):
+        return [StepDef("power_off", fence, lambda s: s.power_timeout)]
+    return [StepDef("power_off", power_off, lambda s: s.power_timeout)]
+
+
 def wipe_disks(ctx: NodeContext) -> Outcome:
     """BMC Drive.SecureErase where offered; the rest is left to MAAS's erase at release.
     With preserve_local_storage only the OS disk is wiped, so it must be erasable by the BMC."""

@@ -66,6 +66,7 @@ class StepSettings:
     maas_poll: float = 5.0
     retry_delay: float = 1.0
     retries: int = 3
+    outage_window: float = 0.0  # transient BMC/MAAS failures are retried this long (s)
     enlist_timeout: float = 1800.0
     commission_timeout: float = 3600.0
     deploy_timeout: float = 3600.0

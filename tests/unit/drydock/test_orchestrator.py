@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from common.context import RequestContext
+from common.errors import BerthError
 from drydock_api.drivers.ports import MaasError
 from tests.unit.drydock import designs as D
 from tests.unit.drydock.conftest import Site, SiteFactory
@@ -194,3 +197,59 @@ def test_destroy_runs_on_postgresql_too(make_site: SiteFactory, postgres_url: st
     assert task["result"]["successes"] == ["n1", "n2"] and task["result"]["failures"] == ["n3"]
     tree = site.runtime.service.get(task["task_id"], layers=-1)
     assert len(tree) == 1 + 1 + 3 + 6 + 6 + 1
+
+
+def test_power_off_nodes_forces_the_power_off_and_confirms_it(make_site: SiteFactory):
+    site = make_site(["n1", "n2"])
+    site.oob.ignore_graceful.add(site.address("n1"))  # a hung OS ignores a soft off
+    site.oob.power[site.address("n2")] = "off"
+    task = run_task(site, "power_off_nodes")
+    assert task["result"]["status"] == "success"
+    assert site.oob.power[site.address("n1")] == "off"
+    assert site.oob.calls[("graceful", site.address("n1"))] == 0
+    assert site.oob.calls[("force_off", site.address("n2"))] == 0  # already off: untouched
+    text = messages(task)
+    assert any("forced off" in m for m in text) and any("already off" in m for m in text)
+    assert site.maas.machines  # nothing but the power changed
+
+
+def test_power_off_nodes_refuses_unknown_options(make_site: SiteFactory):
+    site = make_site(["n1"])
+    body = {"action": "power_off_nodes", "design_ref": site.href, "node_filter": None,
+            "options": {"force": "yes", "wipe": True}}
+    with pytest.raises(BerthError) as err:
+        site.runtime.service.create(body, RequestContext(user="admin"), None)
+    text = str(err.value.messages)
+    assert err.value.code == 400
+    assert "options.force must be true or false" in text and "'wipe'" in text
+
+
+def test_a_bmc_that_comes_back_within_the_outage_window_lets_the_step_go_on(
+        make_site: SiteFactory):
+    site = make_site(["n1"], steps={"outage_window": 30, "step_retries": 0,
+                                    "step_retry_delay": 0.05})
+    address = site.address("n1")
+    site.oob.unreachable.add(address)
+    original = site.oob.power_state
+    calls = {"n": 0}
+
+    def flaky(bmc):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 3:
+            site.oob.unreachable.discard(address)  # the BMC is back
+        return original(bmc)
+
+    site.oob.power_state = flaky  # type: ignore[method-assign]
+    task = run_task(site, "power_off_nodes")
+    assert task["result"]["status"] == "success" and calls["n"] >= 3
+
+
+def test_a_bmc_gone_for_good_fails_the_node_naming_the_bmc_and_the_tries(
+        make_site: SiteFactory):
+    site = make_site(["n1"], steps={"outage_window": 0, "step_retries": 2,
+                                    "step_retry_delay": 0.001})
+    site.oob.unreachable.add(site.address("n1"))
+    task = run_task(site, "power_off_nodes")
+    assert task["result"]["status"] == "failure"
+    failure = [m for m in messages(task, "n1") if "did not answer" in m]
+    assert failure and "(3 tries" in failure[0] and site.address("n1") in failure[0]
