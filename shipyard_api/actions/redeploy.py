@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.errors import BadGateway, Conflict, NotFound
-from shipyard_api.actions import steps
+from shipyard_api.actions import fencing, steps
 from shipyard_api.actions.design import decommission_timeouts, node_names
 from shipyard_api.actions.params import REVISIONS, Params, version_of
 from shipyard_api.actions.ports import DocumentsPort, services
@@ -46,18 +46,25 @@ def decommission(ctx: StepContext) -> Outcome:
     svc = services(ctx)
     d = steps.design(ctx)
     timeouts = decommission_timeouts(d["config"])
+    fenced = fencing.path_of(ctx) == fencing.FENCE_FIRST
     try:
         body = svc.promenade.decommission(_node(ctx), str(d["design_ref"]), timeouts,
-                                          ctx=ctx.request_context(), key=ctx.key())
+                                          ctx=ctx.request_context(), key=ctx.key(),
+                                          fenced=fenced)
     except BadGateway as exc:
         peer = exc.peer_status or {}
         if peer.get("reason") == "DisassociateStepFailure":
             return failed("DisassociateStepFailure", str(peer.get("message") or exc),
                           {"promenade": peer})
         raise
-    except NotFound as exc:
-        return failed("NodeNotFound", exc.message, exc.to_status())
-    return done(details={"promenade": body}, note="Promenade decommissioned the node")
+    except (NotFound, Conflict) as exc:
+        return failed(exc.instance_reason, exc.message, exc.to_status())
+    how = "fenced: pods removed by the out-of-service taint" if fenced else "drained"
+    return done(details={"promenade": body}, note=f"Promenade decommissioned the node ({how})")
+
+
+def cancel_decommission(ctx: StepContext) -> None:
+    services(ctx).promenade.cancel_decommission(_node(ctx), ctx=ctx.request_context())
 
 
 def decommission_policy(ctx: StepContext) -> StepPolicy:
@@ -127,16 +134,21 @@ def definition() -> ActionDefinition:
     return ActionDefinition(NAME, [
         StepDef("preflight", steps.preflight, steps.preflight_policy),
         StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
+        StepDef("assess_node", fencing.assess, steps.preflight_policy, per_node=True),
+        StepDef("fence_node", fencing.fence, _timeout(pp, "destroy_timeout"), per_node=True,
+                cancel=steps.terminate_task),
         StepDef("decommission", decommission, decommission_policy, per_node=True,
-                exclusive=etcd_clusters),
-        StepDef("destroy_nodes", destroy, _timeout(pp, "destroy_timeout"), per_node=True),
+                exclusive=etcd_clusters, cancel=cancel_decommission),
+        StepDef("destroy_nodes", destroy, _timeout(pp, "destroy_timeout"), per_node=True,
+                cancel=steps.terminate_task),
         StepDef("remove_from_cluster", remove_from_cluster, steps.preflight_policy,
                 per_node=True),
         StepDef("prepare_nodes", prepare_node, _timeout(pp, "prepare_node_timeout"),
-                per_node=True),
-        StepDef("deploy_nodes", deploy_node, _timeout(pp, "deploy_timeout"), per_node=True),
+                per_node=True, cancel=steps.terminate_task),
+        StepDef("deploy_nodes", deploy_node, _timeout(pp, "deploy_timeout"), per_node=True,
+                cancel=steps.terminate_task),
         StepDef("wait_node_ready", wait_ready, _timeout("kubernetes", "node_status_timeout"),
                 per_node=True),
         StepDef("relabel_nodes", relabel, _timeout(pp, "relabel_nodes_timeout"),
-                per_node=True),
+                per_node=True, cancel=steps.terminate_task),
     ], prepare)

@@ -36,6 +36,15 @@ class DrydockClient:
                                       params={"subtaskerrors": "true"})
         return dict(result or {})
 
+    def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
+        self._client.request("POST", f"{P}/tasks/{task_id}/terminate", ctx=ctx)
+
+    def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]:
+        """One node as Drydock sees it now: BMC power state (or why unknown), MAAS status."""
+        result = self._client.request("GET", f"{P}/nodes/{name}", ctx=ctx,
+                                      params={"design_ref": design_ref})
+        return dict(result or {})
+
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         """Every task of the tree by id, plus `init_task_id` (Drydock's layers=-1 view)."""
         result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
