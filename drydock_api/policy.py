@@ -8,7 +8,7 @@ from common.policy import ADMIN, READER, rule
 
 P = "/api/v1.0"
 ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes", "prepare_nodes",
-           "deploy_nodes", "destroy_nodes", "relabel_nodes")
+           "deploy_nodes", "destroy_nodes", "relabel_nodes", "power_off_nodes")
 
 
 def list_rules() -> list[policy.RuleDefault]:

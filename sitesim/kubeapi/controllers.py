@@ -44,6 +44,10 @@ def reconcile(cluster: KubeCluster) -> float | None:
                     if (n["metadata"].get("labels") or {}).get(DECOMMISSION_LABEL) == "enabled"]
     blocked = {n for n in labelled if cluster.hooks.fault("kube.kubelet_shutdown", n) is not None}
     with cluster.lock:
+        names = [n["metadata"]["name"] for n in cluster.store.iter(NODES)]
+    hung = {n for n in names if cluster.hooks.fault("kube.eviction", n) == "hang"}
+    with cluster.lock:
+        _release_stuck(cluster, hung)
         for name in [n["metadata"]["name"] for n in cluster.store.iter(NODES)]:
             _kubelet(cluster, name, name in blocked)
         _garbage_collect(cluster)
@@ -125,6 +129,16 @@ def _garbage_collect(cluster: KubeCluster) -> None:
                 meta = obj["metadata"]
                 cluster.timers.terminate_at.pop(meta["uid"], None)
                 cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
+
+
+def _release_stuck(cluster: KubeCluster, hung: set[str]) -> None:
+    """Terminations held by a `hang` eviction fault go on once the fault is cleared."""
+    if not cluster.timers.stuck:
+        return
+    for pod in cluster.store.iter(PODS):
+        uid = pod["metadata"]["uid"]
+        if uid in cluster.timers.stuck and pod["spec"].get("nodeName") not in hung:
+            cluster.timers.stuck.discard(uid)
 
 
 def _out_of_service(cluster: KubeCluster) -> None:
