@@ -22,12 +22,16 @@ def translated(bmc: BmcAccess, what: str) -> Iterator[None]:
     """pyghmi exceptions → OobError naming the BMC (never its credential)."""
     try:
         yield
-    except ipmi_exc.IpmiException as exc:
-        raise OobError(f"IPMI BMC {bmc.describe()} failed {what}: {exc}",
-                       transient=True) from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OobError(f"IPMI BMC {bmc.describe()} failed {what}: {exc}",
-                       transient=True) from exc
+    except (ipmi_exc.IpmiException, OSError, ValueError, KeyError, TypeError) as exc:
+        raise OobError(_describe(bmc, what, exc), transient=True) from exc
+
+
+def _describe(bmc: BmcAccess, what: str, exc: BaseException) -> str:
+    """pyghmi often says nothing ("None") or "timeout" when the BMC is simply not there."""
+    text = str(exc).strip()
+    if text in ("", "None") or "timeout" in text.lower() or "timed out" in text.lower():
+        return f"IPMI BMC {bmc.describe()} did not answer {what}"
+    return f"IPMI BMC {bmc.describe()} failed {what}: {text}"
 
 
 class IpmiDriver:
