@@ -16,8 +16,9 @@ NOTHING_TO_RELEASE = ("Ready", "New", "Commissioning", "Failed commissioning", "
 
 def check_options(options: dict[str, Any]) -> list[str]:
     problems = [f"options: unknown option {k!r} for destroy_nodes" for k in options
-                if k not in ("preserve_local_storage", "erase", "retire", "retired_reason")]
-    for key in ("preserve_local_storage", "retire"):
+                if k not in ("preserve_local_storage", "erase", "retire", "retired_reason",
+                              "all_nodes")]
+    for key in ("preserve_local_storage", "retire", "all_nodes"):
         if key in options and not isinstance(options[key], bool):
             problems.append(f"options.{key} must be true or false")
     if options.get("erase", "secure") not in ERASE_MODES:

@@ -57,6 +57,21 @@ def test_post_task_returns_201_location_and_the_queued_task(api):
     assert resp.json["action"] == "destroy_nodes" and resp.json["subtask_id_list"] == []
 
 
+@pytest.mark.parametrize("node_filter", [
+    None, {"filter_set_type": "union", "filter_set": [{}]},
+    {"filter_set_type": "union", "filter_set": [{"node_names": ["n1"]}, {"node_tags": []}]}])
+def test_destroy_without_a_node_filter_is_refused_unless_all_nodes(api, node_filter):
+    client, site = api
+    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=node_filter))
+    assert resp.status_code == 400
+    found = " ".join(m["message"] for m in resp.json["details"]["messageList"])
+    assert "selects every node of the design" in found and "all_nodes: true" in found
+    assert client.simulate_get("/api/v1.0/tasks", headers=ADMIN).json == []
+    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=node_filter,
+                                                        options={"all_nodes": True}))
+    assert resp.status_code == 201, resp.json
+
+
 def test_idempotency_key_returns_the_same_task(api):
     client, site = api
     one = post(client, "/api/v1.0/tasks", task_request(site), {"Idempotency-Key": "abc"})
@@ -118,7 +133,8 @@ def test_missing_design_gets_404_and_bad_scheme_400(api):
 def test_overlapping_task_gets_409(api):
     client, site = api
     assert post(client, "/api/v1.0/tasks", task_request(site)).status_code == 201
-    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=None))
+    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=None,
+                                                        options={"all_nodes": True}))
     assert resp.status_code == 409 and resp.json["reason"] == "NodesBusy"
 
 
@@ -144,7 +160,8 @@ def test_reader_may_list_but_not_create(api):
 def test_task_tree_layers_and_subtask_errors(api):
     client, site = api
     site.oob.unreachable.add(site.address("n2"))
-    task_id = post(client, "/api/v1.0/tasks", task_request(site, node_filter=None)).json["task_id"]
+    task_id = post(client, "/api/v1.0/tasks", task_request(
+        site, node_filter=None, options={"all_nodes": True})).json["task_id"]
     run_all(site)
     top = client.simulate_get(f"/api/v1.0/tasks/{task_id}", headers=ADMIN).json
     assert top["status"] == "complete" and top["result"]["status"] == "partial_success"

@@ -12,9 +12,12 @@ from tests.unit.drydock.conftest import Site, SiteFactory
 
 def run_task(site: Site, action: str = "destroy_nodes", node_filter: Any = None,
              options: dict[str, Any] | None = None) -> dict[str, Any]:
+    options = dict(options or {})
+    if action == "destroy_nodes" and node_filter is None:
+        options["all_nodes"] = True
     body, _ = site.runtime.service.create(
         {"action": action, "design_ref": site.href, "node_filter": node_filter,
-         "options": options or {}}, RequestContext(user="admin"), None)
+         "options": options}, RequestContext(user="admin"), None)
     worker = site.runtime.new_worker("w1")
     assert worker.poll_once() == 1
     worker.join(30)
