@@ -56,6 +56,10 @@ class NodeRecords(Protocol):
 
     def retired(self, name: str) -> tuple[bool, str | None]: ...
 
+    def kept_disks(self, name: str) -> list[str]: ...
+
+    def set_kept_disks(self, name: str, disks: list[str]) -> None: ...
+
 
 @dataclass(frozen=True)
 class StepSettings:
