@@ -16,6 +16,7 @@ class Done:
     message: str
     data: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    records: tuple[dict[str, Any], ...] = ()   # each becomes one more message (e.g. per disk)
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,8 @@ def test_task_tree_layers_and_subtask_errors(api):
     everything = client.simulate_get(f"/api/v1.0/tasks/{task_id}", params={"layers": -1},
                                      headers=ADMIN).json
     steps = [t for k, t in everything.items() if k != "init_task_id" and t["step"]]
-    assert {s["step"] for s in steps} == {"power_off", "wipe_disks", "release",
-                                         "wipe_os_disk", "delete", "forget"}
+    assert {s["step"] for s in steps} == {"plan_wipe", "power_off", "wipe_disks", "release",
+                                         "delete", "forget", "report_disks"}
     errs = client.simulate_get(f"/api/v1.0/tasks/{task_id}", params={"subtaskerrors": "true"},
                                headers=ADMIN).json["subtask_errors"]
     assert errs and all(m["node"] == "n2" for e in errs.values()
