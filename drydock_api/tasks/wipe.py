@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from drydock_api.drivers.ports import DriverError, OobDriver
 from drydock_api.nodes.design import NodeDef
 
 BMC = "redfish Drive.SecureErase"
@@ -96,6 +97,21 @@ def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str]
             "only erase every disk. Nothing was touched. Choose os_disk_erase: none (the "
             "redeploy overwrites the OS disk) or a full wipe."))
     return Plan([_entry(os_disk, "wiped", BMC), *kept])
+
+
+def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver) -> dict[str, Any]:
+    """The plan of one node as JSON, asking its BMC which drives it can erase if needed."""
+    erasable: set[str] = set()
+    if needs_bmc(options) and node.bmc is not None:
+        try:
+            erasable = set(oob.erasable_drives(node.bmc))
+        except DriverError as exc:
+            return {"node": node.name, "refusal": f"Node {node.name}: its BMC could not say "
+                    f"which drives it can erase: {exc.message}", "disks": [],
+                    "maas_erase": None}
+    p = plan(node, options, erasable)
+    return {"node": node.name, "refusal": p.refusal, "disks": p.disks,
+            "maas_erase": p.maas_erase}
 
 
 def describe_plan(p: Plan) -> str:

@@ -312,3 +312,22 @@ def test_wrong_method_oversize_body_and_unknown_route(api, tmp_path):
         "/api/v1.0/tasks", body=json.dumps(task_request(site, options={"x": "y" * 500})),
         headers={**ADMIN, "Content-Type": "application/json"})
     assert big.status_code == 413 and big.json["kind"] == "Status"
+
+
+def test_wipe_plan_names_each_disk_or_why_a_node_is_refused(api):
+    client, site = api
+    site.oob.drives[site.address("n1")] = ["sda", "sdb"]
+    body = {"design_ref": {"rel": "design", "href": site.href, "type": "application/x-yaml"},
+            "node_names": ["n1", "n2"], "options": {"preserve_local_storage": True}}
+    resp = post(client, "/api/v1.0/wipeplan", body)
+    assert resp.status_code == 200, resp.json
+    n1, n2 = resp.json
+    assert n1["refusal"] is None and n1["disks"] == [
+        {"disk": "sda", "result": "wiped", "method": "redfish Drive.SecureErase"},
+        {"disk": "sdb", "result": "kept", "method": None}]
+    assert n2["node"] == "n2" and "erase the OS disk sda alone" in n2["refusal"]
+    assert site.oob.calls[("graceful", site.address("n2"))] == 0
+    bad = post(client, "/api/v1.0/wipeplan", {**body, "options": {"erase": "paranoid"}})
+    assert bad.status_code == 400
+    unknown = post(client, "/api/v1.0/wipeplan", {**body, "node_names": ["ghost"]})
+    assert unknown.status_code == 400
