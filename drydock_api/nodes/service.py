@@ -123,6 +123,7 @@ class NodeService:
             "power_state": record.power_state if record else None,
             "pending_reboot_since": iso(record.pending_reboot_since) if record else None,
             "last_powered_on": iso(record.last_powered_on) if record else None,
+            "reboot_error": record.reboot_error if record else None,
         }
 
     def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: Any) -> None:
