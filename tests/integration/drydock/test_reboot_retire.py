@@ -85,6 +85,32 @@ def test_hard_request_wins_over_a_soft_one(lc_env: LifecycleEnv):
     lc_env.until(lambda: rebooted(lc_env, "lc-rb-e"), what="lc-rb-e back on")
 
 
+def test_an_unkeyed_request_posted_while_a_keyed_one_holds_the_node_off_acts_once(
+        lc_env: LifecycleEnv):
+    reboot(lc_env, "lc-rb-g", key="fencing")
+    lc_env.until(lambda: power(lc_env, "lc-rb-g") == "off", what="lc-rb-g off")
+    reboot(lc_env, "lc-rb-g")  # unkeyed, while held off: it has acted already (spec 004)
+    lc_env.until(lambda: [r["key"] for r in requests_of(lc_env, "lc-rb-g")["requests"]]
+                 == ["fencing"], what="the unkeyed request removed")
+    release(lc_env, "lc-rb-g", "fencing")
+    lc_env.until(lambda: rebooted(lc_env, "lc-rb-g"), what="lc-rb-g back on")
+    assert calls(lc_env, "redfish", "power_on", "lc-rb-g") == 1
+
+
+def test_a_reboot_that_cannot_act_says_why_in_the_node_view(lc_env: LifecycleEnv):
+    lc_env.fault("lc-rb-h", "bmc.power", "fail")
+    try:
+        reboot(lc_env, "lc-rb-h", mode="hard")
+        error = lc_env.until(lambda: lc_env.node("lc-rb-h")["reboot_error"],
+                             what="reboot_error of lc-rb-h")
+        assert "Redfish BMC" in error and "(retrying)" in error
+        assert requests_of(lc_env, "lc-rb-h")["reboot_error"] == error
+    finally:
+        lc_env.clear_faults()
+    lc_env.until(lambda: rebooted(lc_env, "lc-rb-h"), what="lc-rb-h rebooted")
+    assert lc_env.node("lc-rb-h")["reboot_error"] is None
+
+
 def test_soft_reboot_falls_back_to_hard_when_shutdown_does_not_finish(lc_env: LifecycleEnv):
     reboot(lc_env, "lc-rb-d", mode="soft")
     lc_env.until(lambda: rebooted(lc_env, "lc-rb-d"), what="lc-rb-d rebooted")
@@ -108,6 +134,23 @@ def test_retiring_a_ready_node_is_409(lc_env: LifecycleEnv):
     resp = lc_env.api("PATCH", "/nodes/lc-ret-b", json={"retired": True},
                       params={"design_ref": lc_env.href})
     assert resp.status_code == 409 and resp.json()["reason"] == "InvalidNodeState"
+
+
+def test_retiring_a_node_a_task_holds_is_409(lc_env: LifecycleEnv):
+    lc_env.fault("lc-ret-d", "maas.release", "hang")
+    try:
+        resp = lc_env.post_task(["lc-ret-d"], "destroy_nodes", erase="quick")
+        task_id = resp.json()["task_id"]
+        lc_env.until(lambda: lc_env.sim("/nodes/lc-ret-d")["maas_status"] == "Releasing",
+                     what="lc-ret-d releasing")
+        refused = lc_env.api("PATCH", "/nodes/lc-ret-d", json={"retired": True},
+                             params={"design_ref": lc_env.href})
+        assert refused.status_code == 409 and refused.json()["reason"] == "NodeBusy"
+        assert task_id in refused.text
+        assert lc_env.node("lc-ret-d")["retired"] is False
+    finally:
+        lc_env.clear_faults()
+    assert lc_env.wait(task_id)["result"]["status"] in ("success", "failure")
 
 
 def test_retired_nodes_are_skipped_by_deploy_and_listed(lc_env: LifecycleEnv):
