@@ -126,9 +126,26 @@ def etcd_clusters(ctx: StepContext) -> set[str]:
 
 
 def destroy(ctx: StepContext) -> Outcome:
-    return steps.drydock_task(ctx, "destroy_nodes", node_names_filter([_node(ctx)]),
-                              destroy_options(ctx.parameters),
-                              steps.config_value(ctx, "physical_provisioner", "destroy_interval"))
+    outcome = steps.drydock_task(ctx, "destroy_nodes", node_names_filter([_node(ctx)]),
+                                 destroy_options(ctx.parameters),
+                                 steps.config_value(ctx, "physical_provisioner",
+                                                    "destroy_interval"))
+    disks = disk_report(outcome.details.get("task"))
+    if disks:
+        outcome.details["disks"] = disks  # the step shows each disk: kept or wiped, and how
+    return outcome
+
+
+def disk_report(task: Any) -> list[dict[str, Any]]:
+    """Drydock's per-disk messages of a destroy task: disk, result, method, verified_by, at."""
+    result = task.get("result") if isinstance(task, dict) else None
+    details = result.get("details") if isinstance(result, dict) else None
+    messages = details.get("messageList") if isinstance(details, dict) else None
+    if not isinstance(messages, list):
+        return []
+    return [{k: m.get(k) for k in ("disk", "result", "method", "verified_by", "at")}
+            for m in messages if isinstance(m, dict) and m.get("step") == "report_disks"
+            and "disk" in m]
 
 
 def remove_from_cluster(ctx: StepContext) -> Outcome:

@@ -100,8 +100,7 @@ def test_preserve_local_storage_keeps_the_data_disk(berth: Berth,
     assert seen["disks"]["sdb"] == before["disks"]["sdb"]  # data disk marker survived
     assert seen["mounts"]["/var/lib/data"] == {"disk": "sdb",
                                                "by": "cloud-init (existing filesystem)"}
-    disks = {m["disk"]: m for m in destroy["details"]["task"]["result"]["details"]["messageList"]
-             if m.get("step") == "report_disks" and "disk" in m}
+    disks = {d["disk"]: d for d in destroy["details"]["disks"]}  # the step shows each disk
     assert disks["sda"]["result"] == "wiped" and disks["sda"]["method"] == (
         "redfish Drive.SecureErase")
     assert disks["sda"]["verified_by"].startswith("BMC task ") and disks["sda"]["at"]

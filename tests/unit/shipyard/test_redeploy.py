@@ -79,6 +79,22 @@ def test_wipe_options_reach_drydock_destroy(harness: Harness) -> None:
                        {"preserve_local_storage": False, "erase": "secure_only"}]
 
 
+def test_the_destroy_step_shows_each_disk_of_the_drydock_result() -> None:
+    from shipyard_api.actions.redeploy import disk_report
+    task = {"result": {"details": {"messageList": [
+        {"message": "node01: Disks: ...", "step": "report_disks", "error": False},
+        {"message": "node01: sda wiped", "step": "report_disks", "disk": "sda",
+         "result": "wiped", "method": "redfish Drive.SecureErase",
+         "verified_by": "BMC task t1: Completed", "at": "2026-11-24T20:00:00+00:00"},
+        {"message": "node01: sdb kept", "step": "report_disks", "disk": "sdb",
+         "result": "kept", "method": None, "verified_by": None, "at": None}]}}}
+    assert disk_report(task) == [
+        {"disk": "sda", "result": "wiped", "method": "redfish Drive.SecureErase",
+         "verified_by": "BMC task t1: Completed", "at": "2026-11-24T20:00:00+00:00"},
+        {"disk": "sdb", "result": "kept", "method": None, "verified_by": None, "at": None}]
+    assert disk_report(None) == [] and disk_report({"result": "success"}) == []
+
+
 def test_wipe_options_are_checked_together(harness: Harness) -> None:
     harness.commit(tag="site-action-success")
     with pytest.raises(ValidationFailed) as err:
