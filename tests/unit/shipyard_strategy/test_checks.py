@@ -90,6 +90,14 @@ def test_null_data_is_refused_by_name() -> None:
     assert "would deploy nothing" in message
 
 
+def test_a_null_strategy_is_refused_at_commit() -> None:
+    config = doc("shipyard/DeploymentConfiguration/v1", "deployment-configuration",
+                 {"physical_provisioner": {}})
+    messages = shipyard_checks([config, doc(REF["schema"], "deployment-strategy", None)])
+    assert [m["documents"] for m in messages] == [[REF]]
+    assert "data is null" in messages[0]["message"]
+
+
 def test_criteria_out_of_range() -> None:
     criteria = {"percent_successful_nodes": 150, "minimum_successful_nodes": -1,
                 "maximum_failed_nodes": 1.5}
