@@ -125,6 +125,9 @@ def release(ctx: NodeContext) -> Outcome:
         return Failed(f"MAAS failed to release {name}: {status}"
                       + (f": {detail}" if detail else ""), details={"maas_status": status})
     if status in IN_PROGRESS:
+        if status == "Disk erasing":  # seen erasing: true even when another worker asked
+            state["erase"] = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
+            state["requested"] = True
         return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
     if status in NOTHING_TO_RELEASE:
         requested = bool(state.get("requested"))
