@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import threading
@@ -10,8 +9,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from sitesim.maas.disks import (
+    UserDataError,
+    apply_layout,
+    erase_disks,
+    mounts_from_user_data,
+)
 from sitesim.maas.statuses import OPERATIONS, STORAGE_EDITABLE, Operation, Status
 from sitesim.model import SiteModel
 from sitesim.siteconfig import NodeSpec
@@ -244,7 +247,10 @@ class MachineStore:
     def deploy(self, system_id: str, distro_series: str, user_data: str = "") -> Machine:
         machine = self.get(system_id)
         if user_data:
-            mounts_from_user_data(user_data)  # MAAS refuses user data it cannot decode
+            try:
+                mounts_from_user_data(user_data)
+            except UserDataError as exc:  # MAAS refuses user data it cannot decode
+                raise MaasError(400, _json({"user_data": [str(exc)]})) from exc
         self._begin(machine, OPERATIONS["deploy"])
         machine.owner, machine.distro_series = "admin", distro_series or "jammy"
         machine.user_data = user_data
@@ -297,61 +303,12 @@ class MachineStore:
             machine.block_devices = self.read_disks(self._model.spec.node(name))
             self._model.set_power(name, False)
         elif op.name == "deploy":
-            self._apply_layout(machine)
+            apply_layout(self._model, machine)
             self._join_kubernetes(name)
         elif op.name == "erase":
-            self._erase(machine)
+            erase_disks(self._model, machine)
         if op.name in ("release", "erase"):
             machine.owner, machine.distro_series, machine.user_data = None, "", ""
-
-    def _apply_layout(self, machine: Machine) -> None:
-        """curtin at deploy: every disk the layout uses (partitions or a filesystem) is
-        overwritten; disks it does not use keep their bytes. cloud-init then mounts what the
-        user data names. A machine without a root filesystem gets MAAS's flat layout."""
-        name, node = machine.hostname, self._model.node(machine.hostname)
-        mounts: dict[str, dict[str, str]] = {}
-        has_root = False
-        for device in machine.block_devices:
-            if not (device.partitions or device.fstype):
-                continue
-            if any(p.mount_point == "/" for p in device.partitions):
-                has_root = True
-                self._model.write_os_marker(name) if device.name == node.os_disk \
-                    else self._model.write_disk(name, device.name)
-            else:
-                self._model.write_disk(name, device.name)
-            for part in device.partitions:
-                if part.mount_point:
-                    mounts[part.mount_point] = {"disk": device.name, "by": "curtin (new)"}
-        if not has_root:
-            self._model.write_os_marker(name)
-            mounts["/"] = {"disk": node.os_disk, "by": "curtin (new, flat layout)"}
-        for device_path, mount_point in mounts_from_user_data(machine.user_data):
-            disk = device_path.removeprefix("/dev/").rstrip("0123456789")
-            state = node.disks.get(disk)
-            found = state is not None and state.marker is not None
-            mounts[mount_point] = {"disk": disk, "by": "cloud-init (existing filesystem)"
-                                   if found else "cloud-init: no filesystem found, not mounted"}
-        self._model.set_mounts(name, mounts)
-
-    def _erase(self, machine: Machine) -> None:
-        """MAAS's erase covers every disk: secure erase where the drive can (else quick erase
-        when also asked, else zeroing), quick erase (signatures and 2 MiB at each end), or
-        zeroing the whole disk."""
-        secure, quick = machine.erase_mode or (False, False)
-        spec = {d.name: d for d in self._model.spec.node(machine.hostname).disks}
-        for disk in self._model.node(machine.hostname).disks:
-            if secure and spec[disk].secure_erase:
-                method = "maas secure_erase"
-            elif secure:
-                method = ("maas quick_erase (secure erase unsupported)" if quick
-                          else "maas erase: zeroed (secure erase unsupported)")
-            elif quick:
-                method = "maas quick_erase"
-            else:
-                method = "maas erase: zeroed"
-            self._model.wipe_disk(machine.hostname, disk, method)
-        machine.erase_mode = None
 
     def _join_kubernetes(self, name: str) -> None:
         kube = self._model.kube
@@ -438,19 +395,3 @@ class MachineStore:
 
 def _json(obj: Any) -> str:
     return json.dumps(obj)
-
-
-def mounts_from_user_data(user_data: str) -> list[tuple[str, str]]:
-    """(device, mount point) of a base64 #cloud-config's `mounts`; 400 when unreadable."""
-    if not user_data:
-        return []
-    try:
-        text = base64.b64decode(user_data, validate=True).decode()
-        config = yaml.safe_load(text) if text.startswith("#cloud-config") else {}
-    except (ValueError, yaml.YAMLError) as exc:
-        raise MaasError(400, _json({"user_data": [f"Invalid user data: {exc}"]})) from exc
-    out = []
-    for entry in (config or {}).get("mounts") or []:
-        if isinstance(entry, list) and len(entry) >= 2:
-            out.append((str(entry[0]), str(entry[1])))
-    return out

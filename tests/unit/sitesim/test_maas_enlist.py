@@ -149,3 +149,13 @@ def test_deployed_machines_carry_their_storage_layout(model):  # noqa: F811
     machine = store.create("node01", node.mac, Status.DEPLOYED, node)
     mounts = [p.mount_point for d in machine.block_devices for p in d.partitions]
     assert "/" in mounts
+
+
+def test_deploy_refuses_user_data_it_cannot_decode(model, fresh):  # noqa: F811
+    from sitesim.maas.machines import MaasError
+    node = model.spec.node("node05")
+    machine = fresh.create("node05", node.mac, Status.READY, node)
+    with pytest.raises(MaasError) as err:
+        fresh.deploy(machine.system_id, "jammy", "not base64 !")
+    assert err.value.code == 400 and "user_data" in err.value.text
+    assert machine.status == Status.READY
