@@ -84,9 +84,18 @@ REBOOT_OPTS: list[cfg.Opt] = [
                  help="Seconds after which a power on that did not happen is requested again."),
 ]
 
+SITE_DESIGN_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("source", default="shipyard", choices=["shipyard", "tasks"],
+               help="The design used when a request names none (reboot requests, node "
+                    "views): shipyard = Shipyard's committed revision (asked at [peers] "
+                    "shipyard_url), falling back to the latest task's; tasks = the latest "
+                    "task's only."),
+    cfg.FloatOpt("ttl", default=30.0, min=0.0,
+                 help="Seconds an answer of Shipyard about its committed revision is kept."),
+]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
-    ("reboot", REBOOT_OPTS),
+    ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS),
 ]
 
 

@@ -118,7 +118,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     runtime = build_runtime(conf, conf.workflow.api_workers, metrics)
     metrics.watch(runtime.store)
     actions = ActionService(runtime.store, definitions(), runtime.documents.store,
-                            wake=runtime.workers.wake)
+                            wake=runtime.workers.wake, services=runtime.services)
 
     def database() -> str:
         with runtime.sessions() as s:

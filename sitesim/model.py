@@ -33,14 +33,17 @@ class UnknownNode(KeyError):
 
 @dataclass
 class DiskState:
+    """What is on one disk: `marker` stands for its bytes (a new one = new content)."""
+
     marker: str | None
     wiped: bool = False
+    wiped_by: str | None = None
 
-    def wipe(self) -> None:
-        self.marker, self.wiped = None, True
+    def wipe(self, method: str = "wiped") -> None:
+        self.marker, self.wiped, self.wiped_by = None, True, method
 
     def write(self, marker: str) -> None:
-        self.marker, self.wiped = marker, False
+        self.marker, self.wiped, self.wiped_by = marker, False, None
 
 
 @dataclass
@@ -53,6 +56,7 @@ class NodeState:
     bmc: dict[str, Any] = field(default_factory=dict)
     boot_device: str = "hdd"
     bmc_running: bool = True
+    mounts: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class SiteModel:
@@ -184,14 +188,25 @@ class SiteModel:
             self.kube.set_ready(name, False)
 
     # --- disks, MAAS status, BMC -------------------------------------------------------------
-    def wipe_disk(self, name: str, disk: str) -> None:
+    def wipe_disk(self, name: str, disk: str, method: str = "wiped") -> None:
         with self._lock:
-            self.node(name).disks[disk].wipe()
+            self.node(name).disks[disk].wipe(method)
 
-    def wipe_all_disks(self, name: str) -> None:
+    def wipe_all_disks(self, name: str, method: str = "wiped") -> None:
         with self._lock:
             for disk in self.node(name).disks.values():
-                disk.wipe()
+                disk.wipe(method)
+
+    def write_disk(self, name: str, disk: str) -> str:
+        """New content on a disk (a new partition table and filesystems)."""
+        with self._lock:
+            marker = self.new_marker(name, disk)
+            self.node(name).disks[disk].write(marker)
+            return marker
+
+    def set_mounts(self, name: str, mounts: dict[str, dict[str, str]]) -> None:
+        with self._lock:
+            self.node(name).mounts = dict(mounts)
 
     def write_os_marker(self, name: str) -> str:
         with self._lock:
@@ -248,8 +263,9 @@ class SiteModel:
                 "name": name,
                 "power": "on" if state.power else "off",
                 "maas_status": state.maas_status,
-                "disks": {d: {"marker": s.marker, "wiped": s.wiped}
+                "disks": {d: {"marker": s.marker, "wiped": s.wiped, "wiped_by": s.wiped_by}
                           for d, s in state.disks.items()},
+                "mounts": {k: dict(v) for k, v in state.mounts.items()},
                 "bmc": {**state.bmc, "boot_device": state.boot_device,
                         "running": state.bmc_running},
             }

@@ -16,6 +16,7 @@ class Done:
     message: str
     data: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    records: tuple[dict[str, Any], ...] = ()   # each becomes one more message (e.g. per disk)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class NodeRecords(Protocol):
     def clear_reboots(self, name: str) -> int: ...
 
     def retired(self, name: str) -> tuple[bool, str | None]: ...
+
+    def kept_disks(self, name: str) -> list[str]: ...
+
+    def set_kept_disks(self, name: str, disks: list[str]) -> None: ...
 
 
 @dataclass(frozen=True)

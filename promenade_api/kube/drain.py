@@ -25,6 +25,16 @@ Sleep = Callable[[float], None]
 WAIT_SLICE = 1.0  # waits for pods to leave are sliced so a cancellation is seen within this
 
 
+# Spec 002: per-node agents whose controllers are not the built-in DaemonSet, which kubectl
+# alone protects. An entry is a kind, or "api-group/Kind" for a kind of one API group.
+DAEMONSET_LIKE_KINDS = ("ConfiguredDaemonSet", "apps.kruise.io/DaemonSet")
+
+
+def daemonset_like(kind: str, api_version: str, kinds: Sequence[str]) -> bool:
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return kind in kinds or bool(group and f"{group}/{kind}" in kinds)
+
+
 @dataclass(frozen=True)
 class DrainSettings:
     """The [drain] options."""
@@ -34,7 +44,7 @@ class DrainSettings:
     lock_patterns: tuple[str, ...] = ("eviction-lock.berth.io/*",
                                       "l2-lock.maintenance.yaook.cloud/*")
     lock_poll_interval: float = 5.0
-    daemonset_like_kinds: tuple[str, ...] = ()
+    daemonset_like_kinds: tuple[str, ...] = DAEMONSET_LIKE_KINDS
     parallelism: int = 16
     hold_annotation: str = "berth.io/eviction-hold"
 
@@ -77,7 +87,7 @@ def plan_drain(pods: Iterable[Pod], settings: DrainSettings,
             plan.awaiting.append(pod)
         elif pod.terminal:
             plan.delete.append(pod)
-        elif ctl and ctl.kind in settings.daemonset_like_kinds:
+        elif ctl and daemonset_like(ctl.kind, ctl.api_version, settings.daemonset_like_kinds):
             plan.skipped.append((pod, f"managed by {ctl.kind} {ctl.name} (DaemonSet-like)"))
         elif ctl and ctl.kind == "DaemonSet" and daemonset_exists(pod.namespace, ctl.name):
             plan.skipped.append((pod, f"managed by DaemonSet {ctl.name}"))

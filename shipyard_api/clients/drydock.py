@@ -57,6 +57,14 @@ class DrydockClient:
         result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params)
         return [dict(n) for n in result or []]
 
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
+                  ctx: RequestContext) -> list[dict[str, Any]]:
+        """How destroy_nodes would keep or wipe each disk of `nodes`, or why it refuses one
+        (Drydock's POST /wipeplan; nothing is touched)."""
+        result = self._client.request("POST", f"{P}/wipeplan", ctx=ctx, json_body={
+            "design_ref": design_ref, "node_names": list(nodes), "options": dict(options)})
+        return [dict(n) for n in result or []]
+
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
                      ctx: RequestContext) -> list[str]:
         """Names of the design's nodes a node filter selects (Drydock's POST /nodefilter)."""

@@ -113,6 +113,7 @@ class FakeDrydock:
     power: dict[str, str] = field(default_factory=dict)  # node -> on/off (default on)
     bmc_down: set[str] = field(default_factory=set)
     terminated: list[str] = field(default_factory=list)
+    wipe_refusals: dict[str, str] = field(default_factory=dict)
     _by_key: dict[str, str] = field(default_factory=dict)
     _reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -187,6 +188,12 @@ class FakeDrydock:
     def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
         self.calls.append(Call("nodes", None, design_ref, ctx.marker))
         return [dict(n) for n in self.node_list]
+
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
+                  ctx: RequestContext) -> list[dict[str, Any]]:
+        self.calls.append(Call("wipeplan", ",".join(nodes), design_ref, ctx.marker))
+        return [{"node": n, "refusal": self.wipe_refusals.get(n), "disks": [],
+                 "maas_erase": None} for n in nodes]
 
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
                      ctx: RequestContext) -> list[str]:

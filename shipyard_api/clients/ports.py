@@ -39,6 +39,9 @@ class DrydockPort(Protocol):
 
     def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]: ...
 
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
+                  ctx: RequestContext) -> list[dict[str, Any]]: ...
+
 
 def node_names_filter(nodes: list[str]) -> dict[str, Any]:
     """A Drydock node filter selecting exactly `nodes`."""

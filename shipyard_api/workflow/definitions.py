@@ -91,6 +91,9 @@ class ActionDefinition:
     steps: Sequence[StepDef]
     prepare: Callable[[Mapping[str, Any], Any], Prepared]
     finish: Callable[[FinishContext], None] | None = None
+    # Checks with the peers before the action is admitted (raise a 4xx error to refuse it):
+    # (prepared, services, request context).
+    admit: Callable[[Prepared, Any, Any], None] | None = None
 
     def step(self, name: str) -> StepDef:
         for s in self.steps:

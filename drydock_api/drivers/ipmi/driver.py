@@ -11,7 +11,7 @@ from pyghmi import exceptions as ipmi_exc
 from pyghmi.ipmi import command as ipmi_command
 from pyghmi.ipmi.private import session as ipmi_session
 
-from drydock_api.drivers.ports import OobError
+from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
 Key = tuple[str, int, str]
@@ -90,5 +90,8 @@ class IpmiDriver:
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         return {}
 
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
         raise OobError(f"IPMI BMC {bmc.describe()} cannot erase drives")
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        raise OobError(f"IPMI BMC {bmc.describe()} has no erase tasks")

@@ -32,6 +32,7 @@ def drydock_sections(site: Site, work: Path, **over: dict[str, Any]) -> dict[str
         "steps": {"maas_poll_interval": 0.02, "step_retry_delay": 0.01,
                   "release_timeout": 15, "step_retries": 1, "outage_window": 0},
         "worker": {"threads": 1, "lease_seconds": 2.0, "poll_interval": 0.05},
+        "site_design": {"source": "tasks"},  # no Shipyard here
     }
     for group, values in over.items():
         sections.setdefault(group, {}).update(values)

@@ -43,7 +43,8 @@ def test_a_task_call_marks_every_line_it_produces_including_worker_threads(
     try:
         created = requests.post(f"{svc.url}/api/v1.0/tasks", headers=headers, timeout=10,
                                 json={"action": "destroy_nodes", "design_ref": href,
-                                      "node_filter": None})
+                                      "node_filter": None,
+                                      "options": {"all_nodes": True}})
         assert created.status_code == 201
         task_id = created.json()["task_id"]
         deadline = time.monotonic() + 60

@@ -59,7 +59,8 @@ class Harness:
                                        step_backoff=5.0, max_backoff=60.0,
                                        outage_window=0.0)
         self.services = Services(self.promenade, self.drydock, self.docs, self.settings)
-        self.api = ActionService(self.store, definitions(), self.docs, clock=self.clock)
+        self.api = ActionService(self.store, definitions(), self.docs, clock=self.clock,
+                                 services=self.services)
 
     def commit(self, docs: list[dict[str, Any]] | None = None, *, tag: str | None = None) -> int:
         docs = docs or design()
