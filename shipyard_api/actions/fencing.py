@@ -58,8 +58,9 @@ def choose(f: Facts) -> Path:
         what = ("its power-off could not be confirmed, so its pods are not deleted"
                 if f.kubernetes not in ("Ready", "absent") else
                 "redeploy_server needs it to power off and wipe the node")
-        return Path(None, f"{f.node}: BMC {f.bmc} did not answer ({f.bmc_error}); {what} "
-                    f"(Kubernetes: {f.kubernetes}{since}); nothing was changed")
+        cause = f.bmc_error or f"BMC {f.bmc} reported no power state"
+        return Path(None, f"{f.node}: {cause}; {what} (Kubernetes: {f.kubernetes}{since}); "
+                    "nothing was changed")
     if f.kubernetes == "absent":
         return Path(GRACEFUL, f"{f.node} is not in Kubernetes (power {f.power}): nothing to "
                     "drain; its etcd members are removed")

@@ -198,28 +198,46 @@ def test_drydock_stopped_for_ten_seconds_during_destroy_is_ridden_out(
 
 def test_not_ready_node_with_an_unreachable_bmc_is_refused_untouched(
         berth: Berth, successful_revision: int) -> None:
-    set_power(berth, "node04", "off")
-    wait_for(lambda: not berth.sim("/nodes/node04")["kubernetes"]["ready"], 30,
-             "node04 to turn NotReady")
-    set_bmc(berth, "node04", False)
-    counts = effects(berth, "node04")
+    set_power(berth, "node03", "off")
+    wait_for(lambda: not berth.sim("/nodes/node03")["kubernetes"]["ready"], 30,
+             "node03 to turn NotReady")
+    set_bmc(berth, "node03", False)  # its ipmi_sim process is killed
+    counts = effects(berth, "node03")
     try:
         started = time.monotonic()
-        view = redeploy(berth, "node04", timeout=60)
+        view = redeploy(berth, "node03", timeout=120)
         elapsed = time.monotonic() - started
         assert view["state"] == "failed" and view["reason"] == "PowerOffUnconfirmed"
-        assert "node04: BMC" in view["message"] and "nothing was changed" in view["message"]
-        assert elapsed < 60
-        assert effects(berth, "node04") == counts
-        seen = berth.sim("/nodes/node04")
+        bmc = f"127.0.0.1:{berth.site.ipmi_ports['node03']}"
+        assert f"node03: IPMI BMC ipmi {bmc} did not answer" in view["message"]
+        assert "nothing was changed" in view["message"]
+        assert elapsed < 120  # not a drain timeout
+        assert effects(berth, "node03") == counts
+        seen = berth.sim("/nodes/node03")
         assert not seen["kubernetes"]["unschedulable"] and seen["maas_status"] == "Deployed"
+        assert seen["etcd"] == [{"cluster": "kubernetes", "member": "node03"}]  # still listed
         assert {s["state"] for k, s in steps_of(view).items()
                 if not k.startswith(("preflight", "resolve", "assess"))} == {"skipped"}
     finally:
+        set_bmc(berth, "node03", True)
+        set_power(berth, "node03", "on")
+    wait_for(lambda: berth.sim("/nodes/node03")["kubernetes"]["ready"], 30,
+             "node03 to be Ready again")
+
+
+def test_redfish_node_whose_bmc_is_gone_is_refused_at_creation(
+        berth: Berth, successful_revision: int) -> None:
+    set_bmc(berth, "node04", False)
+    counts = effects(berth, "node04")
+    try:
+        resp = berth.api("POST", "/actions", json={
+            "name": "redeploy_server", "parameters": {"target_nodes": ["node04"]}})
+        assert resp.status_code == 400, resp.text
+        text = resp.text
+        assert "node04" in text and "unreachable" in text
+        assert effects(berth, "node04") == counts
+    finally:
         set_bmc(berth, "node04", True)
-        set_power(berth, "node04", "on")
-    wait_for(lambda: berth.sim("/nodes/node04")["kubernetes"]["ready"], 30,
-             "node04 to be Ready again")
 
 
 def test_stop_during_a_long_drain_cancels_it_and_terminates_the_drydock_task(

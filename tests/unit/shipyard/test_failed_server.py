@@ -31,8 +31,9 @@ def test_path_table(kube: str, power: str | None, path: str | None) -> None:
 
 
 def test_refusal_names_the_node_the_bmc_and_what_was_not_confirmed() -> None:
-    reason = choose(facts("Unknown", None, since=95, error="did not answer (3 tries)")).reason
-    assert reason.startswith("node03: BMC 127.0.0.1:6231 did not answer")
+    error = "IPMI BMC ipmi 127.0.0.1:6231 did not answer power state"
+    reason = choose(facts("Unknown", None, since=95, error=error)).reason
+    assert reason.startswith(f"node03: {error}; ")
     assert "power-off could not be confirmed" in reason and "Unknown for 95 s" in reason
     assert reason.endswith("nothing was changed")
 
