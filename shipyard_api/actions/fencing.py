@@ -62,8 +62,9 @@ def choose(f: Facts) -> Path:
         return Path(None, f"{f.node}: {cause}; {what} (Kubernetes: {f.kubernetes}{since}); "
                     "nothing was changed")
     if f.kubernetes == "absent":
+        etcd = "; its etcd members are removed" if f.etcd else ""
         return Path(GRACEFUL, f"{f.node} is not in Kubernetes (power {f.power}): nothing to "
-                    "drain; its etcd members are removed")
+                    f"drain{etcd}")
     if f.kubernetes == "Ready" and f.power == "on":
         return Path(GRACEFUL, f"{f.node} is Ready and powered on")
     if f.kubernetes == "Ready":
