@@ -51,7 +51,8 @@ def run(url: str, token: str, href: str) -> tuple[float, dict[str, Any]]:
     headers = {"X-Auth-Token": token}
     started = time.perf_counter()
     resp = requests.post(f"{url}/api/v1.0/tasks", headers=headers, timeout=60, json={
-        "action": "destroy_nodes", "design_ref": href, "node_filter": None})
+        "action": "destroy_nodes", "design_ref": href, "node_filter": None,
+        "options": {"all_nodes": True}})
     resp.raise_for_status()
     task_id = resp.json()["task_id"]
     while True:

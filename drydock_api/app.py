@@ -15,6 +15,7 @@ from drydock_api.resources.nodes import (
     NodeResource,
     NodesResource,
     ValidateDesignResource,
+    WipePlanResource,
 )
 from drydock_api.resources.reboot import (
     NodeProvideResource,
@@ -58,6 +59,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
+        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob)),
     ]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,

@@ -53,6 +53,9 @@ STEP_OPTS: list[cfg.Opt] = [
                  help="First delay before retrying a step after a transient error (s)."),
     cfg.IntOpt("step_retries", default=3, min=0,
                help="Retries of a step after a transient driver error."),
+    cfg.FloatOpt("outage_window", default=120.0, min=0.0,
+                 help="Seconds a BMC or MAAS may stay unreachable before the step fails; "
+                      "one that comes back within it lets the step go on."),
     cfg.FloatOpt("enlist_timeout", default=1800.0, min=0.01,
                  help="Seconds a node unknown to MAAS may take to enlist after its PXE boot."),
     cfg.FloatOpt("commission_timeout", default=3600.0, min=0.01,
@@ -81,9 +84,18 @@ REBOOT_OPTS: list[cfg.Opt] = [
                  help="Seconds after which a power on that did not happen is requested again."),
 ]
 
+SITE_DESIGN_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("source", default="shipyard", choices=["shipyard", "tasks"],
+               help="The design used when a request names none (reboot requests, node "
+                    "views): shipyard = Shipyard's committed revision (asked at [peers] "
+                    "shipyard_url), falling back to the latest task's; tasks = the latest "
+                    "task's only."),
+    cfg.FloatOpt("ttl", default=30.0, min=0.0,
+                 help="Seconds an answer of Shipyard about its committed revision is kept."),
+]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
-    ("reboot", REBOOT_OPTS),
+    ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS),
 ]
 
 

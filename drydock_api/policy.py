@@ -8,7 +8,7 @@ from common.policy import ADMIN, READER, rule
 
 P = "/api/v1.0"
 ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes", "prepare_nodes",
-           "deploy_nodes", "destroy_nodes", "relabel_nodes")
+           "deploy_nodes", "destroy_nodes", "relabel_nodes", "power_off_nodes")
 
 
 def list_rules() -> list[policy.RuleDefault]:
@@ -22,6 +22,8 @@ def list_rules() -> list[policy.RuleDefault]:
              f"{P}/tasks/{{task_id}}/terminate", "POST"),
         rule("drydock:node_filter", READER, "Resolve a node filter", f"{P}/nodefilter", "POST"),
         rule("drydock:list_nodes", READER, "List nodes", f"{P}/nodes", "GET"),
+        rule("drydock:wipe_plan", READER, "How destroy_nodes would keep or wipe each disk",
+             f"{P}/wipeplan", "POST"),
         rule("drydock:get_node", READER, "Show a node", f"{P}/nodes/{{name}}", "GET"),
         rule("drydock:update_node", ADMIN, "Retire or unretire a node", f"{P}/nodes/{{name}}",
              "PATCH"),

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from common.designref import DesignResolver
 from common.errors import BerthError
-from common.httpclient import peer_client
+from common.httpclient import ServiceClient, peer_client
 from common.status import Message, health_message
 from drydock_api import db
 from drydock_api.db.nodes import NodeStore
@@ -30,6 +30,7 @@ from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.loader import DesignLoader
 from drydock_api.nodes.reboot import RebootReconciler, RebootSettings
 from drydock_api.nodes.service import NodeService
+from drydock_api.nodes.sitedesign import SiteDesign
 from drydock_api.tasks.actions import build_actions
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
@@ -115,7 +116,8 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         graceful_timeout=conf.oob.graceful_timeout, power_timeout=conf.oob.power_timeout,
         power_poll=conf.oob.poll_interval, release_timeout=conf.steps.release_timeout,
         maas_poll=conf.steps.maas_poll_interval, retry_delay=conf.steps.step_retry_delay,
-        retries=conf.steps.step_retries, enlist_timeout=conf.steps.enlist_timeout,
+        retries=conf.steps.step_retries, outage_window=conf.steps.outage_window,
+        enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
         deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout)
 
@@ -154,12 +156,19 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
                                 pool, StepEngine(clock=clock, sleep=sleep), clock)
     service = TaskService(store, progress, actions, loader.design)
-    inventory = Inventory(maas, oob, store.node_records, store.latest_design_ref, loader.design)
+    site_design = SiteDesign(
+        ServiceClient(conf.peers.shipyard_url, name="Shipyard",
+                      token=conf.auth.service_token or None,
+                      connect_timeout=min(conf.peers.connect_timeout, 5.0),
+                      read_timeout=min(conf.peers.read_timeout, 10.0), retries=0)
+        if conf.site_design.source == "shipyard" else None,
+        conf.peers.shipyard_url, store.latest_design_ref, ttl=conf.site_design.ttl)
+    inventory = Inventory(maas, oob, store.node_records, site_design, loader.design)
     settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
                               lease_seconds=conf.worker.lease_seconds,
                               poll_interval=conf.worker.poll_interval)
     reconciler = RebootReconciler(
-        nodes, oob, loader.design, store.latest_design_ref,
+        nodes, oob, loader.design, site_design,
         RebootSettings(interval=conf.reboot.interval, lease_seconds=conf.reboot.lease_seconds,
                        soft_timeout=conf.reboot.soft_timeout,
                        power_on_retry=conf.reboot.power_on_retry),

@@ -26,6 +26,7 @@ from promenade_api.metrics import PromenadeMetrics
 from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
 from promenade_api.resources.nodes import (
     ClearLabelsResource,
+    DecommissionCancelResource,
     DecommissionResource,
     DrainResource,
     NodeLabelsResource,
@@ -77,6 +78,7 @@ def routes(svc: Promenade) -> list[tuple[str, object]]:
     return [
         (node, NodeResource(svc)),
         (f"{node}/decommission", DecommissionResource(svc)),
+        (f"{node}/decommission/cancel", DecommissionCancelResource(svc)),
         (f"{node}/drain", DrainResource(svc)),
         (f"{node}/clear-labels", ClearLabelsResource(svc)),
         (f"{node}/remove-etcd", RemoveEtcdResource(svc)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from oslo_config import cfg
 
 from common import config
+from promenade_api.kube.drain import DAEMONSET_LIKE_KINDS
 
 SERVICE = "promenade"
 
@@ -33,15 +34,18 @@ DRAIN_OPTS: list[cfg.Opt] = [
                 help="Glob patterns of node annotations that block eviction while present."),
     cfg.FloatOpt("lock_poll_interval", default=5.0, min=0.01,
                  help="Interval (s) between checks of the node's eviction-lock annotations."),
-    cfg.ListOpt("daemonset_like_kinds", default=[],
-                help="Owner kinds whose pods are treated like DaemonSet pods (never evicted)."),
+    cfg.ListOpt("daemonset_like_kinds", default=list(DAEMONSET_LIKE_KINDS),
+                help="Owner kinds whose pods are treated like DaemonSet pods (never evicted): "
+                     "a kind, or api-group/Kind (spec 002). Empty: only kubectl's rule."),
     cfg.IntOpt("parallelism", default=16, min=1, help="Evictions in flight at once."),
     cfg.StrOpt("hold_annotation", default="berth.io/eviction-hold",
                help="Pods with this annotation are evicted after every other pod."),
 ]
 CLEAR_LABELS_OPTS: list[cfg.Opt] = [
     cfg.ListOpt("keep", default=[],
-                help="Label keys (glob patterns) kept besides kubernetes.io ones."),
+                help="Label keys (glob patterns) kept besides kubernetes.io ones and the "
+                     "maintenance labels (maintenance.berth.io/*, maintenance.yaook.cloud/*), "
+                     "which are always kept."),
     cfg.IntOpt("default_timeout", default=1800, min=0,
                help="Time (s) allowed for pods to leave after the labels are removed."),
     cfg.FloatOpt("poll_interval", default=2.0, min=0.01,

@@ -1,20 +1,29 @@
-"""Decommission: drain, clear labels, remove etcd members, await etcd, stop the kubelet."""
+"""Decommission: drain (or fence), clear labels, remove etcd members, await etcd, stop the kubelet.
+
+Each phase starts from what is already true, so a decommission can be run again after any
+failure: a node gone from Kubernetes only loses its etcd members; a node that is not Ready is
+refused unless the caller confirmed its power-off (`fenced`), in which case its pods are
+removed by the out-of-service taint instead of evictions that no kubelet would ever finish.
+A cancellation (POST .../decommission/cancel) is honoured at the next safe point.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from common.errors import BerthError, NotFound
 from common.status import Message, simple_message
-from promenade_api.errors import DisassociateStepFailure
+from promenade_api.errors import DisassociateStepFailure, NodeNotReady, OperationCancelled
 from promenade_api.etcd.model import ClusterSpec
-from promenade_api.kube.port import KubeNotFound
+from promenade_api.kube.model import Node
+from promenade_api.kube.port import KubeNotFound, KubePort
 from promenade_api.service import Promenade
 
 LOG = logging.getLogger(__name__)
+CANCEL_ANNOTATION = "berth.io/decommission-cancel-requested-at"
 
 
 @dataclass(frozen=True)
@@ -26,44 +35,127 @@ class DecommissionParams:
     clear_labels_timeout: int | None = None
     remove_etcd_timeout: int | None = None
     etcd_ready_timeout: int | None = None
+    fenced: bool = False  # the caller confirmed at the BMC that the node is powered off
+
+
+class Cancellation:
+    """A decommission started at `started` is cancelled once its node carries a later
+    cancellation time (every Promenade process sees the same node object)."""
+
+    def __init__(self, kube: KubePort, node: str, started: float) -> None:
+        self._kube, self._node, self._started = kube, node, started
+
+    def check(self) -> None:
+        try:
+            value = self._kube.get_node(self._node).annotations.get(CANCEL_ANNOTATION)
+        except KubeNotFound:
+            return
+        try:
+            requested = float(value or "")
+        except ValueError:
+            return
+        if requested >= self._started:
+            raise OperationCancelled(f"Decommission of {self._node} was cancelled; it stopped "
+                                     "at a safe point")
+
+
+def request_cancel(kube: KubePort, node: str, now: float) -> bool:
+    """Ask every running decommission of the node to stop; False when the node is unknown."""
+    try:
+        kube.patch_node(node, annotations={CANCEL_ANNOTATION: f"{now:.6f}"})
+    except KubeNotFound:
+        return False
+    return True
+
+
+Phase = tuple[str, Callable[[], Any] | str, bool]  # name, run (or why skipped), fatal
+
+
+def _phases(svc: Promenade, node: str, current: Node | None, clusters: list[ClusterSpec],
+            params: DecommissionParams, cancel: Cancellation) -> list[Phase]:
+    ready = svc.settings.etcd_ready_timeout if params.etcd_ready_timeout is None \
+        else params.etcd_ready_timeout
+    timeout = svc.settings.drain_timeout if params.drain_timeout is None \
+        else params.drain_timeout
+    etcd: list[Phase] = [
+        ("remove-etcd", lambda: svc.remove_etcd(node, clusters, params.remove_etcd_timeout,
+                                                require_node=False), True),
+        ("etcd-ready", lambda: svc.remover().wait_stable(node, clusters, ready), True)]
+    if current is None:
+        gone = f"skipped: {node} is not known to Kubernetes"
+        return [("drain", gone, True), ("clear-labels", gone, True), *etcd,
+                ("shutdown-kubelet", gone, False)]
+    first: Phase = (("fence", lambda: svc.fence(node, timeout, cancel.check), True)
+                    if params.fenced else
+                    ("drain", lambda: svc.drain(node, params.drain_timeout,
+                                                params.drain_grace_period, cancel.check), True))
+    return [first,
+            ("clear-labels", lambda: svc.clear_labels(node, params.clear_labels_timeout), True),
+            *etcd,
+            ("shutdown-kubelet", f"skipped: {node} is powered off" if params.fenced
+             else lambda: svc.shutdown_kubelet(node), False)]
+
+
+def _current(svc: Promenade, node: str, fenced: bool, known: bool) -> Node | None:
+    """The node, None when Kubernetes no longer knows it (404 when the design does not know
+    it either); refuses a NotReady node whose power-off is not confirmed."""
+    try:
+        current = svc.kube.get_node(node)
+    except KubeNotFound as exc:
+        if not known:
+            raise NotFound(f"Node {node} is known neither to Kubernetes nor to the "
+                           "design") from exc
+        return None
+    if current.ready != "True" and not fenced:
+        since = f" since {current.ready_since}" if current.ready_since else ""
+        raise NodeNotReady(
+            f"{node} is not Ready (Ready={current.ready}{since}): its pods cannot be evicted "
+            "and are not deleted while its power-off is unconfirmed; nothing was changed",
+            messages=[simple_message(f"{node}: power the node off and confirm it at its BMC, "
+                                     "then decommission with fenced=true")],
+            details={"node": node, "ready": current.ready, "ready_since": current.ready_since})
+    return current
 
 
 def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
-                 params: DecommissionParams) -> list[Message]:
-    """Run every step in order; a failing step (but the kubelet's) stops with 500."""
-    try:
-        svc.kube.get_node(node)
-    except KubeNotFound as exc:
-        raise NotFound(f"Node {node} is not known to Kubernetes") from exc
-    ready = svc.settings.etcd_ready_timeout if params.etcd_ready_timeout is None \
-        else params.etcd_ready_timeout
-    steps: list[tuple[str, Callable[[], Any], bool]] = [
-        ("drain", lambda: svc.drain(node, params.drain_timeout, params.drain_grace_period),
-         True),
-        ("clear-labels", lambda: svc.clear_labels(node, params.clear_labels_timeout), True),
-        ("remove-etcd", lambda: svc.remove_etcd(node, clusters, params.remove_etcd_timeout),
-         True),
-        ("etcd-ready", lambda: svc.remover().wait_stable(node, clusters, ready), True),
-        ("shutdown-kubelet", lambda: svc.shutdown_kubelet(node), False),
-    ]
+                 params: DecommissionParams, design_nodes: Collection[str] = ()) -> list[Message]:
+    """Run every phase in order; a failing phase (but the kubelet's) stops with 500."""
+    known = node in design_nodes or any(
+        node in c.members or node in c.members.values() for c in clusters)
+    current = _current(svc, node, params.fenced, known)
+    cancel = Cancellation(svc.kube, node, svc.wall())
     messages: list[Message] = []
-    for name, run, fatal in steps:
+    for name, run, fatal in _phases(svc, node, current, clusters, params, cancel):
+        if isinstance(run, str):
+            messages.append(simple_message(f"{name}: {run}", error=False, step=name))
+            continue
         LOG.info("decommission %s: step %s", node, name)
         try:
-            run()
+            cancel.check()
+            result = run()
+        except OperationCancelled as exc:
+            LOG.warning("decommission %s: cancelled before or during %s", node, name)
+            raise OperationCancelled(exc.message, messages=messages + [simple_message(
+                f"{name}: cancelled", step=name)], details={"node": node, "phase": name}) \
+                from exc
         except BerthError as exc:
-            failed = [simple_message(f"{name}: {exc.message} ({exc.instance_reason})",
-                                     error=fatal, step=name)]
-            failed += [{**m, "error": fatal and m.get("error", True), "step": name}
-                       for m in exc.messages if m.get("message") != exc.message]
-            messages += failed
+            messages += _failure(name, exc, fatal)
             if fatal:
                 LOG.warning("decommission %s: step %s failed: %s", node, name, exc.message)
                 raise DisassociateStepFailure(
-                    f"Decommission of {node} failed at step {name}", messages=messages,
-                    details={"node": node, "failed_step": name}) from exc
+                    f"Decommission of {node} failed at step {name}: {exc.message}",
+                    messages=messages, details={"node": node, "failed_step": name}) from exc
             LOG.warning("decommission %s: %s failed (not fatal): %s", node, name, exc.message)
             continue
         messages.append(simple_message(f"{name}: succeeded", error=False, step=name))
+        if isinstance(result, list):  # remove-etcd says what it did per cluster
+            messages += [{**m, "error": False, "step": name} for m in result]
     LOG.info("decommission %s: done", node)
     return messages
+
+
+def _failure(name: str, exc: BerthError, fatal: bool) -> list[Message]:
+    failed = [simple_message(f"{name}: {exc.message} ({exc.instance_reason})", error=fatal,
+                             step=name)]
+    return failed + [{**m, "error": fatal and m.get("error", True), "step": name}
+                     for m in exc.messages if m.get("message") != exc.message]

@@ -39,3 +39,11 @@ class MissingDesignRef(BadRequest):
 
 class NodeNotDrained(Conflict):
     title = "Node cannot be removed"
+
+
+class NodeNotReady(Conflict):
+    reason, title = "NodeNotReady", "Node is not Ready"
+
+
+class OperationCancelled(Conflict):
+    reason, title = "Cancelled", "Cancelled"

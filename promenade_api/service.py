@@ -27,11 +27,14 @@ from promenade_api.etcd.model import ClusterSpec
 from promenade_api.etcd.port import EtcdError, EtcdPort
 from promenade_api.etcd.removal import EtcdRemover
 from promenade_api.kube.drain import Drainer, DrainReport, DrainSettings, held_locks, plan_drain
+from promenade_api.kube.fence import Fencer
 from promenade_api.kube.kubelet import KubeletStopper
 from promenade_api.kube.labels import LabelManager
 from promenade_api.kube.lease import LeaseLock
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 from promenade_api.kube.removal import remove_from_cluster
+
+NODE_SCHEMA = "drydock/BaremetalNode/v1"
 
 
 @contextmanager
@@ -116,8 +119,9 @@ class Promenade:
                 self.observe(operation, outcome, self.clock() - started)
 
     # -- collaborators -----------------------------------------------------------------
-    def drainer(self) -> Drainer:
-        return Drainer(self.kube, self.settings.drain, clock=self.clock, sleep=self.sleep)
+    def drainer(self, check: Callable[[], None] = lambda: None) -> Drainer:
+        return Drainer(self.kube, self.settings.drain, clock=self.clock, sleep=self.sleep,
+                       check=check)
 
     def labels(self) -> LabelManager:
         return LabelManager(self.kube, self.settings.keep_labels, clock=self.clock,
@@ -144,12 +148,28 @@ class Promenade:
             return []
         return load_clusters(docs)
 
+    def decommission_inputs(self, ref: Any, ctx: RequestContext | None
+                            ) -> tuple[list[ClusterSpec], set[str]]:
+        """The design's etcd clusters (none without the document) and its node names."""
+        docs = self.design(ref, ctx)
+        clusters = load_clusters(docs) if select(docs, SCHEMA) else []
+        names = {str(d["metadata"]["name"]) for d in select(docs, NODE_SCHEMA)}
+        return clusters, names
+
     # -- operations ----------------------------------------------------------------------
-    def drain(self, node: str, timeout: int | None, grace: int | None) -> DrainReport:
+    def drain(self, node: str, timeout: int | None, grace: int | None,
+              check: Callable[[], None] = lambda: None) -> DrainReport:
         with self.timed("drain"), step_errors(DrainNodeError, f"Drain of {node} failed"):
-            return self.drainer().run(
+            return self.drainer(check).run(
                 node, self.settings.drain_timeout if timeout is None else timeout,
                 self.settings.drain_grace_period if grace is None else grace)
+
+    def fence(self, node: str, timeout: int, check: Callable[[], None]) -> dict[str, Any]:
+        """Remove the pods of a node whose power-off was confirmed (out-of-service taint)."""
+        fencer = Fencer(self.kube, clock=self.clock, sleep=self.sleep,
+                        poll_interval=self.settings.kubelet_poll, check=check)
+        with self.timed("fence"), step_errors(DrainNodeError, f"Fencing {node} failed"):
+            return fencer.run(node, timeout)
 
     def clear_labels(self, node: str, timeout: int | None) -> dict[str, Any]:
         with self.timed("clear_labels"), step_errors(ClearLabelsError,
@@ -160,9 +180,9 @@ class Promenade:
     def put_labels(self, node: str, labels: Any) -> dict[str, Any]:
         return self.labels().replace(node, labels)
 
-    def remove_etcd(self, node: str, clusters: list[ClusterSpec],
-                    timeout: int | None) -> list[Message]:
-        if not clusters_of_node(clusters, node):
+    def remove_etcd(self, node: str, clusters: list[ClusterSpec], timeout: int | None, *,
+                    require_node: bool = True) -> list[Message]:
+        if require_node and not clusters_of_node(clusters, node):
             self._require_node(node)
         with self.timed("remove_etcd"), step_errors(
                 RemoveEtcdError, f"Removing the etcd members of {node} failed"):
@@ -210,7 +230,9 @@ class Promenade:
         plan = plan_drain(pods, self.settings.drain, lambda ns, name: True)
         return {
             "name": node, "labels": current.labels, "annotations": current.annotations,
-            "cordoned": current.unschedulable, "kubelet": {"ready": current.ready},
+            "cordoned": current.unschedulable,
+            "kubelet": {"ready": current.ready, "ready_since": current.ready_since},
+            "taints": list(current.taints),
             "pods": {"total": len(pods), "by_owner_kind": by_kind,
                      "evictable": sorted(p.key for p in plan.evict + plan.hold)},
             "eviction_locks": held_locks(current.annotations, self.settings.drain.lock_patterns),

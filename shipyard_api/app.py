@@ -96,7 +96,8 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
         drydock=DrydockClient(peer_client(conf, "drydock")),
         documents=docs.store,
         settings=ActionSettings(public_url=docs.public_url, step_retries=wf.step_retries,
-                                step_backoff=wf.step_backoff, max_backoff=wf.max_backoff))
+                                step_backoff=wf.step_backoff, max_backoff=wf.max_backoff,
+                                outage_window=wf.peer_outage_window))
     store = ActionStore(sessions)
     settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
                               max_concurrent_nodes=wf.max_concurrent_nodes,
@@ -117,7 +118,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     runtime = build_runtime(conf, conf.workflow.api_workers, metrics)
     metrics.watch(runtime.store)
     actions = ActionService(runtime.store, definitions(), runtime.documents.store,
-                            wake=runtime.workers.wake)
+                            wake=runtime.workers.wake, services=runtime.services)
 
     def database() -> str:
         with runtime.sessions() as s:

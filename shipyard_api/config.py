@@ -32,6 +32,10 @@ WORKFLOW_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("step_backoff", default=5.0, min=0.0,
                  help="First retry delay of a failed step (s), doubled each retry."),
     cfg.FloatOpt("max_backoff", default=300.0, min=0.0, help="Largest retry delay (s)."),
+    cfg.FloatOpt("peer_outage_window", default=300.0, min=0.0,
+                 help="Seconds Promenade or Drydock may stay unreachable before a step that "
+                      "calls them fails; within it the step retries with backoff and "
+                      "re-attaches to the same Drydock task."),
     cfg.FloatOpt("max_poll_interval", default=0.0, min=0.0,
                  help="Upper bound of the polling intervals read from DeploymentConfiguration "
                       "(s); 0 means no bound. Useful for simulated sites."),

@@ -26,6 +26,7 @@ URLS = Map([
     Rule("/nodes", endpoint="nodes", methods=["GET"]),
     Rule("/nodes/<name>", endpoint="node", methods=["GET"]),
     Rule("/nodes/<name>/power", endpoint="power", methods=["GET", "PUT"]),
+    Rule("/nodes/<name>/bmc", endpoint="bmc", methods=["GET", "PUT"]),
     Rule("/nodes/<name>/bmc/ipmi", endpoint="ipmi", methods=["POST"]),
     Rule("/calls", endpoint="calls", methods=["GET"]),
     Rule("/faults", endpoint="faults", methods=["GET", "POST", "DELETE"]),
@@ -90,6 +91,22 @@ class AdminApp:
                                  ['body must be {"power": "on"|"off"}'])
             self._model.set_power(name, body["power"] == "on")
         return {"power": "on" if self._model.is_on(name) else "off"}, 200
+
+    def _bmc(self, request: Request, name: str) -> tuple[Any, int]:
+        """Kill (`{"running": false}`) or restart a node's BMC; GET tells whether it runs."""
+        self._model.node(name)
+        if request.method == "PUT":
+            body = _json_body(request)
+            if not isinstance(body.get("running"), bool) or set(body) - {"running"}:
+                raise AdminError(400, "Invalid BMC request",
+                                 ['body must be {"running": true|false}'])
+            impl = self._model.spec.node(name).bmc.impl
+            if impl == "pyghmi":
+                raise AdminError(400, "Invalid BMC request", [
+                    f"{name}'s BMC shares the in-process pyghmi listener and cannot be killed "
+                    "alone; use a node with an ipmi_sim or Redfish BMC"])
+            self._model.set_bmc_running(name, body["running"])
+        return {"running": self._model.bmc_running(name)}, 200
 
     def _ipmi(self, request: Request, name: str) -> tuple[Any, int]:
         """Backend of the ipmi_sim BMCs' chassis_control program."""

@@ -75,7 +75,7 @@ SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "drydock": {
         "maas": {"url": lambda s: s["maas"], "api_key": lambda s: s["maas_api_key"]},
-        "oob": {"poll_interval": 0.2, "graceful_timeout": 10},
+        "oob": {"poll_interval": 0.2, "graceful_timeout": 10, "request_timeout": 5},
         "steps": {"maas_poll_interval": 0.5},
     },
     "shipyard": {

@@ -33,14 +33,17 @@ class UnknownNode(KeyError):
 
 @dataclass
 class DiskState:
+    """What is on one disk: `marker` stands for its bytes (a new one = new content)."""
+
     marker: str | None
     wiped: bool = False
+    wiped_by: str | None = None
 
-    def wipe(self) -> None:
-        self.marker, self.wiped = None, True
+    def wipe(self, method: str = "wiped") -> None:
+        self.marker, self.wiped, self.wiped_by = None, True, method
 
     def write(self, marker: str) -> None:
-        self.marker, self.wiped = marker, False
+        self.marker, self.wiped, self.wiped_by = marker, False, None
 
 
 @dataclass
@@ -52,6 +55,8 @@ class NodeState:
     maas_status: str | None
     bmc: dict[str, Any] = field(default_factory=dict)
     boot_device: str = "hdd"
+    bmc_running: bool = True
+    mounts: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class SiteModel:
@@ -68,6 +73,8 @@ class SiteModel:
         self._fault_listeners: list[Callable[[FaultSpec | None], None]] = []
         self.kube: KubePort | None = None
         self.etcd_members: Callable[[], dict[str, list[dict[str, str]]]] = dict
+        # Nodes whose BMC is a process of its own: how to stop (False) and start (True) it.
+        self.bmc_switches: dict[str, Callable[[bool], None]] = {}
         self.nodes: dict[str, NodeState] = {}
         for node in spec.nodes:
             deployed = node.state == "deployed"
@@ -181,14 +188,25 @@ class SiteModel:
             self.kube.set_ready(name, False)
 
     # --- disks, MAAS status, BMC -------------------------------------------------------------
-    def wipe_disk(self, name: str, disk: str) -> None:
+    def wipe_disk(self, name: str, disk: str, method: str = "wiped") -> None:
         with self._lock:
-            self.node(name).disks[disk].wipe()
+            self.node(name).disks[disk].wipe(method)
 
-    def wipe_all_disks(self, name: str) -> None:
+    def wipe_all_disks(self, name: str, method: str = "wiped") -> None:
         with self._lock:
             for disk in self.node(name).disks.values():
-                disk.wipe()
+                disk.wipe(method)
+
+    def write_disk(self, name: str, disk: str) -> str:
+        """New content on a disk (a new partition table and filesystems)."""
+        with self._lock:
+            marker = self.new_marker(name, disk)
+            self.node(name).disks[disk].write(marker)
+            return marker
+
+    def set_mounts(self, name: str, mounts: dict[str, dict[str, str]]) -> None:
+        with self._lock:
+            self.node(name).mounts = dict(mounts)
 
     def write_os_marker(self, name: str) -> str:
         with self._lock:
@@ -209,6 +227,24 @@ class SiteModel:
         with self._lock:
             self.node(name).bmc.update(info)
 
+    def set_bmc_running(self, name: str, running: bool) -> None:
+        """Kill or restart the node's BMC (its process, or its answers when it has none)."""
+        switch = self.bmc_switches.get(name)
+        if switch is not None:
+            switch(running)
+        with self._fault_cond:
+            self.node(name).bmc_running = running
+            self._fault_cond.notify_all()
+
+    def bmc_running(self, name: str) -> bool:
+        with self._lock:
+            return self.node(name).bmc_running
+
+    def wait_for_bmc(self, name: str, limit: float) -> bool:
+        """Block while the node's BMC is down (at most `limit` s); whether it is up."""
+        with self._fault_cond:
+            return self._fault_cond.wait_for(lambda: self.node(name).bmc_running, timeout=limit)
+
     def set_boot_device(self, name: str, device: str) -> None:
         with self._lock:
             self.node(name).boot_device = device
@@ -227,9 +263,11 @@ class SiteModel:
                 "name": name,
                 "power": "on" if state.power else "off",
                 "maas_status": state.maas_status,
-                "disks": {d: {"marker": s.marker, "wiped": s.wiped}
+                "disks": {d: {"marker": s.marker, "wiped": s.wiped, "wiped_by": s.wiped_by}
                           for d, s in state.disks.items()},
-                "bmc": {**state.bmc, "boot_device": state.boot_device},
+                "mounts": {k: dict(v) for k, v in state.mounts.items()},
+                "bmc": {**state.bmc, "boot_device": state.boot_device,
+                        "running": state.bmc_running},
             }
         summary = self.kube.node_summary(name) if self.kube is not None else None
         body["kubernetes"] = summary or {"present": False, "ready": False,

@@ -170,6 +170,7 @@ class Site:
                 self._stops.append(sim.stop)
                 self.ipmi_sims.append(sim)
                 sim.start()
+                self.model.bmc_switches[node.name] = sim.switch
         for node in self.spec.nodes:
             info: dict[str, Any] = {"type": node.bmc.type, "address": "127.0.0.1"}
             if node.bmc.type == "redfish":

@@ -35,6 +35,7 @@ class DiskSpec:
     name: str
     size_gb: int
     partitions: tuple[dict[str, Any], ...]
+    secure_erase: bool = True        # the drive supports ATA/NVMe secure erase
 
     @property
     def is_os_disk(self) -> bool:
@@ -48,6 +49,7 @@ class BmcSpec:
     user: str
     password: str
     ignore_graceful_shutdown: bool = False
+    drive_erase: bool = True         # Redfish: the BMC offers Drive.SecureErase
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,8 @@ def _parse_bmc(raw: Any, defaults: Mapping[str, Any], where: str,
     if not isinstance(user, str) or not user or not isinstance(password, str) or not password:
         problems.append(f"{where}: bmc.user and bmc.password must be non-empty strings")
     return BmcSpec(type=str(btype), impl=str(impl), user=str(user), password=str(password),
-                   ignore_graceful_shutdown=bool(merged.get("ignore_graceful_shutdown", False)))
+                   ignore_graceful_shutdown=bool(merged.get("ignore_graceful_shutdown", False)),
+                   drive_erase=bool(merged.get("drive_erase", True)))
 
 
 DEFAULT_DISKS: list[dict[str, Any]] = [
@@ -288,7 +291,8 @@ def _parse_disks(raw: Any, where: str, problems: list[str]) -> tuple[DiskSpec, .
             problems.append(f"{where}: disk {disk['name']}: partitions must be a list of mappings")
             parts = []
         disks.append(DiskSpec(name=disk["name"], size_gb=int(disk.get("size_gb", 100)),
-                              partitions=tuple(parts)))
+                              partitions=tuple(parts),
+                              secure_erase=bool(disk.get("secure_erase", True))))
     if disks and sum(1 for d in disks if d.is_os_disk) != 1:
         problems.append(f"{where}: exactly one disk must hold the partition mounted at /")
     return tuple(disks)

@@ -87,6 +87,8 @@ class NodeRecord(Base):
     shutdown_started: Mapped[float | None] = mapped_column(Float)
     lease_owner: Mapped[str | None] = mapped_column(String(255))
     lease_expires: Mapped[float | None] = mapped_column(Float)
+    kept_disks: Mapped[Any] = mapped_column(JSON, nullable=True)
+    reboot_error: Mapped[str | None] = mapped_column(Text)
 
 
 class RebootRow(Base):

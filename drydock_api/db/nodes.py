@@ -52,6 +52,14 @@ class NodeStore:
     def torn_down(self, name: str, value: bool) -> None:
         self.update(name, torn_down=value)
 
+    def kept_disks(self, name: str) -> list[str]:
+        """Disks a preserving teardown kept: the next prepare leaves them as they are."""
+        row = self.get(name)
+        return [str(d) for d in (row.kept_disks or [])] if row else []
+
+    def set_kept_disks(self, name: str, disks: list[str]) -> None:
+        self.update(name, kept_disks=list(disks) or None)
+
     # --- reboot requests -------------------------------------------------------------------
     def add_reboot(self, name: str, key: str, mode: str, value: Any, user: str | None,
                    design_ref: Any) -> RebootRow:

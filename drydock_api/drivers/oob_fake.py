@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
-from drydock_api.drivers.ports import OobError
+from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
 
@@ -19,6 +20,9 @@ class FakeOob:
         self.unreachable: set[str] = set()
         self.drives: dict[str, list[str]] = {}
         self.erased: dict[str, list[str]] = {}
+        self.erase_polls = 0           # polls an erase task stays running before it ends
+        self.erase_fails: set[str] = set()   # drive names whose erase task fails
+        self.tasks: dict[str, list[Any]] = {}
         self.calls: Counter[tuple[str, str]] = Counter()
         self.pxe: set[str] = set()
         self.on_boot: Callable[[str, bool], None] | None = None
@@ -45,10 +49,27 @@ class FakeOob:
             self._check(bmc, "drives")
             return {d: f"{bmc.address}/{d}" for d in self.drives.get(bmc.address, [])}
 
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
         with self._lock:
             self._check(bmc, "erase")
-            self.erased.setdefault(bmc.address, []).append(drive.split("/")[-1])
+            task = f"task-{len(self.tasks) + 1}"
+            self.tasks[task] = [bmc.address, drive.split("/")[-1], self.erase_polls]
+            return task
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        with self._lock:
+            self._check(bmc, "erase_status")
+            address, name, left = self.tasks[task]
+            if left > 0:
+                self.tasks[task][2] = left - 1
+                return EraseStatus("running", "Running")
+            if name in self.erase_fails:
+                return EraseStatus("failed", f"task Exception (Critical): erase of {name} "
+                                             "failed")
+            done = self.erased.setdefault(address, [])
+            if name not in done:
+                done.append(name)
+            return EraseStatus("completed", "Completed")
 
     def _boot(self, bmc: BmcAccess) -> None:
         pxe = bmc.address in self.pxe

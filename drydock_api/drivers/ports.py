@@ -62,6 +62,14 @@ class BlockDevice:
     partitions: tuple[PartitionInfo, ...] = ()
 
 
+@dataclass(frozen=True)
+class EraseStatus:
+    """A BMC drive-erase task: `state` running, completed or failed, with the BMC's words."""
+
+    state: str
+    message: str = ""
+
+
 class NodeDriver(Protocol):
     """The provisioner (MAAS)."""
 
@@ -128,9 +136,10 @@ class Provisioner(NodeDriver, MaasStorage, MaasSite, Protocol):
     def allocate(self, system_id: str) -> Machine:
         """Allocate a Ready machine to us."""
 
-    def deploy(self, system_id: str, distro_series: str,
-               hwe_kernel: str | None = None) -> Machine:
-        """Start deploying an Allocated machine with this image (and kernel)."""
+    def deploy(self, system_id: str, distro_series: str, hwe_kernel: str | None = None,
+               user_data: str | None = None) -> Machine:
+        """Start deploying an Allocated machine with this image (and kernel, and base64
+        cloud-init user data)."""
 
     def block_devices(self, system_id: str) -> list[BlockDevice]:
         """The machine's physical disks with their partitions."""
@@ -148,8 +157,12 @@ class OobDriver(Protocol):
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         """Drives whose BMC offers Drive.SecureErase: device name → drive handle."""
 
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
-        """Start a secure erase of one drive (a handle from `erasable_drives`)."""
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
+        """Start a secure erase of one drive (a handle from `erasable_drives`); returns the
+        BMC task that performs it (follow it with `erase_status`)."""
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        """Where the erase task stands: running, completed or failed."""
 
     def power_on(self, bmc: BmcAccess) -> None:
         """Request power on. Does not wait."""
@@ -182,8 +195,11 @@ class OobRouter:
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         return self._pick(bmc).erasable_drives(bmc)
 
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
-        self._pick(bmc).secure_erase(bmc, drive)
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
+        return self._pick(bmc).secure_erase(bmc, drive)
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        return self._pick(bmc).erase_status(bmc, task)
 
     def power_on(self, bmc: BmcAccess) -> None:
         self._pick(bmc).power_on(bmc)

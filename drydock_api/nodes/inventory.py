@@ -105,6 +105,7 @@ class Inventory:
             "pending_reboot_since": _iso(record.pending_reboot_since if record else None),
             "last_powered_on": _iso(record.last_powered_on if record else None),
             "last_task_id": record.last_task_id if record else None,
+            "reboot_error": record.reboot_error if record else None,
         }
 
 

@@ -4,8 +4,10 @@ Per node, with `pending` = pending_reboot_since and `last` = last_powered_on:
 - requests exist, the node is on, and pending is empty or earlier than last → pending = now;
 - while pending is later than last, the node is powered off (hard if any request is hard,
   else graceful, forced after `soft_timeout`), whatever the node's desired power state;
-- once off, the unkeyed request is removed; when no request remains and the node should be on
+- whenever the node is off and last < pending, the unkeyed request is removed (also one posted
+  while keyed requests hold the node off); when no request remains and the node should be on
   (not torn down), it is powered on, and last = the time it was seen on again.
+A pass that cannot act records why in the node row (`reboot_error`, shown in node views).
 Phases (`Phase`, changed only through the TRANSITIONS table) are kept in the node row, so any
 replica can continue; a node lease makes exactly one replica act on a node. Nodes in an active
 prepare/deploy/destroy task are left alone until the task ends.
@@ -93,6 +95,7 @@ class RebootReconciler:
                 acted += 1
             except BerthError as exc:
                 LOG.warning("Reboot of %s: %s (retrying next pass)", name, exc.message)
+                self._nodes.update(name, reboot_error=f"{exc.message} (retrying)")
                 continue
             except ValueError as exc:
                 LOG.error("Reboot of %s: %s", name, exc)
@@ -101,26 +104,35 @@ class RebootReconciler:
                 self._nodes.release(name, self.owner)
         return acted
 
-    def _bmc(self, record: NodeRecord) -> BmcAccess | None:
+    def _bmc(self, record: NodeRecord) -> tuple[BmcAccess | None, str]:
+        """The node's BMC, or None and why not."""
         ref = record.design_ref or self._latest_ref()
         if not ref:
-            return None
+            why = getattr(self._latest_ref, "error", None)
+            return None, ("no site design is known (no design_ref given, no committed "
+                          "revision in Shipyard, no task run)" + (f": {why}" if why else ""))
         node = self._designs(ref, RequestContext()).nodes.get(record.name)
-        return node.bmc if node else None
+        if node is None:
+            return None, f"{record.name} is not a node of the design {ref}"
+        if node.bmc is None:
+            return None, f"{record.name} has no usable oob address and credentials in the design"
+        return node.bmc, ""
 
     def step(self, name: str) -> bool:
         """Advance one node by one step; True when it has nothing left to do."""
         record = self._nodes.get(name)
         if record is None:
             return True
-        bmc = self._bmc(record)
+        bmc, why = self._bmc(record)
         if bmc is None:
-            LOG.warning("Reboot of %s: no usable oob access in the design", name)
+            LOG.warning("Reboot of %s cannot act: %s", name, why)
+            if record.reboot_error != why:
+                self._nodes.update(name, reboot_error=why)
             return False
         power = self._oob.power_state(bmc)
         now = self._clock()
         requests = self._nodes.reboots(name)
-        values: dict[str, Any] = {"power_state": power}
+        values: dict[str, Any] = {"power_state": power, "reboot_error": None}
         pending, last = record.pending_reboot_since, record.last_powered_on
         rebooting = pending is not None and (last is None or pending > last)
         if requests and power == "on" and not rebooting:
@@ -155,8 +167,8 @@ class RebootReconciler:
             return False
         if shutting:
             phase = enter(phase, Phase.OFF, values, now)
-            if not record.torn_down:
-                self._nodes.delete_reboot(name, "")
+        if not record.torn_down:  # off, and last < pending: the unkeyed request has acted
+            self._nodes.delete_reboot(name, "")
         if self._nodes.reboots(name) or record.torn_down:
             return False  # held off until every keyed request is released
         if power == "on":

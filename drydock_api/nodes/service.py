@@ -21,6 +21,10 @@ class NodeRetired(Conflict):
     reason, title = "NodeRetired", "The node is retired"
 
 
+class NodeBusy(Conflict):
+    reason, title = "NodeBusy", "A task holds the node"
+
+
 class InvalidNodeState(Conflict):
     reason, title = "InvalidNodeState", "Not allowed in the node's current state"
 
@@ -75,6 +79,10 @@ class NodeService:
         if problems:
             raise _invalid("retirement request", problems)
         view = self._view(ctx, name, design_ref)
+        busy = self._nodes.busy(name) if body["retired"] else None
+        if busy:
+            raise NodeBusy(f"Node {name} is held by task {busy}: retire it once the task has "
+                           "ended (or retire it as part of destroy_nodes: retire: true)")
         record = self._nodes.get(name)
         torn_down = bool(record and record.torn_down)
         if body["retired"] and view["maas_status"] in AVAILABLE and not torn_down:
@@ -123,6 +131,7 @@ class NodeService:
             "power_state": record.power_state if record else None,
             "pending_reboot_since": iso(record.pending_reboot_since) if record else None,
             "last_powered_on": iso(record.last_powered_on) if record else None,
+            "reboot_error": record.reboot_error if record else None,
         }
 
     def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: Any) -> None:

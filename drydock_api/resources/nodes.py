@@ -15,11 +15,13 @@ from common.errors import ValidationFailed
 from common.policy import authorize
 from common.status import status_body, validation_message
 from drydock_api.db.nodes import NodeStore
+from drydock_api.drivers.ports import OobDriver
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import select_nodes
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.service import NodeService
 from drydock_api.nodes.validation import validate_design
+from drydock_api.tasks import destroy, wipe
 
 BOOLS = {"true": True, "false": False}
 
@@ -84,6 +86,39 @@ class NodeFilterResource:
         if exclude:
             names = [n for n in names if not self._nodes.retired(n)[0]]
         resp.media = names
+
+
+class WipePlanResource:
+    """How destroy_nodes would keep or wipe each disk of these nodes, or why it refuses a
+    node: asked before anything is touched (Shipyard's redeploy_server preflight)."""
+
+    def __init__(self, designs: Callable[[Any, RequestContext], Design], oob: OobDriver) -> None:
+        self._designs = designs
+        self._oob = oob
+
+    @authorize("drydock:wipe_plan")
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = read_json_object(req)
+        fields = ("design_ref", "node_names", "options")
+        problems = [f"unknown field {k!r}" for k in body if k not in fields]
+        problems += [] if "design_ref" in body else ["design_ref is required"]
+        raw = body.get("node_names")
+        names = [n for n in raw if isinstance(n, str)] if isinstance(raw, list) else []
+        if not names or len(names) != len(raw or []):
+            problems.append("node_names must be a non-empty list of node names")
+        options = body.get("options") or {}
+        if not isinstance(options, dict):
+            problems.append("options must be an object")
+            options = {}
+        problems += [p for p in destroy.check_options(options) if "all_nodes" not in p]
+        if problems:
+            raise ValidationFailed("Invalid wipe plan request", messages=[
+                validation_message(p, name="WipePlanRequest") for p in problems])
+        href_of(body["design_ref"])
+        design = self._designs(body["design_ref"], req.context.berth)
+        select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
+                     design.nodes, design.rack_labels)
+        resp.media = [wipe.plan_for(design.nodes[n], options, self._oob) for n in names]
 
 
 class ValidateDesignResource:

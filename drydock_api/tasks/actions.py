@@ -24,7 +24,8 @@ from drydock_api.tasks.outcomes import (
 )
 
 ALL_ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes",
-               "prepare_nodes", "deploy_nodes", "destroy_nodes", "relabel_nodes")
+               "prepare_nodes", "deploy_nodes", "destroy_nodes", "relabel_nodes",
+               "power_off_nodes")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class ActionDef:
     exclusive: bool = True
     site: SiteFn | None = None
     skip_retired: bool = False
+    needs_filter: bool = False
 
 
 def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -96,7 +98,10 @@ def build_actions() -> dict[str, ActionDef]:
                                    lifecycle.prepare_steps, skip_retired=True),
         "deploy_nodes": ActionDef("deploy_nodes", no_options("deploy_nodes"),
                                   lifecycle.deploy_steps, skip_retired=True),
-        "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options, destroy.steps),
+        "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options, destroy.steps,
+                                   needs_filter=True),
+        "power_off_nodes": ActionDef("power_off_nodes", destroy.check_power_off_options,
+                                     destroy.power_off_steps, needs_filter=True),
         "relabel_nodes": ActionDef(
             "relabel_nodes", no_options("relabel_nodes"),
             lambda o: [StepDef("relabel", relabel, lambda s: s.release_timeout)]),

@@ -1,27 +1,40 @@
-"""destroy_nodes, per node: power off, wipe, release in MAAS, delete, retire. Each idempotent."""
+"""destroy_nodes, per node: plan the wipe, power off, wipe, release and delete in MAAS, report
+every disk, retire. Each step idempotent."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from drydock_api.nodes.design import BmcAccess
+from drydock_api.tasks import wipe
 from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, Retry, StepDef
+from drydock_api.tasks.render import iso
 
-ERASE_MODES = ("secure", "quick")
+ERASE_MODES = ("secure", "secure_only", "quick", "zero")
+OS_DISK_ERASE = ("bmc", "none")
 IN_PROGRESS = ("Releasing", "Disk erasing")
 FAILED = ("Failed releasing", "Failed disk erasing")
 NOTHING_TO_RELEASE = ("Ready", "New", "Commissioning", "Failed commissioning", "Testing",
                       "Failed testing")
+OPTIONS = ("preserve_local_storage", "erase", "os_disk_erase", "retire", "retired_reason",
+           "all_nodes")
 
 
 def check_options(options: dict[str, Any]) -> list[str]:
     problems = [f"options: unknown option {k!r} for destroy_nodes" for k in options
-                if k not in ("preserve_local_storage", "erase", "retire", "retired_reason")]
-    for key in ("preserve_local_storage", "retire"):
+                if k not in OPTIONS]
+    for key in ("preserve_local_storage", "retire", "all_nodes"):
         if key in options and not isinstance(options[key], bool):
             problems.append(f"options.{key} must be true or false")
     if options.get("erase", "secure") not in ERASE_MODES:
-        problems.append("options.erase must be quick or secure")
+        problems.append(f"options.erase must be one of {', '.join(ERASE_MODES)}")
+    if options.get("os_disk_erase", "bmc") not in OS_DISK_ERASE:
+        problems.append("options.os_disk_erase must be bmc or none")
+    if "os_disk_erase" in options and not options.get("preserve_local_storage"):
+        problems.append("options.os_disk_erase is only allowed with preserve_local_storage")
+    if "erase" in options and options.get("preserve_local_storage"):
+        problems.append("options.erase chooses how every disk is wiped: not with "
+                        "preserve_local_storage (the OS disk alone is erased through its BMC)")
     reason = options.get("retired_reason")
     if reason is not None and not isinstance(reason, str):
         problems.append("options.retired_reason must be a string")
@@ -35,6 +48,19 @@ def _bmc(ctx: NodeContext) -> BmcAccess:
         raise ValueError(f"Node {ctx.node.name} has no usable oob address and credentials "
                          f"in the design")
     return ctx.node.bmc
+
+
+def plan_wipe(ctx: NodeContext) -> Outcome:
+    """Before anything is touched: how each disk will be kept or wiped, or why it cannot be
+    done truthfully (then the node is refused, untouched)."""
+    node, options = ctx.node, ctx.options
+    need_bmc = wipe.needs_bmc(options)
+    erasable = set(ctx.ports.oob.erasable_drives(node.bmc)) if need_bmc and node.bmc else set()
+    plan = wipe.plan(node, options, erasable)
+    if plan.refusal:
+        return Failed(plan.refusal, details={"refused": True, "erasable": sorted(erasable)})
+    return Done("Wipe plan: " + wipe.describe_plan(plan),
+                data={"disks": plan.disks, "maas_erase": plan.maas_erase})
 
 
 def power_off(ctx: NodeContext) -> Outcome:
@@ -56,68 +82,63 @@ def power_off(ctx: NodeContext) -> Outcome:
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
+def check_power_off_options(options: dict[str, Any]) -> list[str]:
+    problems = [f"options: unknown option {k!r} for power_off_nodes" for k in options
+                if k != "force"]
+    if "force" in options and not isinstance(options["force"], bool):
+        problems.append("options.force must be true or false")
+    return problems
+
+
+def fence(ctx: NodeContext) -> Outcome:
+    """Hard power-off (no graceful shutdown: the node may be hung), confirmed at the BMC."""
+    bmc, oob = _bmc(ctx), ctx.ports.oob
+    if oob.power_state(bmc) == "off":
+        how = "forced off" if ctx.state.get("forced") else "already off"
+        return Done(f"Power off confirmed by {bmc.describe()}: {how}",
+                    data={"power_state": "off", "forced": bool(ctx.state.get("forced"))})
+    if not ctx.state.get("forced"):
+        oob.power_off(bmc, graceful=False)
+        ctx.state["forced"] = True
+        return Retry(ctx.settings.power_poll, "ForceOff requested")
+    return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
+
+
+def power_off_steps(options: dict[str, Any]) -> list[StepDef]:
+    if options.get("force", True):
+        return [StepDef("power_off", fence, lambda s: s.power_timeout)]
+    return [StepDef("power_off", power_off, lambda s: s.power_timeout)]
+
+
 def wipe_disks(ctx: NodeContext) -> Outcome:
-    """BMC Drive.SecureErase where offered; the rest is left to MAAS's erase at release.
-    With preserve_local_storage only the OS disk is wiped, so it must be erasable by the BMC."""
-    node, preserve = ctx.node, bool(ctx.options.get("preserve_local_storage"))
-    erase = ctx.options.get("erase", "secure")
-    if preserve and not node.os_disk:
-        return Failed(f"Node {node.name}: no OS disk in the design (no partition mounted at /)")
-    targets = [node.os_disk] if preserve and node.os_disk else list(node.disks)
-    erasable = (ctx.ports.oob.erasable_drives(_bmc(ctx))
-                if targets and (erase == "secure" or preserve) else {})
-    done: list[str] = ctx.state.setdefault("erased", [])
-    for disk in targets:
-        if disk in erasable and disk not in done:
-            ctx.ports.oob.secure_erase(_bmc(ctx), erasable[disk])
-            done.append(disk)
-    left = [d for d in targets if d not in done]
-    kept = [d for d in node.disks if d not in targets]
-    maas_erase = erase if (left or not targets) and not preserve else None
-    maas_wipe = left if preserve else []
-    parts = []
-    if done:
-        parts.append(f"secure-erased {', '.join(done)} through the BMC")
-    if maas_erase:
-        parts.append(f"MAAS {maas_erase}-erases {', '.join(left) or 'every disk'} at release")
-    if maas_wipe:
-        parts.append(f"{', '.join(maas_wipe)} wiped through MAAS's block-device API after "
-                     f"release (no BMC erase offered; MAAS erase would wipe every disk)")
-    if kept:
-        parts.append(f"preserved {', '.join(kept)}")
-    return Done("Wipe: " + "; ".join(parts or ["nothing to wipe"]),
-                data={"bmc_erased": done, "maas_erase": maas_erase, "preserved": kept,
-                      "maas_wipe": maas_wipe})
-
-
-def wipe_os_disk(ctx: NodeContext) -> Outcome:
-    """preserve_local_storage without a BMC erase: the OS disk's partitions and filesystem are
-    removed through MAAS's block-device API once released (MAAS refuses storage edits on a
-    Deployed machine), so only that disk loses its data."""
-    wanted = (ctx.previous.get("wipe_disks") or {}).get("maas_wipe") or []
-    if not wanted:
-        return Done("No disk to wipe through MAAS")
-    maas = ctx.ports.maas
-    machine = maas.find_machine(ctx.node.name)
-    if machine is None:
-        return Failed(f"MAAS no longer knows {ctx.node.name}: cannot wipe {', '.join(wanted)}")
-    devices = {d.name: d for d in maas.block_devices(machine.system_id)}
-    wiped = []
-    for name in wanted:
-        device = devices.get(name)
-        if device is None or not (device.partitions or device.fstype):
-            if name in ctx.state.get("wiped", []):
-                continue
-            return Failed(f"MAAS has no partition or filesystem on {name} to remove: cannot "
-                          f"wipe it alone")
-        for part in device.partitions:
-            maas.delete_partition(machine.system_id, device.id, part.id)
-        if device.fstype:
-            maas.unformat_device(machine.system_id, device.id)
-        ctx.state.setdefault("wiped", []).append(name)
-        wiped.append(name)
-    return Done(f"Wiped {', '.join(wanted)} through MAAS (partitions and filesystem removed)",
-                data={"wiped": wanted})
+    """Erase the disks planned for the BMC's Drive.SecureErase, following each BMC task to
+    its end: done only when every task completed; a failed task fails the node."""
+    planned = [d["disk"] for d in (ctx.previous.get("plan_wipe") or {}).get("disks") or []
+               if d["method"] == wipe.BMC]
+    if not planned:
+        return Done("No disk to erase through the BMC", data={"bmc": {}})
+    bmc, oob = _bmc(ctx), ctx.ports.oob
+    tasks: dict[str, str] = ctx.state.setdefault("tasks", {})
+    finished: dict[str, dict[str, Any]] = ctx.state.setdefault("finished", {})
+    if not tasks:
+        erasable = oob.erasable_drives(bmc)
+        for disk in planned:
+            tasks[disk] = oob.secure_erase(bmc, erasable[disk])
+    for disk in planned:
+        if disk in finished:
+            continue
+        status = oob.erase_status(bmc, tasks[disk])
+        if status.state == "failed":
+            return Failed(f"Drive.SecureErase of {disk} failed on {bmc.describe()}: "
+                          f"{status.message}", details={"disk": disk, "task": tasks[disk]})
+        if status.state == "completed":
+            finished[disk] = {"task": tasks[disk], "message": status.message,
+                              "at": ctx.clock()}
+    running = [d for d in planned if d not in finished]
+    if running:
+        return Retry(ctx.settings.power_poll, f"BMC erasing {', '.join(running)}")
+    return Done(f"Erased {', '.join(planned)} through {bmc.describe()} (BMC tasks completed)",
+                data={"bmc": finished})
 
 
 def release(ctx: NodeContext) -> Outcome:
@@ -132,11 +153,20 @@ def release(ctx: NodeContext) -> Outcome:
         return Failed(f"MAAS failed to release {name}: {status}"
                       + (f": {detail}" if detail else ""), details={"maas_status": status})
     if status in IN_PROGRESS:
+        if status == "Disk erasing":  # seen erasing: true even when another worker asked
+            state["erase"] = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
+            state["requested"] = True
         return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
     if status in NOTHING_TO_RELEASE:
-        how = "released" if state.get("requested") else f"{status}, nothing to release"
-        return Done(f"MAAS: {how}", data={"status": status})
-    erase = (ctx.previous.get("wipe_disks") or {}).get("maas_erase")
+        requested = bool(state.get("requested"))
+        how = "released" if requested else f"{status}, nothing to release"
+        erase = state.get("erase")
+        if erase:
+            how += f" after its {erase} erase of every disk"
+        return Done(f"MAAS: {how}", data={"status": status, "requested": requested,
+                                          "erase": erase, "at": ctx.clock()})
+    erase = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
+    state["erase"] = erase
     maas.release(machine.system_id, erase)
     state["requested"] = True
     return Retry(ctx.settings.maas_poll, "release requested")
@@ -155,8 +185,19 @@ def forget(ctx: NodeContext) -> Outcome:
     if ctx.ports.records is None:
         return Done("Torn down")
     ctx.ports.records.torn_down(ctx.node.name, True)
+    kept = [d["disk"] for d in (ctx.previous.get("plan_wipe") or {}).get("disks") or []
+            if d["result"] == "kept"]
+    ctx.ports.records.set_kept_disks(ctx.node.name, kept)
     cleared = ctx.ports.records.clear_reboots(ctx.node.name)
     return Done(f"Torn down; {cleared} reboot request(s) cleared", data={"cleared": cleared})
+
+
+def report_disks(ctx: NodeContext) -> Outcome:
+    """Per disk: kept or wiped, by which method, verified by what, and when."""
+    disks = wipe.report(ctx.previous, iso)
+    text = "; ".join(wipe.describe_entry(d) for d in disks)
+    return Done(f"Disks: {text or 'none in the design'}", data={"disks": disks},
+                records=tuple(disks))
 
 
 def retire(ctx: NodeContext) -> Outcome:
@@ -169,12 +210,13 @@ def retire(ctx: NodeContext) -> Outcome:
 
 def steps(options: dict[str, Any]) -> list[StepDef]:
     out = [
+        StepDef("plan_wipe", plan_wipe, lambda s: s.power_timeout),
         StepDef("power_off", power_off, lambda s: s.power_timeout),
-        StepDef("wipe_disks", wipe_disks, lambda s: s.power_timeout),
+        StepDef("wipe_disks", wipe_disks, lambda s: s.release_timeout),
         StepDef("release", release, lambda s: s.release_timeout),
-        StepDef("wipe_os_disk", wipe_os_disk, lambda s: s.release_timeout),
         StepDef("delete", delete, lambda s: s.release_timeout),
         StepDef("forget", forget, lambda s: s.release_timeout),
+        StepDef("report_disks", report_disks, lambda s: s.release_timeout),
     ]
     if options.get("retire"):
         out.append(StepDef("retire", retire, lambda s: s.release_timeout))

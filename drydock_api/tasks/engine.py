@@ -11,6 +11,7 @@ from drydock_api.drivers.ports import DriverError
 from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Retry, StepDef
 
 LOG = logging.getLogger(__name__)
+MAX_RETRY_DELAY = 30.0
 
 
 class StepEngine:
@@ -25,18 +26,25 @@ class StepEngine:
         settings = ctx.settings
         timeout = step.timeout(settings)
         started = self._clock()
-        transient = 0
+        transient, failing_since = 0, 0.0
         while True:
             if ctx.cancelled():
                 return Failed(f"{step.name}: abandoned, another worker holds the task now")
             try:
                 outcome = step.fn(ctx)
             except DriverError as exc:
-                if exc.transient and transient < settings.retries:
+                failing_since = failing_since if transient else self._clock()
+                outage = self._clock() - failing_since
+                if exc.transient and (transient < settings.retries
+                                      or outage < settings.outage_window):
                     transient += 1
-                    self._sleep(settings.retry_delay * 2 ** (transient - 1))
+                    self._sleep(min(settings.retry_delay * 2 ** (transient - 1),
+                                    MAX_RETRY_DELAY))
                     continue
-                return Failed(f"{step.name}: {exc.message}", details=exc.details or None)
+                tries = f"{transient + 1} tries" + (f" over {outage:.0f} s" if outage >= 1
+                                                    else "")
+                return Failed(f"{step.name}: {exc.message} ({tries})",
+                              details=exc.details or None)
             except BerthError as exc:
                 return Failed(f"{step.name}: {exc.message}")
             except ValueError as exc:
@@ -44,6 +52,7 @@ class StepEngine:
             except Exception as exc:  # a bug in a step must fail the node, not the worker
                 LOG.exception("Step %s on %s raised", step.name, ctx.node.name)
                 return Failed(f"{step.name}: internal error: {type(exc).__name__}: {exc}")
+            transient = 0  # the outage, if any, is over
             if not isinstance(outcome, Retry):
                 return outcome
             if self._clock() - started + outcome.delay > timeout:

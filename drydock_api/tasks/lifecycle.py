@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
+
+import yaml
 
 from drydock_api.drivers.ports import BlockDevice, Machine
 from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, Retry, StepDef
@@ -110,9 +113,47 @@ def _lay_out(ctx: NodeContext, system_id: str, device: BlockDevice,
             maas.format_partition(system_id, device.id, part_id, fstype, mount)
 
 
+def _kept(ctx: NodeContext) -> list[str]:
+    records = ctx.ports.records
+    return records.kept_disks(ctx.node.name) if records is not None else []
+
+
+def _leave_unused(ctx: NodeContext, system_id: str, device: BlockDevice) -> None:
+    """A kept disk: no partition or filesystem in MAAS's layout, so curtin never touches it
+    (these are record edits; no byte on the disk changes)."""
+    maas = ctx.ports.maas
+    for part in device.partitions:
+        maas.delete_partition(system_id, device.id, part.id)
+    if device.fstype:
+        maas.unformat_device(system_id, device.id)
+
+
+def kept_mounts(ctx: NodeContext) -> list[list[str]]:
+    """cloud-init `mounts` entries for the kept disks' existing filesystems, as designed:
+    partition n of the design is /dev/<disk><n>."""
+    storage = ctx.node.data.get("storage")
+    devices = (storage.get("physical_devices") if isinstance(storage, dict) else None) or {}
+    out = []
+    for name in _kept(ctx):
+        for index, (_, fstype, mount) in enumerate(_wanted(devices.get(name)), start=1):
+            if mount:
+                out.append([f"/dev/{name}{index}", str(mount), str(fstype or "auto"),
+                            "defaults,nofail", "0", "2"])
+    return out
+
+
+def user_data(ctx: NodeContext) -> str | None:
+    mounts = kept_mounts(ctx)
+    if not mounts:
+        return None
+    text = "#cloud-config\n" + yaml.safe_dump({"mounts": mounts}, default_flow_style=None)
+    return base64.b64encode(text.encode()).decode()
+
+
 def apply_storage(ctx: NodeContext) -> Outcome:
     """Make MAAS's storage configuration match the design, disk by disk; a disk already laid
-    out as designed is left untouched (its data survives)."""
+    out as designed is left as it is. Disks kept by a preserving teardown are left out of the
+    layout (unpartitioned, unformatted): deploy mounts their existing filesystems instead."""
     machine = _machine(ctx)
     if machine is None:
         return Failed("MAAS no longer knows the machine")
@@ -125,8 +166,13 @@ def apply_storage(ctx: NodeContext) -> Outcome:
     if missing:
         return Failed(f"MAAS found no disk {', '.join(missing)} on {ctx.node.name} "
                       f"(found: {', '.join(sorted(have)) or 'none'})")
-    changed, kept = [], []
+    changed, kept, preserved = [], [], []
+    keep = set(_kept(ctx))
     for name, spec in devices.items():
+        if name in keep:
+            _leave_unused(ctx, machine.system_id, have[name])
+            preserved.append(name)
+            continue
         wanted = _wanted(spec)
         current = [(p.fstype, p.mount_point) for p in have[name].partitions]
         if current == [(f, m) for _, f, m in wanted] and not have[name].fstype:
@@ -136,8 +182,10 @@ def apply_storage(ctx: NodeContext) -> Outcome:
         changed.append(name)
     parts = [f"laid out {', '.join(changed)}"] if changed else []
     parts += [f"{', '.join(kept)} already as designed"] if kept else []
+    parts += [f"{', '.join(preserved)} kept out of the layout (preserved data, mounted as it "
+              "is at deploy)"] if preserved else []
     return Done("Storage: " + "; ".join(parts or ["no disks in the design"]),
-                data={"changed": changed, "kept": kept})
+                data={"changed": changed, "kept": kept, "preserved": preserved})
 
 
 def _platform(ctx: NodeContext, key: str) -> str:
@@ -165,9 +213,11 @@ def deploy(ctx: NodeContext) -> Outcome:
         status = "Allocated"
     if status == "Allocated":
         image, kernel = _platform(ctx, "image"), _platform(ctx, "kernel")
-        maas.deploy(machine.system_id, image, kernel or None)
+        maas.deploy(machine.system_id, image, kernel or None, user_data(ctx))
         state["requested"] = True
-        return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}")
+        mounts = ", ".join(f"{m[0]} at {m[1]}" for m in kept_mounts(ctx))
+        return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}"
+                     + (f"; mounting kept {mounts}" if mounts else ""))
     return Failed(f"MAAS status {status}: not ready to deploy (prepare_nodes first)",
                   details={"maas_status": status})
 

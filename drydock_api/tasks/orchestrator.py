@@ -20,7 +20,14 @@ from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.tasks.actions import ActionDef
 from drydock_api.tasks.engine import StepEngine
-from drydock_api.tasks.outcomes import Failed, NodeContext, Ports, SiteContext, StepSettings
+from drydock_api.tasks.outcomes import (
+    Done,
+    Failed,
+    NodeContext,
+    Ports,
+    SiteContext,
+    StepSettings,
+)
 from drydock_api.tasks.states import TaskResult, TaskStatus, summarize
 
 LOG = logging.getLogger(__name__)
@@ -180,8 +187,12 @@ class Orchestrator:
                                      step=step.name, context_type="node", context=node.name)
             result = TaskResult.SUCCESS if ok else TaskResult.FAILURE
             data = None if isinstance(outcome, Failed) else outcome.data
+            records = [simple_message(f"{node.name}: {r.get('disk', '')} {r.get('result', '')}"
+                                      .strip(), error=False, node=node.name, step=step.name,
+                                      context_type="node", context=node.name, **r)
+                       for r in (outcome.records if isinstance(outcome, Done) else ())]
             self._progress.finish(step_row, result=result, status=TaskStatus.COMPLETE,
-                                  data=data, messages=[message])
+                                  data=data, messages=[message, *records])
             LOG.info("%s %s %s: %s", row.action, node.name, step.name, text)
             if not ok:
                 self._progress.finish(sub, result=TaskResult.FAILURE, status=TaskStatus.COMPLETE)

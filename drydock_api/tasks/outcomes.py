@@ -16,6 +16,7 @@ class Done:
     message: str
     data: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    records: tuple[dict[str, Any], ...] = ()   # each becomes one more message (e.g. per disk)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class NodeRecords(Protocol):
 
     def retired(self, name: str) -> tuple[bool, str | None]: ...
 
+    def kept_disks(self, name: str) -> list[str]: ...
+
+    def set_kept_disks(self, name: str, disks: list[str]) -> None: ...
+
 
 @dataclass(frozen=True)
 class StepSettings:
@@ -66,6 +71,7 @@ class StepSettings:
     maas_poll: float = 5.0
     retry_delay: float = 1.0
     retries: int = 3
+    outage_window: float = 0.0  # transient BMC/MAAS failures are retried this long (s)
     enlist_timeout: float = 1800.0
     commission_timeout: float = 3600.0
     deploy_timeout: float = 3600.0

@@ -18,7 +18,7 @@ from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TreeMessages
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design
-from drydock_api.nodes.filters import check_filter, select_nodes
+from drydock_api.nodes.filters import CRITERIA, check_filter, select_nodes
 from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
 from drydock_api.tasks.render import task_body
 from drydock_api.tasks.states import TaskStatus
@@ -38,6 +38,21 @@ class UnsupportedAction(BadRequest):
 def _invalid(problems: list[str]) -> ValidationFailed:
     return ValidationFailed("Invalid task request", messages=[
         validation_message(p, name="TaskRequest") for p in problems])
+
+
+def _filter_or_all(action: str, node_filter: Any, options: dict[str, Any]) -> list[str]:
+    """A destructive action without a node filter would select every node of the design:
+    only with an explicit `options.all_nodes: true`."""
+    selects_all = node_filter is None
+    if isinstance(node_filter, dict) and isinstance(node_filter.get("filter_set"), list):
+        bare = [isinstance(e, dict) and not any(e.get(k) for k in CRITERIA)
+                for e in node_filter["filter_set"]]
+        union = node_filter.get("filter_set_type", "union") == "union"
+        selects_all = bool(bare) and (any(bare) if union else all(bare))
+    if selects_all and options.get("all_nodes") is not True:
+        return [f"{action} without a node_filter selects every node of the design: give a "
+                "node_filter, or options.all_nodes: true to really mean every node"]
+    return []
 
 
 class TaskService:
@@ -65,6 +80,8 @@ class TaskService:
         problems += check_filter(body.get("node_filter"))
         if isinstance(action, str) and action in self._actions:
             problems += self._actions[action].check_options(options)
+            if self._actions[action].needs_filter:
+                problems += _filter_or_all(action, body.get("node_filter"), options)
         if problems:
             raise _invalid(problems)
         if action not in self._actions:

@@ -16,6 +16,7 @@ class FakeEtcd:
         self.leaders: dict[str, int] = {}
         self.down: set[str] = set()
         self.unhealthy: set[str] = set()
+        self.learners: set[str] = set()  # answer, but refuse linearizable reads as learners do
         self.unreachable_clusters: set[str] = set()
         self.removed: list[str] = []
         self.moves: list[tuple[str, str]] = []
@@ -41,6 +42,9 @@ class FakeEtcd:
         if member.name in self.down or cluster.name in self.unreachable_clusters:
             return MemberHealth(member, reachable=False, healthy=False, error="connection refused")
         leader = self.leaders.get(cluster.name)
+        if member.name in self.learners:
+            return MemberHealth(member, reachable=True, healthy=False, leader_id=leader,
+                                error="etcdserver: rpc not supported for learner")
         return MemberHealth(member, reachable=True, healthy=member.name not in self.unhealthy,
                             leader_id=leader)
 

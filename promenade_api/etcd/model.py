@@ -24,6 +24,11 @@ class ClusterSpec:
     min_healthy: int = 0
     tls: TlsFiles = TlsFiles()
 
+    def may_have_member_on(self, node: str) -> bool:
+        """False only when the document lists the cluster's members and none is on `node`
+        (such a cluster is not impacted by the node and is not even asked)."""
+        return not self.members or node in self.members or node in self.members.values()
+
     def member_names_of(self, node: str) -> set[str]:
         """Member names that live on `node` (a member named like the node counts too)."""
         names = {m for m, n in self.members.items() if n == node}

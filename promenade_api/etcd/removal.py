@@ -52,7 +52,8 @@ class EtcdRemover:
         deadline = self._clock() + timeout
         messages: list[Message] = []
         for cluster in clusters:
-            messages += self._remove_from(cluster, node, deadline)
+            if cluster.may_have_member_on(node):
+                messages += self._remove_from(cluster, node, deadline)
         if not messages:
             messages.append(simple_message(f"{node} has no etcd members", error=False))
         return messages
@@ -83,8 +84,15 @@ class EtcdRemover:
                                   "was changed", messages=[simple_message(exc.message)]) from exc
         targets = [h.member for h in health if h.member.name in names]
         if not targets:
-            return []
+            return [simple_message(f"{node} has no member in etcd cluster {cluster.name} "
+                                   "(already removed)", error=False, cluster=cluster.name)]
         verdict = project(health, {m.id for m in targets}, cluster.min_healthy)
+        learners = [h.member.name for h in health if "learner" in h.error.lower()]
+        if learners:
+            raise RemoveEtcdError(
+                f"etcd cluster {cluster.name} has a learner ({', '.join(learners)}) being "
+                "added; no member is removed until it is promoted; nothing was changed",
+                details={"cluster": cluster.name, "learners": learners})
         if not verdict.allowed:
             raise RemoveEtcdError(
                 f"Removing {node} from etcd cluster {cluster.name} would break it; nothing "
@@ -95,6 +103,12 @@ class EtcdRemover:
                 details={"cluster": cluster.name, "lost_members": list(verdict.lost)})
         out = []
         for member in targets:
+            dead = next((h for h in health if h.member.id == member.id and not h.reachable),
+                        None)
+            if dead is not None:
+                out.append(simple_message(
+                    f"Member {member.name} of {cluster.name} is down ({dead.error}); it was "
+                    "counted as lost and removed", error=False, cluster=cluster.name))
             self._move_leadership(cluster, member, health, deadline)
             lock.renew()
             self._remove_and_confirm(cluster, member, deadline, lock.renew)
@@ -188,6 +202,7 @@ class EtcdRemover:
                     timeout: int) -> dict[str, Any]:
         """Poll until every cluster keeps quorum and threshold without the node's members."""
         deadline = self._clock() + timeout
+        clusters = [c for c in clusters if c.may_have_member_on(node)]  # only if impacted
         while True:
             unstable = [c.name for c in clusters if not self._stable(c, node)]
             if not unstable:

@@ -22,6 +22,7 @@ from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound, Ku
 
 LOG = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 
 def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient | None:
@@ -137,6 +138,12 @@ class KubeClient:
             return self.get_node(name)
         return Node.from_obj(self._call("PATCH", f"/api/v1/nodes/{quote(name)}", body=patch,
                                         content_type=MERGE_PATCH))
+
+    def add_taint(self, name: str, taint: Mapping[str, str]) -> Node:
+        # spec.taints merges by key in a strategic merge patch: other taints stay.
+        return Node.from_obj(self._call("PATCH", f"/api/v1/nodes/{quote(name)}",
+                                        body={"spec": {"taints": [dict(taint)]}},
+                                        content_type=STRATEGIC_PATCH))
 
     def delete_node(self, name: str) -> None:
         self._call("DELETE", f"/api/v1/nodes/{quote(name)}")

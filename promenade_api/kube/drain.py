@@ -22,6 +22,17 @@ from promenade_api.kube.port import KubePort
 LOG = logging.getLogger(__name__)
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
+WAIT_SLICE = 1.0  # waits for pods to leave are sliced so a cancellation is seen within this
+
+
+# Spec 002: per-node agents whose controllers are not the built-in DaemonSet, which kubectl
+# alone protects. An entry is a kind, or "api-group/Kind" for a kind of one API group.
+DAEMONSET_LIKE_KINDS = ("ConfiguredDaemonSet", "apps.kruise.io/DaemonSet")
+
+
+def daemonset_like(kind: str, api_version: str, kinds: Sequence[str]) -> bool:
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return kind in kinds or bool(group and f"{group}/{kind}" in kinds)
 
 
 @dataclass(frozen=True)
@@ -33,7 +44,7 @@ class DrainSettings:
     lock_patterns: tuple[str, ...] = ("eviction-lock.berth.io/*",
                                       "l2-lock.maintenance.yaook.cloud/*")
     lock_poll_interval: float = 5.0
-    daemonset_like_kinds: tuple[str, ...] = ()
+    daemonset_like_kinds: tuple[str, ...] = DAEMONSET_LIKE_KINDS
     parallelism: int = 16
     hold_annotation: str = "berth.io/eviction-hold"
 
@@ -76,7 +87,7 @@ def plan_drain(pods: Iterable[Pod], settings: DrainSettings,
             plan.awaiting.append(pod)
         elif pod.terminal:
             plan.delete.append(pod)
-        elif ctl and ctl.kind in settings.daemonset_like_kinds:
+        elif ctl and daemonset_like(ctl.kind, ctl.api_version, settings.daemonset_like_kinds):
             plan.skipped.append((pod, f"managed by {ctl.kind} {ctl.name} (DaemonSet-like)"))
         elif ctl and ctl.kind == "DaemonSet" and daemonset_exists(pod.namespace, ctl.name):
             plan.skipped.append((pod, f"managed by DaemonSet {ctl.name}"))
@@ -121,8 +132,9 @@ class Drainer:
     """One drain of one node; `run()` returns the report or raises DrainNodeError."""
 
     def __init__(self, kube: KubePort, settings: DrainSettings, *, clock: Clock,
-                 sleep: Sleep) -> None:
+                 sleep: Sleep, check: Callable[[], None] = lambda: None) -> None:
         self._kube, self._s, self._clock, self._sleep = kube, settings, clock, sleep
+        self._check = check  # raises at a safe point when the drain is cancelled
 
     def run(self, node: str, timeout: int, grace_period: int) -> DrainReport:
         validate_timeouts(timeout, grace_period)
@@ -175,6 +187,7 @@ class Drainer:
                     + [simple_message(f"Pod {p} still present on {node}", pod=p) for p in pods],
                     details={"locks": locks, "node": node, "remaining_pods": pods})
             LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(locks))
+            self._check()
             self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
             locks = held_locks(self._kube.get_node(node).annotations, self._s.lock_patterns)
 
@@ -224,6 +237,7 @@ class Drainer:
             return []
         LOG.info("drain %s: %d eviction(s) refused (%s); retrying in %ss", node, len(retry),
                  retry[0][1], self._s.retry_delay)
+        self._check()
         self._sleep(self._s.retry_delay)
         return [pod for pod, _ in retry]
 
@@ -231,8 +245,16 @@ class Drainer:
                failures: dict[str, str]) -> None:
         if not pods:
             return
-        left = self._kube.wait_pods_gone(node, [p.uid for p in pods],
-                                         max(0.0, deadline - self._clock()))
+        left = {p.uid for p in pods}
+        while True:
+            started = self._clock()
+            piece = min(WAIT_SLICE, max(0.0, deadline - started))
+            left = self._kube.wait_pods_gone(node, left, piece)
+            if not left or self._clock() >= deadline:
+                break
+            self._check()
+            if self._clock() - started < piece:  # answered early: do not spin
+                self._sleep(piece - (self._clock() - started))
         for pod in pods:
             if pod.uid in left:
                 failures.setdefault(pod.key, f"{pod.key}: still present on {node} at the timeout")

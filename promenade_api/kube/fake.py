@@ -28,6 +28,7 @@ class FakeKube:
         self.down = False
         self.eviction_supported = True
         self.on_wait: Callable[[], None] | None = None
+        self.on_taint: Callable[[str, dict[str, str]], None] | None = None
         self._uids = itertools.count(1)
         self._versions = itertools.count(1)
         self._lock = threading.RLock()
@@ -80,6 +81,17 @@ class FakeKube:
                        unschedulable=node.unschedulable if unschedulable is None
                        else unschedulable)
         self.nodes[name] = node
+        return node
+
+    def add_taint(self, name: str, taint: Mapping[str, str]) -> Node:
+        self._check("add_taint", name)
+        node = self.get_node(name)
+        others = tuple(t for t in node.taints if (t.get("key"), t.get("effect"))
+                       != (taint.get("key"), taint.get("effect")))
+        node = replace(node, taints=(*others, dict(taint)))
+        self.nodes[name] = node
+        if self.on_taint:
+            self.on_taint(name, dict(taint))
         return node
 
     def list_pods(self, node: str) -> list[Pod]:

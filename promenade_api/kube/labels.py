@@ -16,6 +16,9 @@ from promenade_api.kube.port import KubePort
 
 LOG = logging.getLogger(__name__)
 DECOMMISSION_LABEL = "promenade-decomission"
+# Spec 002: lock holders watch the maintenance label; clear-labels never removes it (the node
+# keeps it until it is back in service: relabelled with its design labels, or a new Node).
+MAINTENANCE_LABELS = ("maintenance.berth.io/*", "maintenance.yaook.cloud/*")
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -28,7 +31,8 @@ def is_kubernetes_label(key: str) -> bool:
 
 
 def kept(key: str, keep: Sequence[str]) -> bool:
-    return is_kubernetes_label(key) or any(fnmatch.fnmatchcase(key, p) for p in keep)
+    return is_kubernetes_label(key) or any(fnmatch.fnmatchcase(key, p)
+                                           for p in (*keep, *MAINTENANCE_LABELS))
 
 
 def label_problems(labels: Any) -> list[str]:

@@ -18,18 +18,26 @@ class Node:
     annotations: dict[str, str] = field(default_factory=dict)
     unschedulable: bool = False
     ready: str = "True"  # the Ready condition's status: True | False | Unknown
+    ready_since: str | None = None  # when the Ready condition last changed (RFC 3339)
+    taints: tuple[Obj, ...] = ()
 
     @classmethod
     def from_obj(cls, obj: Obj) -> Node:
         meta = obj.get("metadata") or {}
-        ready = "Unknown"
+        ready, since = "Unknown", None
         for cond in (obj.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "Ready":
                 ready = str(cond.get("status", "Unknown"))
+                since = cond.get("lastTransitionTime")
+        spec = obj.get("spec") or {}
         return cls(name=str(meta.get("name", "")), labels=dict(meta.get("labels") or {}),
                    annotations=dict(meta.get("annotations") or {}),
-                   unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
-                   ready=ready)
+                   unschedulable=bool(spec.get("unschedulable")),
+                   ready=ready, ready_since=str(since) if since else None,
+                   taints=tuple(dict(t) for t in spec.get("taints") or []))
+
+    def has_taint(self, key: str, effect: str) -> bool:
+        return any(t.get("key") == key and t.get("effect") == effect for t in self.taints)
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class Pod:
     deleting: bool = False
     node_selector: dict[str, str] = field(default_factory=dict)
     node_affinity_terms: tuple[Obj, ...] = ()  # required nodeSelectorTerms
+    tolerations: tuple[Obj, ...] = ()
 
     @property
     def key(self) -> str:
@@ -75,6 +84,20 @@ class Pod:
     @property
     def terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    def tolerates(self, taint: Obj) -> bool:
+        """Whether a toleration of the pod matches the taint (key, value and effect)."""
+        for tol in self.tolerations:
+            if tol.get("effect") not in (None, "", taint.get("effect")):
+                continue
+            exists = tol.get("operator") == "Exists"
+            if not tol.get("key"):
+                if exists:
+                    return True
+            elif tol.get("key") == taint.get("key") and (
+                    exists or tol.get("value", "") == taint.get("value", "")):
+                return True
+        return False
 
     @classmethod
     def from_obj(cls, obj: Obj) -> Pod:
@@ -96,7 +119,8 @@ class Pod:
             has_empty_dir=any("emptyDir" in (v or {}) for v in spec.get("volumes") or []),
             deleting=bool(meta.get("deletionTimestamp")),
             node_selector=dict(spec.get("nodeSelector") or {}),
-            node_affinity_terms=tuple(affinity.get("nodeSelectorTerms") or ()))
+            node_affinity_terms=tuple(affinity.get("nodeSelectorTerms") or ()),
+            tolerations=tuple(dict(t) for t in spec.get("tolerations") or []))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ class KubePort(Protocol):
                    unschedulable: bool | None = None) -> Node:
         """Merge-patch labels/annotations (None removes a key) and spec.unschedulable."""
 
+    def add_taint(self, name: str, taint: Mapping[str, str]) -> Node:
+        """Add (or update, by key and effect) one taint of the node."""
+
     def list_pods(self, node: str) -> list[Pod]:
         """Every pod bound to the node, in all namespaces."""
 

@@ -8,7 +8,7 @@ from typing import Any
 from common.status import simple_message
 from promenade_api.errors import DeleteNodeError, NodeNotDrained
 from promenade_api.kube.drain import DrainSettings, plan_drain
-from promenade_api.kube.labels import DECOMMISSION_LABEL, is_kubernetes_label
+from promenade_api.kube.labels import DECOMMISSION_LABEL, kept
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 
 LOG = logging.getLogger(__name__)
@@ -25,8 +25,8 @@ def removal_problems(kube: KubePort, node: str, settings: DrainSettings) -> list
     left = sorted(p.key for p in plan.evict + plan.hold)
     if left:
         problems.append(f"{node} still runs evictable pods: {', '.join(left)}")
-    extra = sorted(k for k in current.labels
-                   if k != DECOMMISSION_LABEL and not is_kubernetes_label(k))
+    extra = sorted(k for k in current.labels  # the maintenance labels stay to the end
+                   if k != DECOMMISSION_LABEL and not kept(k, ()))
     if extra:
         problems.append(f"{node} still has labels: {', '.join(extra)} (clear them first)")
     return problems

@@ -10,7 +10,7 @@ import falcon
 from common.body import read_json
 from common.policy import authorize
 from common.status import Message, simple_message, status_body
-from promenade_api.decommission import DecommissionParams, decommission
+from promenade_api.decommission import DecommissionParams, decommission, request_cancel
 from promenade_api.resources.params import Query, design_ref_body
 from promenade_api.service import Promenade
 
@@ -120,15 +120,32 @@ class DecommissionResource:
 
     @authorize("promenade:decommission_node")
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
-        query = Query(req, self.PARAMS)
-        values = [query.whole(name) for name in self.PARAMS]
-        params = DecommissionParams(*values)
+        query = Query(req, (*self.PARAMS, "fenced"))
+        t = [query.whole(name) for name in self.PARAMS]
+        params = DecommissionParams(t[0], t[1], t[2], t[3], t[4], fenced=query.flag("fenced"))
         query.check(*_drain_rules(self._svc, params.drain_timeout, params.drain_grace_period,
                                   ("drain-node-timeout", "drain-node-grace-period")),
                     (params.remove_etcd_timeout == 0, "remove-etcd-timeout must be at least 1"))
-        clusters = self._svc.clusters(design_ref_body(req), req.context.berth, required=False)
-        messages = decommission(self._svc, node_id, clusters, params)
+        clusters, nodes = self._svc.decommission_inputs(design_ref_body(req), req.context.berth)
+        messages = decommission(self._svc, node_id, clusters, params, nodes)
         render(resp, f"Decommissioned {node_id}", messages, {"node": node_id})
+
+
+class DecommissionCancelResource:
+    """POST /nodes/{node_id}/decommission/cancel: running decommissions stop at a safe point."""
+
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:decommission_node")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        Query(req, []).check()
+        if not request_cancel(self._svc.kube, node_id, self._svc.wall()):
+            render(resp, f"{node_id} is not known to Kubernetes: nothing to cancel", [],
+                   {"node": node_id, "cancel_requested": False})
+            return
+        render(resp, f"Cancellation of the decommission of {node_id} requested", [],
+               {"node": node_id, "cancel_requested": True})
 
 
 class NodeLabelsResource:

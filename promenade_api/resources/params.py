@@ -34,6 +34,16 @@ class Query:
             return None
         return int(str(raw).strip())
 
+    def flag(self, name: str) -> bool:
+        """A true/false parameter (absent: false)."""
+        raw = self._req.params.get(name)
+        if raw is None:
+            return False
+        if isinstance(raw, list) or str(raw).lower() not in ("true", "false"):
+            self.problems.append(f"{name} must be true or false, not {raw!r}")
+            return False
+        return str(raw).lower() == "true"
+
     def check(self, *rules: tuple[bool, str]) -> None:
         """Add each message whose condition is true, then raise 400 if anything is wrong."""
         self.problems += [message for failed, message in rules if failed]

@@ -184,6 +184,13 @@ def _report(deployment: Deployment, task_id: str | None) -> dict[str, Any]:
     return report
 
 
+def cancel(ctx: StepContext) -> None:
+    """Stop or timeout: the Drydock task of the group in flight stops at a safe point."""
+    pending = (ctx.memo.get(MEMO) or {}).get("call")
+    if pending is not None:
+        _drydock(ctx).terminate_task(str(pending["task_id"]), ctx=ctx.request_context())
+
+
 def baremetal_policy(ctx: StepContext) -> StepPolicy:
     """Bounded by every group's prepare and deploy timeouts (each call has its own bound)."""
     state = ctx.memo.get(MEMO)

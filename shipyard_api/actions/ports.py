@@ -34,10 +34,12 @@ class ActionSettings:
     step_retries: int = 3
     step_backoff: float = 5.0
     max_backoff: float = 300.0
+    outage_window: float = 300.0
 
     def policy(self, timeout: float) -> StepPolicy:
         return StepPolicy(timeout=float(timeout), retries=self.step_retries,
-                          backoff=self.step_backoff, max_backoff=self.max_backoff)
+                          backoff=self.step_backoff, max_backoff=self.max_backoff,
+                          outage_window=self.outage_window)
 
 
 @dataclass

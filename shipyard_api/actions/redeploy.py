@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from common.errors import BadGateway, Conflict, NotFound
-from shipyard_api.actions import steps
+from common.context import RequestContext
+from common.errors import BadGateway, Conflict, NotFound, ValidationFailed
+from common.status import validation_message
+from shipyard_api.actions import fencing, steps
 from shipyard_api.actions.design import decommission_timeouts, node_names
 from shipyard_api.actions.params import REVISIONS, Params, version_of
-from shipyard_api.actions.ports import DocumentsPort, services
+from shipyard_api.actions.ports import DocumentsPort, Services, services
 from shipyard_api.clients.ports import node_names_filter, node_ready
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
 from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
 
 NAME = "redeploy_server"
-PARAMS = ("target_nodes", "preserve-local-storage", "target-revision")
+PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase")
+OS_DISK_ERASE = ("bmc", "none")
+ERASE = ("secure", "secure-only", "quick", "zero")
 
 
 def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
@@ -24,6 +28,7 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     targets = p.nodes("target_nodes", required=True)
     preserve = p.boolean("preserve-local-storage")
     revision_name = p.choice("target-revision", REVISIONS, "successful-site-action")
+    wipe = _wipe_params(p, raw, preserve)
     p.raise_if_invalid()
     revision = documents.revision_id(version_of(revision_name))
     if revision is not None and targets:
@@ -33,8 +38,56 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
                 p.problem(f"{name} is not a node of design revision {revision}")
         p.raise_if_invalid()
     params = {"target_nodes": targets, "preserve-local-storage": preserve,
-              "target-revision": revision_name}
+              "target-revision": revision_name, **wipe}
     return Prepared(params, targets, revision)
+
+
+def _wipe_params(p: Params, raw: Mapping[str, Any], preserve: bool) -> dict[str, str]:
+    """os-disk-erase (with preserve-local-storage): bmc, or none (the redeploy overwrites the
+    OS disk; nothing erases it). erase (full wipes): secure, secure-only, quick, zero."""
+    out = {}
+    if "os-disk-erase" in raw:
+        out["os-disk-erase"] = p.choice("os-disk-erase", OS_DISK_ERASE, "bmc")
+        if not preserve:
+            p.problem("Parameter os-disk-erase needs preserve-local-storage=true")
+    if "erase" in raw:
+        out["erase"] = p.choice("erase", ERASE, "secure")
+        if preserve:
+            p.problem("Parameter erase is for full wipes: not with preserve-local-storage=true")
+    return out
+
+
+def destroy_options(params: Mapping[str, Any]) -> dict[str, Any]:
+    options: dict[str, Any] = {"preserve_local_storage":
+                               bool(params.get("preserve-local-storage", False))}
+    if params.get("os-disk-erase"):
+        options["os_disk_erase"] = params["os-disk-erase"]
+    if params.get("erase"):
+        options["erase"] = str(params["erase"]).replace("-", "_")
+    return options
+
+
+def admit(prepared: Prepared, services_: Any, ctx: RequestContext) -> None:
+    """Before anything is touched: every target is a node Drydock may redeploy (not retired)
+    and can tear down as asked (each wipe real: see Drydock's wipe plan). 400 naming each."""
+    if prepared.revision_id is None or not prepared.targets:
+        return  # preflight reports the missing revision
+    svc = cast(Services, services_)
+    design_ref = svc.documents.design_ref(prepared.revision_id, svc.settings.public_url)
+    targets = list(prepared.targets)
+    problems = [f"{n['hostname']} is retired"
+                + (f" ({n['retired_reason']})" if n.get("retired_reason") else "")
+                + ": a retired node is never redeployed; unretire it first"
+                for n in svc.drydock.nodes(design_ref, ctx=ctx)
+                if n.get("hostname") in targets and n.get("retired")]
+    plans = svc.drydock.wipe_plan(design_ref, targets, destroy_options(prepared.parameters),
+                                  ctx=ctx)
+    problems += [str(plan["refusal"]) for plan in plans if plan.get("refusal")]
+    if problems:
+        raise ValidationFailed("redeploy_server refused: " + "; ".join(problems),
+                               reason="RedeployRefused", messages=[
+                                   validation_message(p, name="RedeployPreflight")
+                                   for p in problems])
 
 
 def _node(ctx: StepContext) -> str:
@@ -46,18 +99,25 @@ def decommission(ctx: StepContext) -> Outcome:
     svc = services(ctx)
     d = steps.design(ctx)
     timeouts = decommission_timeouts(d["config"])
+    fenced = fencing.path_of(ctx) == fencing.FENCE_FIRST
     try:
         body = svc.promenade.decommission(_node(ctx), str(d["design_ref"]), timeouts,
-                                          ctx=ctx.request_context(), key=ctx.key())
+                                          ctx=ctx.request_context(), key=ctx.key(),
+                                          fenced=fenced)
     except BadGateway as exc:
         peer = exc.peer_status or {}
         if peer.get("reason") == "DisassociateStepFailure":
             return failed("DisassociateStepFailure", str(peer.get("message") or exc),
                           {"promenade": peer})
         raise
-    except NotFound as exc:
-        return failed("NodeNotFound", exc.message, exc.to_status())
-    return done(details={"promenade": body}, note="Promenade decommissioned the node")
+    except (NotFound, Conflict) as exc:
+        return failed(exc.instance_reason, exc.message, exc.to_status())
+    how = "fenced: pods removed by the out-of-service taint" if fenced else "drained"
+    return done(details={"promenade": body}, note=f"Promenade decommissioned the node ({how})")
+
+
+def cancel_decommission(ctx: StepContext) -> None:
+    services(ctx).promenade.cancel_decommission(_node(ctx), ctx=ctx.request_context())
 
 
 def decommission_policy(ctx: StepContext) -> StepPolicy:
@@ -73,10 +133,26 @@ def etcd_clusters(ctx: StepContext) -> set[str]:
 
 
 def destroy(ctx: StepContext) -> Outcome:
-    preserve = bool(ctx.parameters.get("preserve-local-storage", False))
-    return steps.drydock_task(ctx, "destroy_nodes", node_names_filter([_node(ctx)]),
-                              {"preserve_local_storage": preserve},
-                              steps.config_value(ctx, "physical_provisioner", "destroy_interval"))
+    outcome = steps.drydock_task(ctx, "destroy_nodes", node_names_filter([_node(ctx)]),
+                                 destroy_options(ctx.parameters),
+                                 steps.config_value(ctx, "physical_provisioner",
+                                                    "destroy_interval"))
+    disks = disk_report(outcome.details.get("task"))
+    if disks:
+        outcome.details["disks"] = disks  # the step shows each disk: kept or wiped, and how
+    return outcome
+
+
+def disk_report(task: Any) -> list[dict[str, Any]]:
+    """Drydock's per-disk messages of a destroy task: disk, result, method, verified_by, at."""
+    result = task.get("result") if isinstance(task, dict) else None
+    details = result.get("details") if isinstance(result, dict) else None
+    messages = details.get("messageList") if isinstance(details, dict) else None
+    if not isinstance(messages, list):
+        return []
+    return [{k: m.get(k) for k in ("disk", "result", "method", "verified_by", "at")}
+            for m in messages if isinstance(m, dict) and m.get("step") == "report_disks"
+            and "disk" in m]
 
 
 def remove_from_cluster(ctx: StepContext) -> Outcome:
@@ -127,16 +203,21 @@ def definition() -> ActionDefinition:
     return ActionDefinition(NAME, [
         StepDef("preflight", steps.preflight, steps.preflight_policy),
         StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
+        StepDef("assess_node", fencing.assess, steps.preflight_policy, per_node=True),
+        StepDef("fence_node", fencing.fence, _timeout(pp, "destroy_timeout"), per_node=True,
+                cancel=steps.terminate_task),
         StepDef("decommission", decommission, decommission_policy, per_node=True,
-                exclusive=etcd_clusters),
-        StepDef("destroy_nodes", destroy, _timeout(pp, "destroy_timeout"), per_node=True),
+                exclusive=etcd_clusters, cancel=cancel_decommission),
+        StepDef("destroy_nodes", destroy, _timeout(pp, "destroy_timeout"), per_node=True,
+                cancel=steps.terminate_task),
         StepDef("remove_from_cluster", remove_from_cluster, steps.preflight_policy,
                 per_node=True),
         StepDef("prepare_nodes", prepare_node, _timeout(pp, "prepare_node_timeout"),
-                per_node=True),
-        StepDef("deploy_nodes", deploy_node, _timeout(pp, "deploy_timeout"), per_node=True),
+                per_node=True, cancel=steps.terminate_task),
+        StepDef("deploy_nodes", deploy_node, _timeout(pp, "deploy_timeout"), per_node=True,
+                cancel=steps.terminate_task),
         StepDef("wait_node_ready", wait_ready, _timeout("kubernetes", "node_status_timeout"),
                 per_node=True),
         StepDef("relabel_nodes", relabel, _timeout(pp, "relabel_nodes_timeout"),
-                per_node=True),
-    ], prepare)
+                per_node=True, cancel=steps.terminate_task),
+    ], prepare, admit=admit)

@@ -29,8 +29,9 @@ class ActionService:
     def __init__(self, store: ActionStore, definitions: Mapping[str, ActionDefinition],
                  documents: DocumentsPort, *, clock: Callable[[], float] = time.time,
                  new_id: Callable[[], str] = new_ulid,
-                 wake: Callable[[], None] | None = None) -> None:
+                 wake: Callable[[], None] | None = None, services: Any = None) -> None:
         self.store = store
+        self.services = services
         self.definitions = definitions
         self.documents = documents
         self.clock = clock
@@ -53,6 +54,8 @@ class ActionService:
         if not isinstance(parameters, dict):
             raise BadRequest("parameters must be an object")
         prepared = definition.prepare(parameters, self.documents)
+        if definition.admit is not None and self.services is not None:
+            definition.admit(prepared, self.services, ctx)
         now = self.clock()
         row = ActionRow(
             id=self.new_id(), name=name, parameters=prepared.parameters,

@@ -82,7 +82,8 @@ def site_definition(name: str) -> ActionDefinition:
                 steps.preflight_policy),
         StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
         StepDef("validate_design", baremetal.validate_design, steps.preflight_policy),
-        StepDef("baremetal", baremetal.baremetal, baremetal.baremetal_policy),
+        StepDef("baremetal", baremetal.baremetal, baremetal.baremetal_policy,
+                cancel=baremetal.cancel),
         StepDef("relabel_nodes", relabel_nodes, relabel_policy),
     ], prepare_site, steps.tag_site_action)
 

@@ -103,8 +103,29 @@ def drydock_task(ctx: StepContext, action: str, node_filter: dict[str, Any] | No
     if outcome == "success":
         return done({"task_id": task_id}, details=details,
                     note=f"Drydock {action} task {task_id} succeeded")
+    causes = task_errors(task)
     return failed("DrydockTaskFailed", f"Drydock {action} task {task_id} ended {status} "
-                  f"with result {outcome or 'unknown'}", details)
+                  f"with result {outcome or 'unknown'}" + (f": {causes}" if causes else ""),
+                  details)
+
+
+def task_errors(task: Mapping[str, Any], limit: int = 3) -> str:
+    """The first errors Drydock reported for the task's nodes, in its own words."""
+    found: list[str] = []
+    for sub in (task.get("subtask_errors") or {}).values():
+        for m in ((sub or {}).get("details") or {}).get("messageList") or []:
+            text = str(m.get("message") or "")
+            node = m.get("node")
+            found.append(f"{node}: {text}" if node and not text.startswith(str(node)) else text)
+    more = f" (+{len(found) - limit} more)" if len(found) > limit else ""
+    return "; ".join(found[:limit]) + more
+
+
+def terminate_task(ctx: StepContext) -> None:
+    """Stop or timeout: the step's Drydock task (if one was created) stops at a safe point."""
+    task_id = ctx.memo.get("task_id")
+    if task_id is not None:
+        services(ctx).drydock.terminate_task(str(task_id), ctx=ctx.request_context())
 
 
 def _tree(svc: Services, task_id: str, rc: RequestContext) -> dict[str, Any]:

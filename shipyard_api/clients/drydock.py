@@ -36,6 +36,15 @@ class DrydockClient:
                                       params={"subtaskerrors": "true"})
         return dict(result or {})
 
+    def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
+        self._client.request("POST", f"{P}/tasks/{task_id}/terminate", ctx=ctx)
+
+    def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]:
+        """One node as Drydock sees it now: BMC power state (or why unknown), MAAS status."""
+        result = self._client.request("GET", f"{P}/nodes/{name}", ctx=ctx,
+                                      params={"design_ref": design_ref})
+        return dict(result or {})
+
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         """Every task of the tree by id, plus `init_task_id` (Drydock's layers=-1 view)."""
         result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
@@ -46,6 +55,14 @@ class DrydockClient:
         """Drydock's view of every node: MAAS status, power state, retirement."""
         params = {"design_ref": design_ref} if design_ref else None
         result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params)
+        return [dict(n) for n in result or []]
+
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
+                  ctx: RequestContext) -> list[dict[str, Any]]:
+        """How destroy_nodes would keep or wipe each disk of `nodes`, or why it refuses one
+        (Drydock's POST /wipeplan; nothing is touched)."""
+        result = self._client.request("POST", f"{P}/wipeplan", ctx=ctx, json_body={
+            "design_ref": design_ref, "node_names": list(nodes), "options": dict(options)})
         return [dict(n) for n in result or []]
 
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,

@@ -11,6 +11,8 @@ from common.context import RequestContext
 from common.errors import BadGateway, NotFound
 from common.status import status_body
 
+BMC_ACTIONS = ("power_off_nodes", "destroy_nodes", "prepare_nodes", "deploy_nodes")
+
 
 @dataclass
 class Call:
@@ -26,6 +28,9 @@ class FakePromenade:
 
     health: bool = True
     fail_decommission: set[str] = field(default_factory=set)
+    fenced: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    views: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # node views set
     ready_after: int = 1
     on_decommission: Callable[[str], None] | None = None
     calls: list[Call] = field(default_factory=list)
@@ -44,10 +49,12 @@ class FakePromenade:
             return self._answers.get(key)
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
-                     ctx: RequestContext, key: str) -> dict[str, Any]:
+                     ctx: RequestContext, key: str, fenced: bool = False) -> dict[str, Any]:
         cached = self._once("decommission", node, key, ctx)
         if cached is not None:
             return cached
+        if fenced:
+            self.fenced.append(node)
         if self.on_decommission:
             self.on_decommission(node)
         if node in self.fail_decommission:
@@ -58,6 +65,11 @@ class FakePromenade:
             self.effects.append(("decommission", node))
             self._answers[key] = answer
         return answer
+
+    def cancel_decommission(self, node: str, *, ctx: RequestContext) -> None:
+        with self._lock:
+            self.calls.append(Call("cancel_decommission", node, None, ctx.marker))
+            self.cancelled.append(node)
 
     def remove_from_cluster(self, node: str, *, ctx: RequestContext,
                             key: str) -> dict[str, Any]:
@@ -71,11 +83,18 @@ class FakePromenade:
         return answer
 
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
+        """`views[node]` when set; else Ready until removed from the cluster, then Ready
+        from the `ready_after`-th read on (the redeployed node joining)."""
         with self._lock:
             self.calls.append(Call("node_status", node, None, ctx.marker))
-            reads = self._status_reads.get(node, 0) + 1
-            self._status_reads[node] = reads
-        return {"name": node, "ready": reads >= self.ready_after}
+            if node in self.views:
+                view = self.views[node]
+                return None if view is None else dict(view)
+            reads = 0
+            if ("remove_from_cluster", node) in self.effects:
+                reads = self._status_reads[node] = self._status_reads.get(node, 0) + 1
+        ready = "True" if reads == 0 or reads >= self.ready_after else "Unknown"
+        return {"name": node, "kubelet": {"ready": ready, "ready_since": None}}
 
     def count(self, op: str, node: str | None = None) -> int:
         return sum(1 for o, n in self.effects if o == op and (node is None or n == node))
@@ -91,6 +110,10 @@ class FakeDrydock:
     calls: list[Call] = field(default_factory=list)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     node_list: list[dict[str, Any]] = field(default_factory=list)
+    power: dict[str, str] = field(default_factory=dict)  # node -> on/off (default on)
+    bmc_down: set[str] = field(default_factory=set)
+    terminated: list[str] = field(default_factory=list)
+    wipe_refusals: dict[str, str] = field(default_factory=dict)
     _by_key: dict[str, str] = field(default_factory=dict)
     _reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -122,13 +145,38 @@ class FakeDrydock:
             if task is None:
                 raise NotFound(f"No task {task_id}")
             self._reads[task_id] = self._reads.get(task_id, 0) + 1
-            if self._reads[task_id] >= self.polls_to_finish and task["status"] != "complete":
-                failures = [n for n in task["nodes"] if (task["action"], n) in self.fail]
+            if task["action"] == "power_off_nodes":
+                for n in task["nodes"]:
+                    if n not in self.bmc_down:
+                        self.power[n] = "off"
+            if (self._reads[task_id] >= self.polls_to_finish
+                    and task["status"] not in ("complete", "terminated")):
+                failures = [n for n in task["nodes"] if (task["action"], n) in self.fail
+                            or (n in self.bmc_down and task["action"] in BMC_ACTIONS)]
                 task["status"] = "complete"
                 task["result"] = {"status": "failure" if failures else "success",
                                   "failures": failures,
                                   "successes": [n for n in task["nodes"] if n not in failures]}
             return dict(task)
+
+    def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
+        with self._lock:
+            self.calls.append(Call("terminate", None, task_id, ctx.marker))
+            self.terminated.append(task_id)
+            task = self.tasks.get(task_id)
+            if task is not None and task["status"] != "complete":
+                task["status"] = "terminated"
+
+    def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            self.calls.append(Call("node", name, design_ref, ctx.marker))
+            if name in self.bmc_down:
+                return {"name": name, "power_state": None, "oob_address": f"bmc-{name}",
+                        "power_error": f"BMC bmc-{name} did not answer (3 tries)",
+                        "maas_status": "Deployed"}
+            return {"name": name, "power_state": self.power.get(name, "on"),
+                    "power_error": None, "oob_address": f"bmc-{name}",
+                    "maas_status": "Deployed"}
 
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:
@@ -140,6 +188,12 @@ class FakeDrydock:
     def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
         self.calls.append(Call("nodes", None, design_ref, ctx.marker))
         return [dict(n) for n in self.node_list]
+
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
+                  ctx: RequestContext) -> list[dict[str, Any]]:
+        self.calls.append(Call("wipeplan", ",".join(nodes), design_ref, ctx.marker))
+        return [{"node": n, "refusal": self.wipe_refusals.get(n), "disks": [],
+                 "maas_erase": None} for n in nodes]
 
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
                      ctx: RequestContext) -> list[str]:

@@ -26,15 +26,21 @@ class PromenadeClient:
             == 204
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
-                     ctx: RequestContext, key: str) -> dict[str, Any]:
-        params = {k: int(v) for k, v in timeouts.items() if k in DECOMMISSION_PARAMS}
+                     ctx: RequestContext, key: str, fenced: bool = False) -> dict[str, Any]:
+        params: dict[str, Any] = {k: int(v) for k, v in timeouts.items()
+                                  if k in DECOMMISSION_PARAMS}
         # Promenade is synchronous: wait as long as all its phases may take, plus a margin.
         wait = sum(v for k, v in params.items() if k != "drain-node-grace-period")
+        if fenced:
+            params["fenced"] = "true"
         body = {"rel": "design", "href": design_ref, "type": "application/x-yaml"}
         result = self._client.request("POST", f"{P}/nodes/{node}/decommission", ctx=ctx,
                                       params=params, json_body=body, idempotency_key=key,
                                       read_timeout=float(wait) + self._margin)
         return dict(result or {})
+
+    def cancel_decommission(self, node: str, *, ctx: RequestContext) -> None:
+        self._client.request("POST", f"{P}/nodes/{node}/decommission/cancel", ctx=ctx)
 
     def remove_from_cluster(self, node: str, *, ctx: RequestContext,
                             key: str) -> dict[str, Any]:

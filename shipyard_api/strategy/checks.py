@@ -35,6 +35,10 @@ def check_strategy(data: Any, ref: Mapping[str, str],
     """Duplicates, unknown or circular dependencies, malformed labels, criteria out of range,
     and (when the design's nodes are given) selectors naming nodes the design lacks."""
     msgs = _Messages(ref)
+    if data is None:
+        msgs.add("data is null: a DeploymentStrategy must give its groups (data: {groups: "
+                 "[...]}); an empty strategy would deploy nothing", "data")
+        return msgs.out
     groups = _groups(data)
     _check_names(groups, msgs)
     _check_dependencies(groups, msgs)
@@ -122,6 +126,11 @@ def _label_problem(label: Any) -> str | None:
         return "has an empty or non-string key"
     if not isinstance(value, str):
         return "has a value that is not a string (quote it)"
+    if not value.strip():
+        return f"has a blank value for {key!r}"
+    if ":" in key or ":" in value:
+        return (f"has a ':' in its {'key' if ':' in key else 'value'} (write 'key: value' "
+                "with a space after the colon; a label value cannot contain ':')")
     return None
 
 

@@ -47,17 +47,20 @@ class StepContext:
 StepFn = Callable[[StepContext], Outcome]
 PolicyFn = Callable[[StepContext], StepPolicy]
 ExclusiveFn = Callable[[StepContext], set[str]]
+CancelFn = Callable[[StepContext], None]
 
 
 @dataclass(frozen=True)
 class StepDef:
-    """One step of an action; `per_node` steps form a chain per target node."""
+    """One step of an action; `per_node` steps form a chain per target node. `cancel` stops
+    the work a running or waiting step started elsewhere (on stop and on timeout)."""
 
     name: str
     run: StepFn
     policy: PolicyFn = lambda ctx: StepPolicy()
     per_node: bool = False
     exclusive: ExclusiveFn | None = None
+    cancel: CancelFn | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ class ActionDefinition:
     steps: Sequence[StepDef]
     prepare: Callable[[Mapping[str, Any], Any], Prepared]
     finish: Callable[[FinishContext], None] | None = None
+    # Checks with the peers before the action is admitted (raise a 4xx error to refuse it):
+    # (prepared, services, request context).
+    admit: Callable[[Prepared, Any, Any], None] | None = None
 
     def step(self, name: str) -> StepDef:
         for s in self.steps:

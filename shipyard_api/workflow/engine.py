@@ -30,6 +30,8 @@ from shipyard_api.workflow.store import ActionStore, LeaseLost
 LOG = logging.getLogger(__name__)
 A, S = ActionState, StepState
 LIVE = (S.RUNNING.value, S.WAITING.value)
+FAILING_SINCE = "failing_since"  # memo key: when the step's peer started failing
+COLLECT_SLICE = 2.0  # a stop is noticed within this while steps run
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ class _Run:
         self.action_id = action_id
         self.pool = pool
         self.in_flight: dict[Future[Outcome | BaseException], tuple[str, StepPolicy]] = {}
+        self.cancelled: set[str] = set()  # steps whose remote work was asked to stop
 
     def loop(self) -> None:
         e = self.e
@@ -137,6 +140,8 @@ class _Run:
             steps = e.store.steps(self.action_id)
             state = ActionState(action.state)
             self._skip_unreachable(steps, now)
+            if state == A.STOPPING:
+                self._cancel_remote(action, steps, [s for s in steps if s.state in LIVE])
             if state in (A.PAUSED, A.STOPPING) or state in TERMINAL_ACTION:
                 if self.in_flight:
                     self._collect()
@@ -193,6 +198,7 @@ class _Run:
             ctx = self.e.context(action, s, steps)
             policy = self.defn.step(s.name).policy(ctx)
             if s.started_at is not None and now - s.started_at > policy.timeout:
+                self._cancel_remote(action, steps, [s])
                 self._timeout(s, policy, now)
                 continue
             if (s.node is not None and s.node not in active
@@ -209,6 +215,21 @@ class _Run:
     def _keys(self, action: ActionRow, step: StepRow, steps: list[StepRow]) -> set[str]:
         fn = self.defn.step(step.name).exclusive
         return fn(self.e.context(action, step, steps)) if fn else set()
+
+    def _cancel_remote(self, action: ActionRow, steps: list[StepRow],
+                       chosen: list[StepRow]) -> None:
+        """Ask the peers to stop what these steps started (once per step; best effort)."""
+        for s in chosen:
+            cancel = self.defn.step(s.name).cancel
+            if cancel is None or s.step_id in self.cancelled:
+                continue
+            self.cancelled.add(s.step_id)
+            try:
+                cancel(self.e.context(action, s, steps))
+                LOG.info("Action %s step %s: remote work asked to stop", action.id, s.step_id)
+            except Exception as exc:  # the peer may be down; the stop itself goes on
+                LOG.warning("Action %s step %s: could not stop its remote work: %s",
+                            action.id, s.step_id, exc)
 
     def _timeout(self, s: StepRow, policy: StepPolicy, now: float) -> None:
         msg = f"Step {s.step_id} did not finish within {policy.timeout:g} s"
@@ -230,7 +251,8 @@ class _Run:
         step.state = S.RUNNING.value
 
     def _collect(self) -> None:
-        done, _ = wait(list(self.in_flight), timeout=self.e.settings.lease_seconds / 3,
+        done, _ = wait(list(self.in_flight), timeout=min(self.e.settings.lease_seconds / 3,
+                                                         COLLECT_SLICE),
                        return_when=FIRST_COMPLETED)
         for future in done:
             sid, policy = self.in_flight.pop(future)
@@ -249,9 +271,10 @@ class _Run:
             e.step_ended(step, S.SUCCESS, now)
         elif isinstance(result, RetryAfter):
             notes = [*step.notes, _note(now, result.note)][-50:] if result.note else step.notes
+            memo = {k: v for k, v in {**(step.memo or {}), **result.memo}.items()
+                    if k != FAILING_SINCE}
             save(self.action_id, e.owner, sid, S.WAITING, notes=notes,
-                 next_attempt_at=now + e.cap(result.delay),
-                 memo={**(step.memo or {}), **result.memo},
+                 next_attempt_at=now + e.cap(result.delay), memo=memo,
                  details=result.details or step.details)
         elif isinstance(result, Failed):
             save(self.action_id, e.owner, sid, S.FAILED, ended_at=now, reason=result.reason,
@@ -268,15 +291,23 @@ class _Run:
         reason = exc.instance_reason if isinstance(exc, BerthError) else type(exc).__name__
         details = exc.to_status() if isinstance(exc, BerthError) else {"error": str(exc)}
         failures = step.failures + 1
-        note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}")
+        memo = dict(step.memo or {})
+        outage = now - float(memo.setdefault(FAILING_SINCE, now))
         if not isinstance(exc, BerthError):
             LOG.error("Step %s of %s raised", step.step_id, self.action_id, exc_info=exc)
-        if retry and failures <= policy.retries:
+        if retry and (failures <= policy.retries or outage < policy.outage_window):
+            delay = policy.backoff_for(failures)
+            note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}; retrying in "
+                         f"{delay:g} s" + (f" (failing for {outage:.0f} s)" if outage else ""))
             e.store.save_step(self.action_id, e.owner, step.step_id, S.WAITING,
-                              failures=failures, details=details,
-                              next_attempt_at=now + policy.backoff_for(failures),
-                              notes=[*step.notes, note][-50:])
+                              failures=failures, details=details, memo=memo,
+                              next_attempt_at=now + delay, notes=[*step.notes, note][-50:])
         else:
+            cause = exc.message if isinstance(exc, BerthError) else str(exc)
+            if retry and outage:
+                cause += f" (failing for {outage:.0f} s, {failures} attempts)"
+            details = {**details, "message": cause}
+            note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}")
             e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED,
                               failures=failures, details=details, reason=reason, ended_at=now,
                               notes=[*step.notes, note][-50:])
@@ -303,7 +334,7 @@ class _Run:
                                     message="All steps succeeded")
         else:
             reason = first.reason if first else "FinishFailed"
-            text = f"Step {first.step_id} failed: {reason}" if first else message
+            text = _failure_text(first) if first else message
             self.e.store.transition(self.action_id, A.FAILED, now, reason=reason,
                                     message=text)
         self.e.store.release(self.action_id, self.e.owner, now)
@@ -321,6 +352,13 @@ class _Run:
             LOG.exception("Finishing action %s failed", action.id)
             return f"Finishing the action failed: {exc}"
         return ""
+
+
+def _failure_text(step: StepRow) -> str:
+    """The action's message: which step failed, and the cause in the step's own words."""
+    cause = str((step.details or {}).get("message") or "")
+    text = f"Step {step.step_id} failed: {step.reason}"
+    return f"{text}: {cause}" if cause and cause != step.reason else text
 
 
 def _describe(result: Outcome | BaseException) -> str:

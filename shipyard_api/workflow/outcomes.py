@@ -56,12 +56,17 @@ def failed(reason: str, message: str = "", details: dict[str, Any] | None = None
 
 @dataclass(frozen=True)
 class StepPolicy:
-    """Retries (of errors, with exponential backoff) and the step's overall timeout."""
+    """Retries (of errors, with exponential backoff) and the step's overall timeout.
+
+    A retryable error (a peer unreachable or answering 5xx) is retried `retries` times, and
+    beyond that for as long as the peer has been failing less than `outage_window` seconds.
+    """
 
     timeout: float = 900.0
     retries: int = 3
     backoff: float = 5.0
     max_backoff: float = 300.0
+    outage_window: float = 0.0
 
     def backoff_for(self, failures: int) -> float:
         """Delay before the retry following the `failures`-th failed attempt (1-based)."""

@@ -95,6 +95,15 @@ class IpmiSimBmc:
             time.sleep(0.02)
         raise IpmiSimError(f"ipmi_sim for {self.node.name} did not bind port {self.port}")
 
+    def switch(self, running: bool) -> None:
+        """Restart the process (same port and state) or kill it as a power cut would."""
+        if running and self.process is None:
+            self.start()
+        elif not running and self.process is not None:
+            self.process.kill()
+            self.process.wait(10)
+            self.process = None
+
     def stop(self) -> None:
         proc = self.process
         if proc is None:

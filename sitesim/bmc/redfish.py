@@ -25,12 +25,40 @@ ERASE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/
                       r"/Actions/Drive\.SecureErase/?$")
 DRIVE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/]+)/?$")
 SYSTEM_RE = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/]+)")
+TASK_RE = re.compile(r"^/redfish/v1/TaskService/Tasks/(erase-[0-9a-f]+)/?$")
+RUNNING, COMPLETED, EXCEPTION = "Running", "Completed", "Exception"
 _INSTALL_LOCK = threading.Lock()
+BMC_DOWN_HOLD = 60.0  # seconds a request to a killed BMC hangs before a 503
 
 
 def system_uuid(site: str, node: str) -> str:
     """The Redfish System Id/UUID of a node (stable for a site and node name)."""
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"sitesim:{site}:{node}"))
+
+
+class EraseTask:
+    """A Drive.SecureErase running on the BMC: Running for `timings.erase` seconds, then
+    Completed (the drive is wiped) or Exception (fault `bmc.erase: fail`); held Running while
+    a `bmc.erase: hang` fault is in place."""
+
+    def __init__(self, task_id: str, node: str, drive: str, fail: bool) -> None:
+        self.id, self.node, self.drive, self.fail = task_id, node, drive, fail
+        self.state = RUNNING
+        self.message = f"Secure erase of {drive} running"
+
+    def body(self) -> dict[str, Any]:
+        ok = self.state == COMPLETED
+        return {"@odata.type": "#Task.v1_4_3.Task", "@odata.id": self.uri, "Id": self.id,
+                "Name": f"Secure erase of {self.drive}", "TaskState": self.state,
+                "TaskStatus": "Critical" if self.state == EXCEPTION else "OK",
+                "PercentComplete": 100 if self.state != RUNNING else 50,
+                "Messages": [{"Message": self.message,
+                              "MessageId": "Base.1.8.Success" if ok else "Base.1.8.GeneralError"
+                              if self.state == EXCEPTION else "TaskEvent.1.0.TaskStarted"}]}
+
+    @property
+    def uri(self) -> str:
+        return f"/redfish/v1/TaskService/Tasks/{self.id}"
 
 
 class RedfishBackend:
@@ -40,6 +68,33 @@ class RedfishBackend:
         self.model = model
         self.nodes = {system_uuid(model.spec.name, n.name): n for n in nodes}
         self.by_name = {n.name: uid for uid, n in self.nodes.items()}
+        self.tasks: dict[str, EraseTask] = {}
+        self._lock = threading.Lock()
+
+    def erasable(self, node: NodeSpec) -> set[str]:
+        """Drives whose BMC offers Drive.SecureErase (the BMC can, and so can the drive)."""
+        return {d.name for d in node.disks if d.secure_erase} if node.bmc.drive_erase else set()
+
+    def start_erase(self, node: NodeSpec, drive: str) -> EraseTask:
+        self.model.record_call("redfish", "secure_erase", node.name)
+        fail = self.model.fault("bmc.erase", node.name) == "fail"
+        task = EraseTask(f"erase-{uuidlib.uuid4().hex[:12]}", node.name, drive, fail)
+        with self._lock:
+            self.tasks[task.id] = task
+        self.model.scheduler.call_later(self.model.spec.timings.erase,
+                                        lambda: self._finish(task))
+        return task
+
+    def _finish(self, task: EraseTask) -> None:
+        if self.model.fault("bmc.erase", task.node) == "hang":
+            self.model.scheduler.call_later(max(self.model.spec.timings.erase, 0.1),
+                                            lambda: self._finish(task))
+            return
+        if task.fail:
+            task.state, task.message = EXCEPTION, f"Secure erase of {task.drive} failed"
+            return
+        self.model.wipe_disk(task.node, task.drive, "redfish Drive.SecureErase")
+        task.state, task.message = COMPLETED, f"Secure erase of {task.drive} completed"
 
     def node_of(self, identity: str) -> NodeSpec:
         from sushy_tools import error
@@ -138,9 +193,14 @@ class RedfishBmc:
         path = environ.get("PATH_INFO", "")
         environ[ENVIRON_KEY] = self.backend
         system = SYSTEM_RE.match(path)
+        if system and not self._answers(system.group(1)):
+            return _json(start_response, 503, _error("BMC unavailable"))
         if system and not self._authorized(system.group(1), environ):
             return _json(start_response, 401, _error("Authentication required"),
                          [("WWW-Authenticate", 'Basic realm="sitesim"')])
+        task = TASK_RE.match(path)
+        if task and task.group(1) in self.backend.tasks:
+            return _json(start_response, 200, self.backend.tasks[task.group(1)].body())
         erase = ERASE_RE.match(path)
         if erase:
             if environ.get("REQUEST_METHOD") != "POST":
@@ -150,6 +210,15 @@ class RedfishBmc:
             return self._drive_with_actions(environ, start_response, path)
         result: Iterable[bytes] = self._emulator(environ, start_response)
         return result
+
+    def _answers(self, identity: str) -> bool:
+        """A killed BMC answers nothing: the request hangs until the client gives up (or the
+        BMC is restarted within a minute)."""
+        try:
+            node = self.backend.node_of(identity)
+        except Exception:  # unknown systems get the emulator's own 404
+            return True
+        return self.backend.model.wait_for_bmc(node.name, BMC_DOWN_HOLD)
 
     def _authorized(self, identity: str, environ: dict[str, Any]) -> bool:
         try:
@@ -173,16 +242,11 @@ class RedfishBmc:
             return _json(start_response, 404, _error(f"System {identity} was not found"))
         if storage_id != STORAGE_ID or drive not in {d.name for d in node.disks}:
             return _json(start_response, 404, _error(f"Drive {drive} was not found"))
-        model = self.backend.model
-        model.record_call("redfish", "secure_erase", node.name)
-        effect = model.fault("bmc.erase", node.name)
-        if effect == "hang":
-            model.wait_while_hung("bmc.erase", node.name)
-        elif effect == "fail":
-            return _json(start_response, 500, _error(f"Secure erase of {drive} failed"))
-        model.wipe_disk(node.name, drive)
-        start_response("204 No Content", [])
-        return [b""]
+        if drive not in self.backend.erasable(node):
+            return _json(start_response, 400, _error(
+                f"Drive.SecureErase is not supported by drive {drive}"))
+        task = self.backend.start_erase(node, drive)
+        return _json(start_response, 202, task.body(), [("Location", task.uri)])
 
     def _drive_with_actions(self, environ: dict[str, Any], start_response: StartResponse,
                             path: str) -> Iterable[bytes]:
@@ -193,7 +257,13 @@ class RedfishBmc:
             return lambda data: None
 
         body = b"".join(self._emulator(environ, capture))
-        if captured["status"].startswith("200"):
+        match = DRIVE_RE.match(path)
+        try:
+            offered = match is not None and match.group(3) in self.backend.erasable(
+                self.backend.node_of(match.group(1)))
+        except Exception:  # unknown system: the emulator's answer stands
+            offered = False
+        if captured["status"].startswith("200") and offered:
             drive = json.loads(body)
             target = path.rstrip("/") + "/Actions/Drive.SecureErase"
             drive["Actions"] = {"#Drive.SecureErase": {"target": target}}
@@ -211,7 +281,8 @@ def _error(message: str) -> dict[str, Any]:
 def _json(start_response: StartResponse, code: int, body: dict[str, Any],
           headers: list[tuple[str, str]] | None = None) -> Iterable[bytes]:
     data = json.dumps(body).encode()
-    reason = {204: "No Content", 401: "Unauthorized", 404: "Not Found",
+    reason = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
+              401: "Unauthorized", 404: "Not Found",
               405: "Method Not Allowed", 500: "Internal Server Error"}.get(code, "")
     start_response(f"{code} {reason}", [("Content-Type", "application/json"),
                                         ("Content-Length", str(len(data)))] + (headers or []))

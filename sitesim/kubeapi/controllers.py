@@ -18,6 +18,7 @@ NODES = BY_GROUP_PLURAL[("", "nodes")]
 PODS = BY_GROUP_PLURAL[("", "pods")]
 PDBS = BY_GROUP_PLURAL[("policy", "poddisruptionbudgets")]
 DECOMMISSION_LABEL = "promenade-decomission"
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
 def run_controllers(cluster: KubeCluster) -> None:
@@ -43,9 +44,14 @@ def reconcile(cluster: KubeCluster) -> float | None:
                     if (n["metadata"].get("labels") or {}).get(DECOMMISSION_LABEL) == "enabled"]
     blocked = {n for n in labelled if cluster.hooks.fault("kube.kubelet_shutdown", n) is not None}
     with cluster.lock:
+        names = [n["metadata"]["name"] for n in cluster.store.iter(NODES)]
+    hung = {n for n in names if cluster.hooks.fault("kube.eviction", n) == "hang"}
+    with cluster.lock:
+        _release_stuck(cluster, hung)
         for name in [n["metadata"]["name"] for n in cluster.store.iter(NODES)]:
             _kubelet(cluster, name, name in blocked)
         _garbage_collect(cluster)
+        _out_of_service(cluster)
         for plural, step in (("deployments", workloads.reconcile_deployment),
                              ("replicasets", workloads.reconcile_replicaset),
                              ("statefulsets", workloads.reconcile_statefulset),
@@ -123,6 +129,41 @@ def _garbage_collect(cluster: KubeCluster) -> None:
                 meta = obj["metadata"]
                 cluster.timers.terminate_at.pop(meta["uid"], None)
                 cluster.store.delete(res, meta.get("namespace", ""), meta["name"])
+
+
+def _release_stuck(cluster: KubeCluster, hung: set[str]) -> None:
+    """Terminations held by a `hang` eviction fault go on once the fault is cleared."""
+    if not cluster.timers.stuck:
+        return
+    for pod in cluster.store.iter(PODS):
+        uid = pod["metadata"]["uid"]
+        if uid in cluster.timers.stuck and pod["spec"].get("nodeName") not in hung:
+            cluster.timers.stuck.discard(uid)
+
+
+def _out_of_service(cluster: KubeCluster) -> None:
+    """Non-graceful node shutdown: on a node tainted out-of-service (NoExecute), the taint
+    manager deletes every pod that does not tolerate the taint, and the pod GC force-deletes
+    every terminating pod once the node is not Ready (no kubelet has to confirm)."""
+    for node in list(cluster.store.iter(NODES)):
+        taint = next((t for t in (node.get("spec") or {}).get("taints") or []
+                      if t.get("key") == OUT_OF_SERVICE and t.get("effect") == "NoExecute"),
+                     None)
+        if taint is None:
+            continue
+        name = node["metadata"]["name"]
+        not_ready = factories.node_ready_status(node) != "True"
+        for pod in list(cluster.store.iter(PODS)):
+            if pod["spec"].get("nodeName") != name:
+                continue
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                if not_ready:  # the pod GC does not look at tolerations
+                    cluster.timers.terminate_at.pop(meta["uid"], None)
+                    cluster.timers.stuck.discard(meta["uid"])
+                    cluster.store.delete(PODS, meta["namespace"], meta["name"])
+            elif not scheduling.tolerates(pod["spec"], taint):
+                pods.delete_pod(cluster, copy.deepcopy(pod), None)
 
 
 def _pod(cluster: KubeCluster, pod: Obj) -> None:

@@ -34,6 +34,27 @@ def selector_fits(spec: Obj, node: Obj) -> bool:
     return not terms or any(_term_fits(t, labels) for t in terms)
 
 
+def tolerates(spec: Obj, taint: Obj) -> bool:
+    """Whether one of the pod spec's tolerations matches the taint (key, value, effect)."""
+    for tol in spec.get("tolerations") or []:
+        if tol.get("effect") not in (None, "", taint.get("effect")):
+            continue
+        if not tol.get("key"):
+            if tol.get("operator") == "Exists":
+                return True
+            continue
+        if tol.get("key") == taint.get("key") and (
+                tol.get("operator") == "Exists" or tol.get("value", "") == taint.get("value", "")):
+            return True
+    return False
+
+
+def repels(spec: Obj, node: Obj) -> bool:
+    """The node has a NoSchedule or NoExecute taint the pod spec does not tolerate."""
+    return any(t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(spec, t)
+               for t in (node.get("spec") or {}).get("taints") or [])
+
+
 def _term_fits(term: Obj, labels: dict[str, str]) -> bool:
     for expr in term.get("matchExpressions") or []:
         key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []

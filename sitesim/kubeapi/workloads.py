@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sitesim.kubeapi import factories, pods
 from sitesim.kubeapi.resources import BY_GROUP_PLURAL
-from sitesim.kubeapi.scheduling import pick_node, random_suffix, selector_fits
+from sitesim.kubeapi.scheduling import pick_node, random_suffix, repels, selector_fits
 
 if TYPE_CHECKING:
     from sitesim.kubeapi.cluster import KubeCluster
@@ -154,7 +154,8 @@ def reconcile_statefulset(cluster: KubeCluster, sts: Obj) -> None:
 def reconcile_daemonset(cluster: KubeCluster, ds: Obj) -> None:
     """One pod on every node matching the template's nodeSelector, none elsewhere."""
     spec = ds["spec"]["template"].get("spec") or {}
-    eligible = {n["metadata"]["name"] for n in cluster.store.iter(NODES) if selector_fits(spec, n)}
+    eligible = {n["metadata"]["name"] for n in cluster.store.iter(NODES)
+                if selector_fits(spec, n) and not repels(spec, n)}
     active = _active(owned_pods(cluster, ds))
     placed: set[str] = set()
     for pod in active:

@@ -130,7 +130,8 @@ class MaasApp:
         return self._store.commission(machine.system_id)
 
     def _op_deploy(self, request: Request, machine: Machine) -> Machine:
-        return self._store.deploy(machine.system_id, request.values.get("distro_series", ""))
+        return self._store.deploy(machine.system_id, request.values.get("distro_series", ""),
+                                  request.values.get("user_data", ""))
 
     def _op_release(self, request: Request, machine: Machine) -> Machine:
         flags = {k: request.values.get(k, "").lower() in TRUE

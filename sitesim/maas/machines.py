@@ -9,6 +9,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitesim.maas.disks import (
+    UserDataError,
+    apply_layout,
+    erase_disks,
+    mounts_from_user_data,
+)
 from sitesim.maas.statuses import OPERATIONS, STORAGE_EDITABLE, Operation, Status
 from sitesim.model import SiteModel
 from sitesim.siteconfig import NodeSpec
@@ -58,7 +64,8 @@ class Machine:
     description: str = ""
     generation: int = 0
     next_id: int = 100
-    erase_mode: str | None = None
+    erase_mode: tuple[bool, bool] | None = None   # (secure_erase, quick_erase) when erasing
+    user_data: str = ""
 
 
 def system_id_for(name: str) -> str:
@@ -79,6 +86,8 @@ class MachineStore:
         self.config: dict[str, str] = {"default_osystem": "ubuntu",
                                        "default_distro_series": "focal",
                                        "commissioning_distro_series": "focal"}
+        self._hung: list[tuple[Machine, Operation, int]] = []  # waiting for a fault to clear
+        model.on_fault_change(lambda _fault: self._resume_hung())
 
     def enlist(self, node: NodeSpec) -> Machine | None:
         status = INITIAL.get(node.state)
@@ -237,17 +246,23 @@ class MachineStore:
         self._model.set_power(machine.hostname, True)
         return machine
 
-    def deploy(self, system_id: str, distro_series: str) -> Machine:
+    def deploy(self, system_id: str, distro_series: str, user_data: str = "") -> Machine:
         machine = self.get(system_id)
+        if user_data:
+            try:
+                mounts_from_user_data(user_data)
+            except UserDataError as exc:  # MAAS refuses user data it cannot decode
+                raise MaasError(400, _json({"user_data": [str(exc)]})) from exc
         self._begin(machine, OPERATIONS["deploy"])
         machine.owner, machine.distro_series = "admin", distro_series or "jammy"
+        machine.user_data = user_data
         self._model.set_power(machine.hostname, True)
         return machine
 
     def release(self, system_id: str, erase: bool, secure: bool, quick: bool) -> Machine:
+        """MAAS erases only when `erase` is given; secure/quick choose how (every disk)."""
         machine = self.get(system_id)
-        mode = ("secure_erase" if secure else "quick_erase" if quick else "erase") \
-            if (erase or secure or quick) else None
+        mode = (secure, quick) if erase else None
         self._begin(machine, OPERATIONS["release"])
         machine.erase_mode = mode
         self._model.set_power(machine.hostname, False)
@@ -265,10 +280,27 @@ class MachineStore:
             return
         effect = self._model.fault(op.fault, machine.hostname) if op.fault else None
         if effect == "hang":
+            with self._lock:
+                self._hung.append((machine, op, generation))
             return
+        self._schedule(machine, op, generation, effect == "fail")
+
+    def _schedule(self, machine: Machine, op: Operation, generation: int, failed: bool) -> None:
         delay = getattr(self._model.spec.timings, op.duration or "", 0.0)
         self._model.scheduler.call_later(
-            delay, lambda: self._complete(machine, op, generation, failed=effect == "fail"))
+            delay, lambda: self._complete(machine, op, generation, failed=failed))
+
+    def _resume_hung(self) -> None:
+        """A hung operation goes on once its `hang` fault is cleared (or changed)."""
+        with self._lock:
+            hung, self._hung = self._hung, []
+        for machine, op, generation in hung:
+            effect = self._model.fault(op.fault or "", machine.hostname)
+            if effect == "hang":
+                with self._lock:
+                    self._hung.append((machine, op, generation))
+            else:
+                self._schedule(machine, op, generation, effect == "fail")
 
     def _complete(self, machine: Machine, op: Operation, generation: int, *, failed: bool) -> None:
         with self._lock:
@@ -290,13 +322,12 @@ class MachineStore:
             machine.block_devices = self.read_disks(self._model.spec.node(name))
             self._model.set_power(name, False)
         elif op.name == "deploy":
-            self._model.write_os_marker(name)
+            apply_layout(self._model, machine)
             self._join_kubernetes(name)
         elif op.name == "erase":
-            self._model.wipe_all_disks(name)
-            machine.erase_mode = None
+            erase_disks(self._model, machine)
         if op.name in ("release", "erase"):
-            machine.owner, machine.distro_series = None, ""
+            machine.owner, machine.distro_series, machine.user_data = None, "", ""
 
     def _join_kubernetes(self, name: str) -> None:
         kube = self._model.kube
@@ -349,14 +380,13 @@ class MachineStore:
 
     def unformat(self, target: BlockDevice | Partition, machine: Machine,
                  device: BlockDevice) -> None:
-        """Removing a filesystem loses what was on it: the disk's marker is wiped."""
+        """Only MAAS's record changes: the disk keeps its bytes until a deploy uses it."""
         self._require_storage_editable(machine, "unformat")
         if target.fstype is None:
             raise MaasError(400, "Block device is not formatted.")
         target.fstype = None
         if isinstance(target, Partition):
             target.mount_point = None
-        self._model.wipe_disk(machine.hostname, device.name)
 
     def mount(self, target: Partition, machine: Machine, mount_point: str) -> None:
         self._require_storage_editable(machine, "mount")
@@ -379,8 +409,7 @@ class MachineStore:
     def delete_partition(self, system_id: str, device_id: int, part_id: int) -> None:
         machine, device, part = self.partition(system_id, device_id, part_id)
         self._require_storage_editable(machine, "delete partition")
-        device.partitions.remove(part)
-        self._model.wipe_disk(machine.hostname, device.name)
+        device.partitions.remove(part)  # a record edit: no byte on the disk changes
 
 
 def _json(obj: Any) -> str:

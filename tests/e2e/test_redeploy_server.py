@@ -78,7 +78,8 @@ def test_redeploy_server_with_wait_tears_down_and_redeploys_node01(
     assert all(berth.sim(f"/nodes/{n}")["etcd"] for n in ("node02", "node03"))
     report = steps_of(view)["decommission.node01"]["details"]["promenade"]
     assert report["code"] == 200
-    assert [m["message"] for m in report["details"]["messageList"]] == [
+    assert [m["message"] for m in report["details"]["messageList"]
+            if m["message"].endswith(": succeeded")] == [
         "drain: succeeded", "clear-labels: succeeded", "remove-etcd: succeeded",
         "etcd-ready: succeeded", "shutdown-kubelet: succeeded"]
     destroy = steps_of(view)["destroy_nodes.node01"]["details"]["task"]
@@ -98,6 +99,29 @@ def test_preserve_local_storage_keeps_the_data_disk(berth: Berth,
     destroy = steps_of(view)["destroy_nodes.node04"]
     assert destroy["details"]["task"]["options"] == {"preserve_local_storage": True}
     assert seen["disks"]["sdb"] == before["disks"]["sdb"]  # data disk marker survived
+    assert seen["mounts"]["/var/lib/data"] == {"disk": "sdb",
+                                               "by": "cloud-init (existing filesystem)"}
+    disks = {d["disk"]: d for d in destroy["details"]["disks"]}  # the step shows each disk
+    assert disks["sda"]["result"] == "wiped" and disks["sda"]["method"] == (
+        "redfish Drive.SecureErase")
+    assert disks["sda"]["verified_by"].startswith("BMC task ") and disks["sda"]["at"]
+    assert disks["sdb"]["result"] == "kept"
+
+
+def test_preserve_local_storage_on_an_ipmi_only_node_is_refused_untouched(
+        berth: Berth, successful_revision: int) -> None:
+    before, counts = berth.sim("/nodes/node06"), effects(berth, "node06")
+    resp = berth.api("POST", "/actions", json={"name": "redeploy_server", "parameters": {
+        "target_nodes": ["node06"], "preserve-local-storage": "true"}})
+    assert resp.status_code == 400, resp.text
+    text = " ".join(m["message"] for m in resp.json()["details"]["messageList"])
+    assert "node06" in text and "OS disk sda alone" in text and "(ipmi)" in text
+    after = berth.sim("/nodes/node06")
+    assert after["disks"] == before["disks"] and after["maas_status"] == "Deployed"
+    assert after["kubernetes"]["ready"] and not after["kubernetes"]["unschedulable"]
+    assert effects(berth, "node06") == counts
+    assert [a for a in berth.api("GET", "/actions").json()
+            if "node06" in (a.get("parameters") or {}).get("target_nodes", [])] == []
 
 
 def test_killed_worker_is_replaced_and_no_destructive_call_is_repeated(

@@ -50,17 +50,24 @@ class ServiceProcess:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.conf_path = workdir / f"{service}.conf"
+        self.workdir, self.workers, self.args = workdir, workers, args
         write_conf(self.conf_path, sections)
+        self.proc = self.start()
+
+    def start(self) -> Proc:
+        """Start (or start again, on the same port and configuration) and wait until it answers."""
         self.proc = Proc(
-            [str(BIN / f"{service}-api"), "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(workers), "--config-file", str(self.conf_path), *args],
-            log=workdir / f"{service}.log", cwd=str(workdir))
+            [str(BIN / f"{self.service}-api"), "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(self.workers), "--config-file", str(self.conf_path), *self.args],
+            log=self.workdir / f"{self.service}.log", cwd=str(self.workdir))
         try:
             wait_until(lambda: http_ok(f"{self.url}/versions"), timeout=30,
-                       what=f"{service}-api on {self.port}")
+                       what=f"{self.service}-api on {self.port}")
         except TimeoutError:
             self.proc.stop()
-            raise RuntimeError(f"{service}-api did not start:\n{self.proc.output()}") from None
+            raise RuntimeError(f"{self.service}-api did not start:\n{self.proc.output()}") \
+                from None
+        return self.proc
 
     def stop(self) -> None:
         self.proc.stop()

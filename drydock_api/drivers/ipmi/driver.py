@@ -11,7 +11,7 @@ from pyghmi import exceptions as ipmi_exc
 from pyghmi.ipmi import command as ipmi_command
 from pyghmi.ipmi.private import session as ipmi_session
 
-from drydock_api.drivers.ports import OobError
+from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
 Key = tuple[str, int, str]
@@ -22,12 +22,16 @@ def translated(bmc: BmcAccess, what: str) -> Iterator[None]:
     """pyghmi exceptions → OobError naming the BMC (never its credential)."""
     try:
         yield
-    except ipmi_exc.IpmiException as exc:
-        raise OobError(f"IPMI BMC {bmc.describe()} failed {what}: {exc}",
-                       transient=True) from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OobError(f"IPMI BMC {bmc.describe()} failed {what}: {exc}",
-                       transient=True) from exc
+    except (ipmi_exc.IpmiException, OSError, ValueError, KeyError, TypeError) as exc:
+        raise OobError(_describe(bmc, what, exc), transient=True) from exc
+
+
+def _describe(bmc: BmcAccess, what: str, exc: BaseException) -> str:
+    """pyghmi often says nothing ("None") or "timeout" when the BMC is simply not there."""
+    text = str(exc).strip()
+    if text in ("", "None") or "timeout" in text.lower() or "timed out" in text.lower():
+        return f"IPMI BMC {bmc.describe()} did not answer {what}"
+    return f"IPMI BMC {bmc.describe()} failed {what}: {text}"
 
 
 class IpmiDriver:
@@ -86,5 +90,8 @@ class IpmiDriver:
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         return {}
 
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
         raise OobError(f"IPMI BMC {bmc.describe()} cannot erase drives")
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        raise OobError(f"IPMI BMC {bmc.describe()} has no erase tasks")

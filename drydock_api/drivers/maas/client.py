@@ -137,11 +137,13 @@ class MaasClient:
         return to_machine(self._json("POST", "/machines/", params={"op": "allocate"},
                                      data={"system_id": system_id}))
 
-    def deploy(self, system_id: str, distro_series: str,
-               hwe_kernel: str | None = None) -> Machine:
+    def deploy(self, system_id: str, distro_series: str, hwe_kernel: str | None = None,
+               user_data: str | None = None) -> Machine:
         data = {"distro_series": distro_series}
         if hwe_kernel:
             data["hwe_kernel"] = hwe_kernel
+        if user_data:
+            data["user_data"] = user_data
         return self._op(system_id, "deploy", data)
 
     def block_devices(self, system_id: str) -> list[BlockDevice]:

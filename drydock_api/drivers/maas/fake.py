@@ -25,6 +25,7 @@ class FakeMaas:
         self.fail_deploy: set[str] = set()
         self.deployed_images: dict[str, str] = {}
         self.deployed_kernels: dict[str, str | None] = {}
+        self.user_data: dict[str, str | None] = {}
         self.release_completes = True
         self.tag_names: set[str] = set()
         self.machine_tags: dict[str, set[str]] = {}
@@ -106,11 +107,12 @@ class FakeMaas:
             self.calls[("allocate", machine.hostname)] += 1
             return self._set(system_id, "Allocated")
 
-    def deploy(self, system_id: str, distro_series: str,
-               hwe_kernel: str | None = None) -> Machine:
+    def deploy(self, system_id: str, distro_series: str, hwe_kernel: str | None = None,
+               user_data: str | None = None) -> Machine:
         with self._lock:
             machine = self._get(system_id)
             self.calls[("deploy", machine.hostname)] += 1
+            self.user_data[machine.hostname] = user_data
             self.deployed_images[machine.hostname] = distro_series
             self.deployed_kernels[machine.hostname] = hwe_kernel
             failed = machine.hostname in self.fail_deploy

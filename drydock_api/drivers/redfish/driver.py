@@ -11,10 +11,21 @@ import sushy
 from sushy import auth as sushy_auth
 from sushy import exceptions as sushy_exc
 
-from drydock_api.drivers.ports import OobError
+from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
 SECURE_ERASE = "#Drive.SecureErase"
+SYNC_PREFIX = "sync:"
+TASK_RUNNING = ("New", "Starting", "Running", "Pending", "Suspended", "Stopping",
+                "Cancelling", "Service")
+
+
+def _json_or_empty(resp: Any) -> dict[str, Any]:
+    try:
+        body = resp.json() if resp.content else {}
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 @contextmanager
@@ -122,6 +133,33 @@ class RedfishDriver:
                             out[name.removeprefix("/dev/")] = str(target)
         return out
 
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> None:
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
+        """POST the action; a 202 names the task (Location, or the Task in the body). A BMC
+        that answers 200/204 did the erase before answering: the handle says so."""
         with translated(bmc, "Drive.SecureErase"):
-            self._root(bmc)._conn.post(drive, data={})
+            resp = self._root(bmc)._conn.post(drive, data={})
+        if resp.status_code != 202:
+            return f"{SYNC_PREFIX}{resp.status_code}"
+        body = _json_or_empty(resp)
+        task = resp.headers.get("Location") or body.get("@odata.id")
+        if not task:
+            raise OobError(f"Redfish BMC {bmc.describe()} accepted Drive.SecureErase of "
+                           f"{drive} but named no task to follow")
+        return str(task)
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        if task.startswith(SYNC_PREFIX):
+            return EraseStatus("completed", f"the BMC answered {task[len(SYNC_PREFIX):]} "
+                                            "once the erase was done")
+        with translated(bmc, f"erase task {task}"):
+            resp = self._root(bmc)._conn.get(task)
+        body = _json_or_empty(resp)
+        state = str(body.get("TaskState") or ("Running" if resp.status_code == 202 else ""))
+        words = "; ".join(str(m.get("Message")) for m in body.get("Messages") or []
+                          if isinstance(m, dict) and m.get("Message"))
+        if state in TASK_RUNNING:
+            return EraseStatus("running", words or state)
+        if state == "Completed" and body.get("TaskStatus", "OK") in ("OK", "Warning", None):
+            return EraseStatus("completed", words or "Completed")
+        return EraseStatus("failed", f"task {state or 'in an unknown state'}"
+                                     f" ({body.get('TaskStatus')}): {words or 'no message'}")

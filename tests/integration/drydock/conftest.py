@@ -30,8 +30,9 @@ def drydock_sections(site: Site, work: Path, **over: dict[str, Any]) -> dict[str
         "oob": {"poll_interval": 0.02, "graceful_timeout": 2.0, "power_timeout": 10,
                 "request_timeout": 1.0, "retries": 0},
         "steps": {"maas_poll_interval": 0.02, "step_retry_delay": 0.01,
-                  "release_timeout": 15, "step_retries": 1},
+                  "release_timeout": 15, "step_retries": 1, "outage_window": 0},
         "worker": {"threads": 1, "lease_seconds": 2.0, "poll_interval": 0.05},
+        "site_design": {"source": "tasks"},  # no Shipyard here
     }
     for group, values in over.items():
         sections.setdefault(group, {}).update(values)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import requests
 
@@ -26,15 +28,54 @@ def test_destroy_redfish_and_ipmi_nodes_powers_off_wipes_and_removes_them(dd_env
     assert "it-bmc-pw" not in repr(dd_env.task(task["task_id"], layers=-1))
 
 
-def test_preserve_local_storage_wipes_only_the_os_disk(dd_env: Env):
+def disk_rows(task: dict[str, Any], node: str) -> dict[str, dict[str, Any]]:
+    return {m["disk"]: m for m in task["result"]["details"]["messageList"]
+            if m.get("node") == node and m.get("step") == "report_disks" and "disk" in m}
+
+
+def test_preserve_local_storage_wipes_only_the_os_disk_through_a_bmc_task(dd_env: Env):
     before = dd_env.sim("/nodes/rf-b")["disks"]["sdb"]["marker"]
     assert before
     task = dd_env.wait(dd_env.post_task(["rf-b"], preserve_local_storage=True).json()["task_id"])
     assert task["result"]["status"] == "success", task["result"]
     node = dd_env.sim("/nodes/rf-b")
-    assert node["disks"]["sda"]["wiped"] and node["disks"]["sda"]["marker"] is None
+    assert node["disks"]["sda"] == {"marker": None, "wiped": True,
+                                    "wiped_by": "redfish Drive.SecureErase"}
     assert node["disks"]["sdb"]["marker"] == before and not node["disks"]["sdb"]["wiped"]
     assert node["power"] == "off" and node["maas_status"] is None
+    rows = disk_rows(task, "rf-b")
+    assert rows["sda"]["result"] == "wiped" and rows["sda"]["method"] == "redfish Drive.SecureErase"
+    assert rows["sda"]["verified_by"].startswith("BMC task /redfish/v1/TaskService/Tasks/erase-")
+    assert rows["sda"]["verified_by"].endswith("completed") and rows["sda"]["at"]
+    assert rows["sdb"] == {**rows["sdb"], "result": "kept", "method": None, "verified_by": None}
+
+
+def test_preserve_local_storage_on_an_ipmi_node_is_refused_untouched(dd_env: Env):
+    before = dd_env.sim("/nodes/ipmi-e")
+    task = dd_env.wait(dd_env.post_task(["ipmi-e"], preserve_local_storage=True)
+                       .json()["task_id"])
+    assert task["result"]["status"] == "failure"
+    [error] = [m["message"] for m in task["result"]["details"]["messageList"] if m["error"]]
+    assert "ipmi-e" in error and "OS disk sda alone" in error and "(ipmi)" in error
+    after = dd_env.sim("/nodes/ipmi-e")
+    assert after["disks"] == before["disks"] and after["power"] == "on"
+    assert after["maas_status"] == "Deployed" and dd_env.releases("ipmi-e") == 0
+
+
+def test_secure_only_is_refused_where_the_bmc_cannot_erase_and_a_failed_erase_stops(
+        dd_env: Env):
+    refused = dd_env.wait(dd_env.post_task(["rf-n"], erase="secure_only").json()["task_id"])
+    assert refused["result"]["status"] == "failure"
+    assert dd_env.sim("/nodes/rf-n")["maas_status"] == "Deployed"
+    dd_env.fault("rf-m", "bmc.erase", "fail")
+    try:
+        failed = dd_env.wait(dd_env.post_task(["rf-m"], erase="secure_only").json()["task_id"])
+    finally:
+        dd_env.clear_faults()
+    assert failed["result"]["status"] == "failure"
+    errors = [m["message"] for m in failed["result"]["details"]["messageList"] if m["error"]]
+    assert any("Drive.SecureErase of sda failed" in e for e in errors), errors
+    assert dd_env.releases("rf-m") == 0 and dd_env.sim("/nodes/rf-m")["disks"]["sda"]["marker"]
 
 
 def test_unresponsive_bmc_fails_its_node_and_the_others_succeed(dd_env: Env):

@@ -36,16 +36,27 @@ def test_unknown_nodes_enlist_through_pxe_and_power_cycle(lc_env: LifecycleEnv):
 
 
 def test_prepare_and_deploy_torn_down_nodes_end_deployed_and_ready(lc_env: LifecycleEnv):
+    """The data disk kept by teardown survives the redeploy byte for byte and is mounted as
+    it is: Redfish erases the OS disk through a BMC task; the IPMI node, which has no
+    per-drive erase, is refused unless os_disk_erase: none is chosen (then the deploy's
+    layout overwrites the OS disk)."""
     nodes = ["lc-rf-a", "lc-ipmi-a"]
     data_before = {n: lc_env.sim(f"/nodes/{n}")["disks"]["sdb"]["marker"] for n in nodes}
     os_before = {n: lc_env.sim(f"/nodes/{n}")["disks"]["sda"]["marker"] for n in nodes}
-    destroyed = lc_env.run("destroy_nodes", nodes, preserve_local_storage=True)
+    refused = lc_env.run("destroy_nodes", ["lc-ipmi-a"], preserve_local_storage=True)
+    assert refused["result"]["status"] == "failure"
+    assert lc_env.sim("/nodes/lc-ipmi-a")["maas_status"] == "Deployed"
+    destroyed = lc_env.run("destroy_nodes", ["lc-rf-a"], preserve_local_storage=True)
+    assert destroyed["result"]["status"] == "success", errors(destroyed)
+    destroyed = lc_env.run("destroy_nodes", ["lc-ipmi-a"], preserve_local_storage=True,
+                           os_disk_erase="none")
     assert destroyed["result"]["status"] == "success", errors(destroyed)
     for name in nodes:
         node = lc_env.sim(f"/nodes/{name}")
         assert node["maas_status"] is None and node["power"] == "off"
-        assert node["disks"]["sda"]["marker"] is None
         assert node["disks"]["sdb"]["marker"] == data_before[name]
+    assert lc_env.sim("/nodes/lc-rf-a")["disks"]["sda"]["marker"] is None
+    assert lc_env.sim("/nodes/lc-ipmi-a")["disks"]["sda"]["marker"] == os_before["lc-ipmi-a"]
     prepared = lc_env.run("prepare_nodes", nodes)
     assert prepared["result"]["status"] == "success", errors(prepared)
     deployed = lc_env.run("deploy_nodes", nodes)
@@ -56,6 +67,9 @@ def test_prepare_and_deploy_torn_down_nodes_end_deployed_and_ready(lc_env: Lifec
         assert node["kubernetes"]["present"] and node["kubernetes"]["ready"]
         assert node["disks"]["sda"]["marker"] not in (None, os_before[name])
         assert node["disks"]["sdb"]["marker"] == data_before[name]
+        assert node["mounts"]["/var/lib/data"] == {"disk": "sdb",
+                                                   "by": "cloud-init (existing filesystem)"}
+        assert node["mounts"]["/"]["disk"] == "sda"
     again = lc_env.run("deploy_nodes", nodes)
     assert again["result"]["status"] == "success"
     assert all(lc_env.sim("/calls", system="maas", op="deploy", node=n)["count"] == 1

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+import requests
 
+from tests.integration.drydock.conftest import drydock_sections
 from tests.integration.drydock.lifecycle import LifecycleEnv
+from tests.support.services import ServiceProcess
 
 pytestmark = pytest.mark.slow
 
@@ -85,6 +92,97 @@ def test_hard_request_wins_over_a_soft_one(lc_env: LifecycleEnv):
     lc_env.until(lambda: rebooted(lc_env, "lc-rb-e"), what="lc-rb-e back on")
 
 
+def test_an_unkeyed_request_posted_while_a_keyed_one_holds_the_node_off_acts_once(
+        lc_env: LifecycleEnv):
+    reboot(lc_env, "lc-rb-g", key="fencing")
+    lc_env.until(lambda: power(lc_env, "lc-rb-g") == "off", what="lc-rb-g off")
+    reboot(lc_env, "lc-rb-g")  # unkeyed, while held off: it has acted already (spec 004)
+    lc_env.until(lambda: [r["key"] for r in requests_of(lc_env, "lc-rb-g")["requests"]]
+                 == ["fencing"], what="the unkeyed request removed")
+    release(lc_env, "lc-rb-g", "fencing")
+    lc_env.until(lambda: rebooted(lc_env, "lc-rb-g"), what="lc-rb-g back on")
+    assert calls(lc_env, "redfish", "power_on", "lc-rb-g") == 1
+
+
+def test_a_reboot_that_cannot_act_says_why_in_the_node_view(lc_env: LifecycleEnv):
+    lc_env.fault("lc-rb-h", "bmc.power", "fail")
+    try:
+        reboot(lc_env, "lc-rb-h", mode="hard")
+        error = lc_env.until(lambda: lc_env.node("lc-rb-h")["reboot_error"],
+                             what="reboot_error of lc-rb-h")
+        assert "Redfish BMC" in error and "(retrying)" in error
+        assert requests_of(lc_env, "lc-rb-h")["reboot_error"] == error
+    finally:
+        lc_env.clear_faults()
+    lc_env.until(lambda: rebooted(lc_env, "lc-rb-h"), what="lc-rb-h rebooted")
+    assert lc_env.node("lc-rb-h")["reboot_error"] is None
+
+
+class FakeShipyard:
+    """Serves a committed revision (1) and its rendered documents, as Shipyard does."""
+
+    def __init__(self, design_yaml: str) -> None:
+        body = design_yaml.encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path == "/api/v1.0/revisions":
+                    data, kind = json.dumps([{"id": 1, "tags": ["committed"]}]).encode(), \
+                        "application/json"
+                elif self.path.startswith("/api/v1.0/revisions/1/rendered-documents"):
+                    data, kind = body, "application/x-yaml"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_fresh_drydock_acts_on_a_reboot_with_shipyards_committed_design(
+        lc_env: LifecycleEnv, tmp_path: Path):
+    """No task has run and the request names no design: Drydock asks Shipyard."""
+    shipyard = FakeShipyard((lc_env.work / "design.yaml").read_text())
+    (tmp_path / "tokens.yaml").write_text((lc_env.work / "tokens.yaml").read_text())
+    sections = drydock_sections(lc_env.site, tmp_path, peers={"shipyard_url": shipyard.url},
+                                site_design={"source": "shipyard"},
+                                reboot={"interval": 0.05, "lease_seconds": 2})
+    fresh = ServiceProcess("drydock", tmp_path, sections)
+    try:
+        headers = {"X-Auth-Token": lc_env.admin}
+        resp = requests.post(f"{fresh.url}/api/v1.0/nodes/lc-rb-i/reboot", json={},
+                             headers=headers, timeout=30)
+        assert resp.status_code == 201, resp.text
+
+        def done() -> bool:
+            state = requests.get(f"{fresh.url}/api/v1.0/nodes/lc-rb-i/reboot",
+                                 headers=headers, timeout=30).json()
+            return bool(not state["requests"] and state["last_powered_on"]
+                        and state["reboot_error"] is None)
+
+        lc_env.until(done, what="the reboot of lc-rb-i by a fresh Drydock")
+        assert calls(lc_env, "ipmi", "power_on", "lc-rb-i") == 1
+        view = requests.get(f"{fresh.url}/api/v1.0/nodes/lc-rb-i", headers=headers,
+                            timeout=30).json()
+        assert view["in_design"] is True and view["oob_type"] == "ipmi"
+    finally:
+        fresh.stop()
+        shipyard.stop()
+
+
 def test_soft_reboot_falls_back_to_hard_when_shutdown_does_not_finish(lc_env: LifecycleEnv):
     reboot(lc_env, "lc-rb-d", mode="soft")
     lc_env.until(lambda: rebooted(lc_env, "lc-rb-d"), what="lc-rb-d rebooted")
@@ -108,6 +206,23 @@ def test_retiring_a_ready_node_is_409(lc_env: LifecycleEnv):
     resp = lc_env.api("PATCH", "/nodes/lc-ret-b", json={"retired": True},
                       params={"design_ref": lc_env.href})
     assert resp.status_code == 409 and resp.json()["reason"] == "InvalidNodeState"
+
+
+def test_retiring_a_node_a_task_holds_is_409(lc_env: LifecycleEnv):
+    lc_env.fault("lc-ret-d", "maas.release", "hang")
+    try:
+        resp = lc_env.post_task(["lc-ret-d"], "destroy_nodes", erase="quick")
+        task_id = resp.json()["task_id"]
+        lc_env.until(lambda: lc_env.sim("/nodes/lc-ret-d")["maas_status"] == "Releasing",
+                     what="lc-ret-d releasing")
+        refused = lc_env.api("PATCH", "/nodes/lc-ret-d", json={"retired": True},
+                             params={"design_ref": lc_env.href})
+        assert refused.status_code == 409 and refused.json()["reason"] == "NodeBusy"
+        assert task_id in refused.text
+        assert lc_env.node("lc-ret-d")["retired"] is False
+    finally:
+        lc_env.clear_faults()
+    assert lc_env.wait(task_id)["result"]["status"] in ("success", "failure")
 
 
 def test_retired_nodes_are_skipped_by_deploy_and_listed(lc_env: LifecycleEnv):

@@ -89,7 +89,9 @@ def test_decommission_of_node01_end_to_end(deployed: Deployed) -> None:
     assert after["kubernetes"]["unschedulable"] and not after["kubernetes"]["ready"]
     labels = after["kubernetes"]["labels"]
     assert labels["promenade-decomission"] == "enabled"
-    assert all("kubernetes.io/" in k for k in labels if k != "promenade-decomission"), labels
+    assert labels["maintenance.berth.io/required"] == "true"  # kept for lock holders
+    assert all("kubernetes.io/" in k for k in labels
+               if k not in ("promenade-decomission", "maintenance.berth.io/required")), labels
     health = deployed.get("/etcd-cluster-health-statuses",
                           params={"design_ref": deployed.design_href}).json()
     assert [(m["name"], m["message"]) for m in health["details"]["messageList"]] == [

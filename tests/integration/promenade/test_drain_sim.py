@@ -133,7 +133,9 @@ def test_clear_labels_then_shutdown_then_remove_from_cluster(api: Api, kube_site
     result = api.post("/nodes/node04/clear-labels", params={"timeout": "10"})
     assert result.status_code == 200
     labels = kube_site.node("node04")["metadata"]["labels"]
-    assert all("kubernetes.io" in k for k in labels), labels
+    assert labels["maintenance.berth.io/required"] == "true"  # kept for lock holders
+    assert all("kubernetes.io" in k for k in labels
+               if k != "maintenance.berth.io/required"), labels
     result = api.post("/nodes/node04/shutdown-kubelet")
     assert result.status_code == 200, result.json
     assert kube_site.node("node04")["metadata"]["labels"]["promenade-decomission"] == "enabled"

@@ -36,14 +36,15 @@ def test_a_task_call_marks_every_line_it_produces_including_worker_threads(
         "database": {"connection": f"sqlite:///{tmp_path}/drydock.db"},
         "maas": {"url": f"http://127.0.0.1:{dead}/MAAS", "retries": 0, "timeout": 1},
         "oob": {"request_timeout": 1, "retries": 0, "poll_interval": 0.01},
-        "steps": {"step_retries": 0, "step_retry_delay": 0.01},
+        "steps": {"step_retries": 0, "step_retry_delay": 0.01, "outage_window": 0},
         "worker": {"threads": 1, "poll_interval": 0.05},
         "logging": {"json": "true"}})
     headers = {"X-Auth-Token": tokens["admin"], "X-Context-Marker": MARKER}
     try:
         created = requests.post(f"{svc.url}/api/v1.0/tasks", headers=headers, timeout=10,
                                 json={"action": "destroy_nodes", "design_ref": href,
-                                      "node_filter": None})
+                                      "node_filter": None,
+                                      "options": {"all_nodes": True}})
         assert created.status_code == 201
         task_id = created.json()["task_id"]
         deadline = time.monotonic() + 60

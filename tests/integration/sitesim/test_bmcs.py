@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import requests
@@ -47,16 +48,28 @@ def test_boot_override_is_recorded(sitesim_site):
     assert calls(sitesim_site, system="redfish", op="set_boot", node="node02") >= 1
 
 
-def test_secure_erase_wipes_only_that_drive(sitesim_site):
+def _task_state(site, location, auth):
+    return requests.get(site.urls["redfish"] + location, auth=auth, timeout=10).json()
+
+
+def test_secure_erase_runs_as_a_bmc_task_and_wipes_only_that_drive(sitesim_site):
     system = _system(sitesim_site, "node01")
     drive = next(d for d in system.storage.get_members()[0].drives if d.identity == "sdb")
     target = drive.json["Actions"]["#Drive.SecureErase"]["target"]
     spec = sitesim_site.spec.node("node01")
-    reply = requests.post(sitesim_site.urls["redfish"] + target, json={}, timeout=10,
-                          auth=(spec.bmc.user, spec.bmc.password))
-    assert reply.status_code == 204
+    auth = (spec.bmc.user, spec.bmc.password)
+    reply = requests.post(sitesim_site.urls["redfish"] + target, json={}, timeout=10, auth=auth)
+    assert reply.status_code == 202
+    location = reply.headers["Location"]
+    assert reply.json()["TaskState"] == "Running"
+    deadline = time.monotonic() + 30
+    while _task_state(sitesim_site, location, auth)["TaskState"] == "Running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert _task_state(sitesim_site, location, auth)["TaskState"] == "Completed"
     disks = node(sitesim_site, "node01")["disks"]
-    assert disks["sdb"] == {"marker": None, "wiped": True}
+    assert disks["sdb"] == {"marker": None, "wiped": True,
+                            "wiped_by": "redfish Drive.SecureErase"}
     assert disks["sda"]["marker"] and not disks["sda"]["wiped"]
     assert calls(sitesim_site, system="redfish", op="secure_erase", node="node01") == 1
 
@@ -69,8 +82,15 @@ def test_erase_fault_fails_and_keeps_the_marker(sitesim_site, clean_faults):
     spec = sitesim_site.spec.node("node01")
     url = f"{sitesim_site.urls['redfish']}{system.path}/Storage/1/Drives/sda/Actions/" \
           "Drive.SecureErase"
-    reply = requests.post(url, json={}, auth=(spec.bmc.user, spec.bmc.password), timeout=10)
-    assert reply.status_code == 500
+    auth = (spec.bmc.user, spec.bmc.password)
+    reply = requests.post(url, json={}, auth=auth, timeout=10)
+    assert reply.status_code == 202
+    deadline = time.monotonic() + 30
+    while (task := _task_state(sitesim_site, reply.headers["Location"], auth))[
+            "TaskState"] == "Running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert task["TaskState"] == "Exception" and "failed" in task["Messages"][0]["Message"]
     assert node(sitesim_site, "node01")["disks"]["sda"]["marker"]
 
 
@@ -149,3 +169,44 @@ def test_ipmi_power_fault_fails_the_command(sitesim_site, clean_faults):
                   json={"node": "node06", "operation": "bmc.power", "effect": "fail"})
     assert ipmitool(sitesim_site, "node06", "power", "off").returncode != 0
     assert node(sitesim_site, "node06")["power"] == "on"
+
+
+def _set_bmc(site, name, running):
+    return requests.put(f"{site.urls['sitesim']}/nodes/{name}/bmc", json={"running": running},
+                        timeout=30)
+
+
+@pytest.mark.skipif(shutil.which("ipmitool") is None, reason="ipmitool is not installed")
+def test_killed_ipmi_sim_bmc_stops_answering_until_restarted(sitesim_site):
+    sim = next(s for s in sitesim_site.ipmi_sims if s.node.name == "node03")
+    old_pid = sim.process.pid
+    assert _set_bmc(sitesim_site, "node03", False).json() == {"running": False}
+    try:
+        assert sim.process is None  # the ipmi_sim process was killed
+        dead = ipmitool(sitesim_site, "node03", "-R", "1", "-N", "1", "power", "status")
+        assert dead.returncode != 0
+        assert node(sitesim_site, "node03")["bmc"]["running"] is False
+    finally:
+        assert _set_bmc(sitesim_site, "node03", True).json() == {"running": True}
+    assert sim.process.pid != old_pid
+    assert "Chassis Power is on" in ipmitool(sitesim_site, "node03", "power", "status").stdout
+
+
+def test_killed_redfish_bmc_answers_nothing_for_its_system_only(sitesim_site):
+    assert _set_bmc(sitesim_site, "node04", False).status_code == 200
+    try:
+        spec = sitesim_site.spec.node("node04")
+        with pytest.raises(requests.exceptions.Timeout):
+            requests.get(sitesim_site.urls["redfish"] + "/redfish/v1/Systems/"
+                         + node(sitesim_site, "node04")["bmc"]["system_id"],
+                         auth=(spec.bmc.user, spec.bmc.password), timeout=0.5)
+        assert _system(sitesim_site, "node01").power_state == sushy.POWER_STATE_ON
+    finally:
+        _set_bmc(sitesim_site, "node04", True)
+    assert _system(sitesim_site, "node04").power_state == sushy.POWER_STATE_ON
+
+
+def test_pyghmi_bmc_cannot_be_killed_alone(sitesim_site):
+    resp = _set_bmc(sitesim_site, "node06", False)
+    assert resp.status_code == 400 and "pyghmi" in resp.text
+    assert node(sitesim_site, "node06")["bmc"]["running"] is True

@@ -58,8 +58,8 @@ def test_release_with_erase_wipes_every_disk_and_powers_off(maas, sitesim_site):
     wait_for(lambda: status_of(maas, sid) == "Ready")
     state = node(sitesim_site, "node04")
     assert state["power"] == "off"
-    assert state["disks"] == {"sda": {"marker": None, "wiped": True},
-                              "sdb": {"marker": None, "wiped": True}}
+    wiped = {"marker": None, "wiped": True, "wiped_by": "maas secure_erase"}
+    assert state["disks"] == {"sda": wiped, "sdb": wiped}
     assert calls(sitesim_site, system="maas", op="secure_erase", node="node04") == 1
     assert calls(sitesim_site, system="maas", op="quick_erase", node="node04") == 0
     wait_for(lambda: not node(sitesim_site, "node04")["kubernetes"]["ready"])

@@ -57,6 +57,21 @@ def test_post_task_returns_201_location_and_the_queued_task(api):
     assert resp.json["action"] == "destroy_nodes" and resp.json["subtask_id_list"] == []
 
 
+@pytest.mark.parametrize("node_filter", [
+    None, {"filter_set_type": "union", "filter_set": [{}]},
+    {"filter_set_type": "union", "filter_set": [{"node_names": ["n1"]}, {"node_tags": []}]}])
+def test_destroy_without_a_node_filter_is_refused_unless_all_nodes(api, node_filter):
+    client, site = api
+    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=node_filter))
+    assert resp.status_code == 400
+    found = " ".join(m["message"] for m in resp.json["details"]["messageList"])
+    assert "selects every node of the design" in found and "all_nodes: true" in found
+    assert client.simulate_get("/api/v1.0/tasks", headers=ADMIN).json == []
+    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=node_filter,
+                                                        options={"all_nodes": True}))
+    assert resp.status_code == 201, resp.json
+
+
 def test_idempotency_key_returns_the_same_task(api):
     client, site = api
     one = post(client, "/api/v1.0/tasks", task_request(site), {"Idempotency-Key": "abc"})
@@ -122,7 +137,8 @@ def test_missing_design_gets_404_and_bad_scheme_400(api):
 def test_overlapping_task_gets_409(api):
     client, site = api
     assert post(client, "/api/v1.0/tasks", task_request(site)).status_code == 201
-    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=None))
+    resp = post(client, "/api/v1.0/tasks", task_request(site, node_filter=None,
+                                                        options={"all_nodes": True}))
     assert resp.status_code == 409 and resp.json["reason"] == "NodesBusy"
 
 
@@ -148,7 +164,8 @@ def test_reader_may_list_but_not_create(api):
 def test_task_tree_layers_and_subtask_errors(api):
     client, site = api
     site.oob.unreachable.add(site.address("n2"))
-    task_id = post(client, "/api/v1.0/tasks", task_request(site, node_filter=None)).json["task_id"]
+    task_id = post(client, "/api/v1.0/tasks", task_request(
+        site, node_filter=None, options={"all_nodes": True})).json["task_id"]
     run_all(site)
     top = client.simulate_get(f"/api/v1.0/tasks/{task_id}", headers=ADMIN).json
     assert top["status"] == "complete" and top["result"]["status"] == "partial_success"
@@ -161,8 +178,8 @@ def test_task_tree_layers_and_subtask_errors(api):
     everything = client.simulate_get(f"/api/v1.0/tasks/{task_id}", params={"layers": -1},
                                      headers=ADMIN).json
     steps = [t for k, t in everything.items() if k != "init_task_id" and t["step"]]
-    assert {s["step"] for s in steps} == {"power_off", "wipe_disks", "release",
-                                         "wipe_os_disk", "delete", "forget"}
+    assert {s["step"] for s in steps} == {"plan_wipe", "power_off", "wipe_disks", "release",
+                                         "delete", "forget", "report_disks"}
     errs = client.simulate_get(f"/api/v1.0/tasks/{task_id}", params={"subtaskerrors": "true"},
                                headers=ADMIN).json["subtask_errors"]
     assert errs and all(m["node"] == "n2" for e in errs.values()
@@ -299,3 +316,22 @@ def test_wrong_method_oversize_body_and_unknown_route(api, tmp_path):
         "/api/v1.0/tasks", body=json.dumps(task_request(site, options={"x": "y" * 500})),
         headers={**ADMIN, "Content-Type": "application/json"})
     assert big.status_code == 413 and big.json["kind"] == "Status"
+
+
+def test_wipe_plan_names_each_disk_or_why_a_node_is_refused(api):
+    client, site = api
+    site.oob.drives[site.address("n1")] = ["sda", "sdb"]
+    body = {"design_ref": {"rel": "design", "href": site.href, "type": "application/x-yaml"},
+            "node_names": ["n1", "n2"], "options": {"preserve_local_storage": True}}
+    resp = post(client, "/api/v1.0/wipeplan", body)
+    assert resp.status_code == 200, resp.json
+    n1, n2 = resp.json
+    assert n1["refusal"] is None and n1["disks"] == [
+        {"disk": "sda", "result": "wiped", "method": "redfish Drive.SecureErase"},
+        {"disk": "sdb", "result": "kept", "method": None}]
+    assert n2["node"] == "n2" and "erase the OS disk sda alone" in n2["refusal"]
+    assert site.oob.calls[("graceful", site.address("n2"))] == 0
+    bad = post(client, "/api/v1.0/wipeplan", {**body, "options": {"erase": "paranoid"}})
+    assert bad.status_code == 400
+    unknown = post(client, "/api/v1.0/wipeplan", {**body, "node_names": ["ghost"]})
+    assert unknown.status_code == 400

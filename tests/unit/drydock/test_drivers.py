@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 import requests
 import sushy
+from pyghmi import exceptions as ipmi_exc
 
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
-from drydock_api.drivers.ports import MaasError
+from drydock_api.drivers.ports import MaasError, OobError
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.nodes.design import BmcAccess
 
@@ -113,6 +114,21 @@ def test_ipmi_pxe_boot_override_is_one_time_and_cycle_boots():
     driver.power_on(BMC)
     assert FakeCommand.calls == [("set_bootdev", ("network", False)),
                                  ("set_power", ("boot", False)), ("set_power", ("on", False))]
+
+
+@pytest.mark.parametrize(("raised", "expected"), [
+    (ipmi_exc.IpmiException(None), "IPMI BMC ipmi 127.0.0.1:623 did not answer power state"),
+    (ipmi_exc.IpmiException("timeout"), "IPMI BMC ipmi 127.0.0.1:623 did not answer power state"),
+    (ipmi_exc.IpmiException("Insufficient privilege"),
+     "IPMI BMC ipmi 127.0.0.1:623 failed power state: Insufficient privilege")])
+def test_ipmi_failures_never_say_none(raised: Exception, expected: str) -> None:
+    class Dead(FakeCommand):
+        def get_power(self) -> dict[str, str]:
+            raise raised
+
+    with pytest.raises(OobError) as err:
+        IpmiDriver(factory=Dead).power_state(BMC)
+    assert err.value.message == expected and err.value.transient
 
 
 class FakeSystem:

@@ -76,6 +76,39 @@ def test_prepare_then_deploy_torn_down_nodes_enlists_commissions_lays_out_and_de
     assert site.maas.deployed_kernels["n1"] == "ga-22.04"
 
 
+def test_a_disk_kept_by_teardown_stays_out_of_the_layout_and_is_mounted_as_it_is(
+        make_site: SiteFactory):
+    import base64
+
+    import yaml
+    site = make_site(["n1", "n2"])
+    site.oob.drives[site.address("n1")] = ["sda", "sdb"]
+    destroyed = run_task(site, node_filter=names("n1"),
+                         options={"preserve_local_storage": True})
+    assert destroyed["result"]["status"] == "success", messages(destroyed)
+    enlist_on_pxe(site)
+    prepared = run_task(site, "prepare_nodes", names("n1"))
+    assert prepared["result"]["status"] == "success", messages(prepared)
+    layout = {d.name: [(p.fstype, p.mount_point) for p in d.partitions]
+              for d in site.maas.block_devices("id-n1")}
+    assert layout == {"sda": [("ext4", "/boot"), ("ext4", "/")], "sdb": []}
+    assert any("sdb kept out of the layout" in m for m in messages(prepared, "n1"))
+    site.join.ready["n1"] = True
+    deployed = run_task(site, "deploy_nodes", names("n1"))
+    assert deployed["result"]["status"] == "success", messages(deployed)
+    text = base64.b64decode(site.maas.user_data["n1"] or "").decode()
+    assert text.startswith("#cloud-config\n")
+    assert yaml.safe_load(text)["mounts"] == [
+        ["/dev/sdb1", "/var/lib/data", "xfs", "defaults,nofail", "0", "2"]]
+
+
+def test_a_full_teardown_forgets_kept_disks(make_site: SiteFactory):
+    site = make_site(["n1"])
+    site.runtime.nodes.set_kept_disks("n1", ["sdb"])
+    run_task(site)
+    assert site.runtime.nodes.kept_disks("n1") == []
+
+
 def test_nodes_already_in_the_target_state_succeed_untouched(make_site: SiteFactory):
     site = make_site(["n1"])
     site.join.ready["n1"] = True

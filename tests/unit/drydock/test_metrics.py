@@ -43,7 +43,7 @@ def _value(metrics: DrydockMetrics, name: str, **labels: str) -> float:
 
 def _destroy(runtime: Runtime, href: str) -> str:
     body, _ = runtime.service.create({"action": "destroy_nodes", "design_ref": href,
-                                      "node_filter": None, "options": {}},
+                                      "node_filter": None, "options": {"all_nodes": True}},
                                      RequestContext(user="admin"), None)
     return str(body["task_id"])
 

@@ -63,6 +63,21 @@ def test_retire_a_deployed_node_and_list_by_retirement(api):
     assert back.status_code == 200 and back.json["retired_reason"] is None
 
 
+def test_retiring_a_node_a_task_holds_is_409_and_changes_nothing(api):
+    client, site = api
+    resp = post(client, f"{P}/tasks", {"action": "prepare_nodes", "design_ref": site.href,
+                                       "node_filter": {"filter_set": [{"node_names": ["n2"]}]}})
+    assert resp.status_code == 201
+    task_id = resp.json["task_id"]
+    refused = patch(client, site, "n2", {"retired": True, "retired_reason": "bad disk"})
+    assert refused.status_code == 409 and refused.json["reason"] == "NodeBusy"
+    text = refused.json["details"]["messageList"][0]["message"]
+    assert task_id in text and "n2" in text
+    assert site.runtime.nodes.retired("n2") == (False, None)
+    run_all(site)
+    assert patch(client, site, "n2", {"retired": True}).status_code == 200
+
+
 @pytest.mark.parametrize("body,fragment", [
     ({}, "retired is required"),
     ({"retired": "yes"}, "retired must be true or false"),

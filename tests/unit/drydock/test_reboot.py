@@ -154,3 +154,72 @@ def test_reboot_phase_table_allows_only_the_reboot_cycle():
         enter(Phase.HARD, Phase.SOFT, values, 1.0)
     with pytest.raises(ValueError):
         enter(Phase.IDLE, Phase.ON, values, 1.0)
+
+
+def test_an_unkeyed_request_posted_while_a_keyed_one_holds_the_node_off_is_removed(
+        make_site: SiteFactory):
+    site = soft_site(make_site)
+    request(site, key="fencing")
+    drive(site)
+    assert site.oob.power[site.address("n1")] == "off"
+    request(site)  # unkeyed, while the node is held off
+    drive(site)
+    assert [r["key"] for r in state(site)["requests"]] == ["fencing"]  # the unkeyed one acted
+    site.runtime.node_service.delete_reboot(CTX, "n1", "fencing", site.href)
+    drive(site)
+    assert site.oob.power[site.address("n1")] == "on"
+    assert state(site)["requests"] == [] and calls(site, "power_on") == 1
+
+
+def test_a_reboot_that_cannot_act_says_why_in_the_node_view(make_site: SiteFactory):
+    site = soft_site(make_site)
+    site.runtime.nodes.add_reboot("n1", "", "soft", None, "admin", None)  # no design known
+    drive(site, 2)
+    view = site.runtime.inventory.node(CTX, "n1", site.href)
+    assert view["reboot_error"].startswith("no site design is known")
+    assert state(site)["reboot_error"] == view["reboot_error"]
+    site.oob.unreachable.add(site.address("n1"))
+    site.runtime.nodes.update("n1", design_ref=site.href)
+    drive(site, 2)
+    assert "did not answer" in state(site)["reboot_error"]
+    site.oob.unreachable.clear()
+    drive(site)
+    assert state(site)["reboot_error"] is None and calls(site, "power_on") == 1
+
+
+class FakeShipyard:
+    def __init__(self, href: str) -> None:
+        self.href = href
+        self.asked = 0
+
+    def request(self, method: str, path: str, *, ctx: Any = None) -> Any:
+        self.asked += 1
+        assert (method, path) == ("GET", "/api/v1.0/revisions")
+        return [{"id": 1, "tags": ["committed"]}, {"id": 2, "tags": []}]
+
+
+def test_without_any_task_the_reconciler_uses_shipyards_committed_design(
+        make_site: SiteFactory):
+    from drydock_api.nodes.sitedesign import SiteDesign
+    site = soft_site(make_site)
+    shipyard = FakeShipyard(site.href)
+    source = SiteDesign(shipyard, "http://shipyard:9000", lambda: None)
+    assert source() == ("deckhand+http://shipyard:9000/api/v1.0/revisions/1/"
+                        "rendered-documents")
+    assert source() and shipyard.asked == 1  # cached
+    resolved: list[Any] = []
+
+    def designs(ref: Any, ctx: RequestContext) -> Any:
+        resolved.append(ref)
+        return site.runtime.loader.design(site.href, ctx)
+
+    reconciler = RebootReconciler(site.runtime.nodes, site.oob, designs, source,
+                                  RebootSettings(soft_timeout=5.0), "r1", site.clock or (
+                                      lambda: 0.0))
+    site.runtime.nodes.add_reboot("n1", "", "soft", None, "admin", None)
+    for _ in range(10):
+        reconciler.pass_once()
+        assert site.clock is not None
+        site.clock.advance(0.1)
+    assert resolved[0].endswith("/revisions/1/rendered-documents")
+    assert calls(site, "graceful") == 1 and calls(site, "power_on") == 1

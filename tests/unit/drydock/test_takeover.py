@@ -22,7 +22,8 @@ def test_takeover_after_lease_expiry_never_repeats_a_completed_step(make_site: S
     clock = FakeClock()
     site = make_site(["n1", "n2"], clock=clock)
     body, _ = site.runtime.service.create(
-        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None,
+         "options": {"all_nodes": True}},
         RequestContext(), None)
     original_delete = site.maas.delete_machine
     crashed = threading.Event()
@@ -65,7 +66,8 @@ def test_release_in_progress_after_a_crash_is_waited_for_not_repeated(make_site:
 
     site.maas.find_machine = find  # type: ignore[method-assign]
     body, _ = site.runtime.service.create(
-        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None,
+         "options": {"all_nodes": True}},
         RequestContext(), None)
     worker = site.runtime.new_worker("w")
     worker.poll_once()
@@ -86,7 +88,8 @@ def test_terminate_stops_before_the_next_node_step(make_site: SiteFactory):
 
     site.oob.power_state = slow_power_state  # type: ignore[method-assign]
     body, _ = site.runtime.service.create(
-        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None,
+         "options": {"all_nodes": True}},
         RequestContext(), None)
     worker = site.runtime.new_worker("w")
     worker.poll_once()
@@ -111,7 +114,8 @@ def test_a_renewed_lease_is_never_taken_over(make_site: SiteFactory):
     site.oob.power_state = slow_power_state  # type: ignore[method-assign]
     site.oob.ignore_graceful.add(site.address("n1"))
     body, _ = site.runtime.service.create(
-        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None},
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None,
+         "options": {"all_nodes": True}},
         RequestContext(), None)
     owner = site.runtime.new_worker("owner")
     runner = threading.Thread(target=owner.run, daemon=True)

@@ -22,7 +22,8 @@ def test_tree_bodies_equal_each_task_rendered_alone(make_site: SiteFactory) -> N
     site.maas.fail_release["n2"] = "MAAS said no"  # messages with errors too
     svc = site.runtime.service
     body, _ = svc.create({"action": "destroy_nodes", "design_ref": site.href,
-                          "node_filter": None, "options": {}}, RequestContext(user="admin"), None)
+                          "node_filter": None, "options": {"all_nodes": True}},
+                          RequestContext(user="admin"), None)
     worker = site.runtime.new_worker("w1")
     assert worker.poll_once() == 1
     worker.join(30)
@@ -42,7 +43,8 @@ def test_encoded_tree_follows_the_task_and_is_reused_while_unchanged(
     site = make_site(["n1", "n2"])
     svc = site.runtime.service
     body, _ = svc.create({"action": "destroy_nodes", "design_ref": site.href,
-                          "node_filter": None, "options": {}}, RequestContext(user="admin"), None)
+                          "node_filter": None, "options": {"all_nodes": True}},
+                          RequestContext(user="admin"), None)
     root = body["task_id"]
     queued, packed = svc.get_json(root, layers=-1)
     assert json.loads(queued) == svc.get(root, layers=-1)
@@ -70,7 +72,7 @@ def test_tree_is_gzipped_only_for_clients_that_accept_it(make_site: SiteFactory,
     app.berth_spec.authenticator = TOKENS
     client = falcon.testing.TestClient(app)
     body, _ = site.runtime.service.create({"action": "destroy_nodes", "design_ref": site.href,
-                                           "node_filter": None, "options": {}},
+                                           "node_filter": None, "options": {"all_nodes": True}},
                                           RequestContext(user="admin"), None)
     path = f"/api/v1.0/tasks/{body['task_id']}"
     plain = client.simulate_get(path, params={"layers": -1}, headers=ADMIN)
@@ -91,7 +93,8 @@ def test_every_write_to_a_tree_refreshes_its_encoded_body(make_site: SiteFactory
     svc, store, progress = site.runtime.service, site.runtime.store, site.runtime.progress
     store.clock = progress.clock = lambda: 1_000.0
     body, _ = svc.create({"action": "destroy_nodes", "design_ref": site.href,
-                          "node_filter": None, "options": {}}, RequestContext(user="admin"), None)
+                          "node_filter": None, "options": {"all_nodes": True}},
+                          RequestContext(user="admin"), None)
     root_id = body["task_id"]
 
     def tree() -> dict[str, Any]:

@@ -17,6 +17,8 @@ def test_defaults_follow_the_spec(tmp_path):
     assert s.drain.maintenance_label == ("maintenance.berth.io/required", "true")
     assert s.drain.lock_patterns == ("eviction-lock.berth.io/*",
                                      "l2-lock.maintenance.yaook.cloud/*")
+    # Spec 002's protections are on by default.
+    assert s.drain.daemonset_like_kinds == ("ConfiguredDaemonSet", "apps.kruise.io/DaemonSet")
 
 
 def test_options_are_read_from_the_file(tmp_path):

@@ -46,6 +46,20 @@ def test_drain_treats_configured_daemonset_like_kinds_as_daemonsets(kube, clock)
     assert "DaemonSet-like" in report.skipped[0]["reason"]
 
 
+def test_drain_protects_daemonset_like_owners_by_default(kube, clock):
+    kube.add_pod("agent", "node04", owner=("ConfiguredDaemonSet", "nova-compute"))
+    Drainer(kube, DrainSettings(retry_delay=0.0, lock_poll_interval=1.0), clock=clock,
+            sleep=clock.sleep).run("node04", 3600, 1800)
+    assert kube.pod_names("node04") == ["agent"]
+
+
+def test_a_kind_of_one_api_group_is_matched_by_group():
+    from promenade_api.kube.drain import daemonset_like
+    kinds = ("apps.kruise.io/DaemonSet",)
+    assert daemonset_like("DaemonSet", "apps.kruise.io/v1alpha1", kinds)
+    assert not daemonset_like("DaemonSet", "apps/v1", kinds)
+
+
 def test_drain_evicts_pods_of_kinds_not_configured_as_daemonset_like(kube, clock):
     kube.add_pod("agent", "node04", owner=("ConfiguredDaemonSet", "nova-compute"))
     drainer(kube, clock, daemonset_like_kinds=()).run("node04", 3600, 1800)

@@ -45,6 +45,13 @@ def test_remove_from_cluster_deletes_a_drained_unlabelled_node(svc, kube):
     assert "node04" not in kube.nodes
 
 
+def test_remove_from_cluster_accepts_the_maintenance_label_left_by_drain(svc, kube):
+    ready_for_removal(kube)
+    kube.patch_node("node04", labels={"maintenance.berth.io/required": "true"})
+    svc.remove_from_cluster("node04")
+    assert "node04" not in kube.nodes
+
+
 def test_remove_from_cluster_refuses_an_uncordoned_node(svc, kube):
     kube.patch_node("node04", labels={"openstack-compute-node": None})
     with pytest.raises(NodeNotDrained) as err:

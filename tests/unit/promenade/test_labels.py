@@ -23,6 +23,17 @@ def test_clear_labels_keeps_only_kubernetes_io_and_the_keep_list(kube, clock):
     assert result["removed_labels"] == ["kubernetes-etcd", "team.example.com/x"]
 
 
+def test_clear_labels_keeps_the_maintenance_label_lock_holders_watch(kube, clock):
+    kube.patch_node("node01", labels={"maintenance.berth.io/required": "true",
+                                      "maintenance.yaook.cloud/maintenance-required-l2-agent":
+                                      "True"})
+    result = manager(kube, clock, keep=["rack"]).clear("node01", 60)
+    labels = kube.nodes["node01"].labels
+    assert labels["maintenance.berth.io/required"] == "true"
+    assert labels["maintenance.yaook.cloud/maintenance-required-l2-agent"] == "True"
+    assert "maintenance.berth.io/required" not in result["removed_labels"]
+
+
 def test_clear_labels_waits_for_pods_whose_selector_no_longer_matches(kube, clock):
     pod = kube.add_pod("etcd-agent", "node01", node_selector={"kubernetes-etcd": "enabled"})
     clock.at(3, lambda: kube.pods.pop(pod.uid))

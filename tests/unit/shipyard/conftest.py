@@ -56,9 +56,11 @@ class Harness:
         self.promenade = FakePromenade()
         self.drydock = FakeDrydock()
         self.settings = ActionSettings(public_url="http://shipyard", step_retries=2,
-                                       step_backoff=5.0, max_backoff=60.0)
+                                       step_backoff=5.0, max_backoff=60.0,
+                                       outage_window=0.0)
         self.services = Services(self.promenade, self.drydock, self.docs, self.settings)
-        self.api = ActionService(self.store, definitions(), self.docs, clock=self.clock)
+        self.api = ActionService(self.store, definitions(), self.docs, clock=self.clock,
+                                 services=self.services)
 
     def commit(self, docs: list[dict[str, Any]] | None = None, *, tag: str | None = None) -> int:
         docs = docs or design()

@@ -22,7 +22,8 @@ def test_redeploy_runs_every_step_in_order_for_the_target(harness: Harness) -> N
     view = harness.drive(action["id"])
     assert view["state"] == "complete", view["message"]
     assert [s["id"] for s in view["steps"]] == [
-        "preflight", "resolve_design", "decommission.node01", "destroy_nodes.node01",
+        "preflight", "resolve_design", "assess_node.node01", "fence_node.node01",
+        "decommission.node01", "destroy_nodes.node01",
         "remove_from_cluster.node01", "prepare_nodes.node01", "deploy_nodes.node01",
         "wait_node_ready.node01", "relabel_nodes.node01"]
     assert {s["state"] for s in view["steps"]} == {"success"}
@@ -64,6 +65,72 @@ def test_preserve_local_storage_reaches_drydock_destroy(harness: Harness, value:
     harness.drive(action["id"])
     destroy = [t for t in harness.drydock.tasks.values() if t["action"] == "destroy_nodes"]
     assert destroy[0]["options"] == {"preserve_local_storage": expected}
+
+
+def test_wipe_options_reach_drydock_destroy(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drive(harness.create("redeploy_server", {
+        "target_nodes": "node01", "preserve-local-storage": "true",
+        "os-disk-erase": "none"})["id"])
+    harness.drive(harness.create("redeploy_server", {
+        "target_nodes": "node02", "erase": "secure-only"})["id"])
+    destroy = [t["options"] for t in harness.drydock.tasks.values()
+               if t["action"] == "destroy_nodes"]
+    assert destroy == [{"preserve_local_storage": True, "os_disk_erase": "none"},
+                       {"preserve_local_storage": False, "erase": "secure_only"}]
+
+
+def test_the_destroy_step_shows_each_disk_of_the_drydock_result() -> None:
+    from shipyard_api.actions.redeploy import disk_report
+    task = {"result": {"details": {"messageList": [
+        {"message": "node01: Disks: ...", "step": "report_disks", "error": False},
+        {"message": "node01: sda wiped", "step": "report_disks", "disk": "sda",
+         "result": "wiped", "method": "redfish Drive.SecureErase",
+         "verified_by": "BMC task t1: Completed", "at": "2026-11-24T20:00:00+00:00"},
+        {"message": "node01: sdb kept", "step": "report_disks", "disk": "sdb",
+         "result": "kept", "method": None, "verified_by": None, "at": None}]}}}
+    assert disk_report(task) == [
+        {"disk": "sda", "result": "wiped", "method": "redfish Drive.SecureErase",
+         "verified_by": "BMC task t1: Completed", "at": "2026-11-24T20:00:00+00:00"},
+        {"disk": "sdb", "result": "kept", "method": None, "verified_by": None, "at": None}]
+    assert disk_report(None) == [] and disk_report({"result": "success"}) == []
+
+
+def test_wipe_options_are_checked_together(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    with pytest.raises(ValidationFailed) as err:
+        harness.create("redeploy_server", {"target_nodes": "node01", "os-disk-erase": "none",
+                                           "erase": "paranoid"})
+    texts = [m["message"] for m in err.value.messages]
+    assert any("os-disk-erase needs preserve-local-storage=true" in t for t in texts)
+    assert any("Parameter erase must be one of" in t for t in texts)
+
+
+def test_a_node_drydock_cannot_wipe_truthfully_is_refused_at_creation(
+        harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drydock.wipe_refusals["node03"] = (
+        "Node node03: preserve_local_storage must erase the OS disk sda alone ...")
+    with pytest.raises(ValidationFailed) as err:
+        harness.create("redeploy_server", {"target_nodes": "node01,node03",
+                                           "preserve-local-storage": "true"})
+    assert err.value.code == 400 and err.value.instance_reason == "RedeployRefused"
+    assert [m["message"] for m in err.value.messages] == [
+        "Node node03: preserve_local_storage must erase the OS disk sda alone ..."]
+    assert harness.api.list() == [] and harness.drydock.tasks == {}
+    assert harness.promenade.calls == []
+
+
+def test_redeploying_a_retired_node_is_refused_at_creation(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    for node in harness.drydock.node_list:
+        if node["hostname"] == "node02":
+            node.update(retired=True, retired_reason="failing DIMM")
+    with pytest.raises(ValidationFailed) as err:
+        harness.create("redeploy_server", {"target_nodes": "node02"})
+    [message] = err.value.messages
+    assert message["message"].startswith("node02 is retired (failing DIMM)")
+    assert harness.api.list() == []
 
 
 def test_missing_target_revision_fails_in_preflight_and_touches_nothing(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from common.context import RequestContext
 from common.errors import BadRequest, Conflict
 from shipyard_api.clients.fakes import FakeDrydock
 from tests.unit.shipyard.conftest import Harness
@@ -132,3 +133,20 @@ def test_site_relabel_follows_the_nodes_the_baremetal_step_deployed(harness: Har
     assert harness.drydock.tasks == {}
     relabel_nodes(ctx({"baremetal": {"deployed": ["node02", "node03"]}}))
     assert next(iter(harness.drydock.tasks.values()))["nodes"] == ["node02", "node03"]
+
+
+def test_stopping_deploy_site_terminates_the_group_task_in_flight(harness: Harness) -> None:
+    harness.drydock.polls_to_finish = 10_000
+    harness.commit()
+    action = harness.create("deploy_site")
+    engine = harness.engine(hold=0.0)
+    for _ in range(50):
+        engine.run_once()
+        harness.clock.sleep(1.0)
+        if harness.drydock.created("prepare_nodes"):
+            break
+    harness.api.control(action["id"], "stop", RequestContext(user="admin"))
+    view = harness.drive(action["id"])
+    assert view["state"] == "stopped"
+    prepare = next(t for t in harness.drydock.tasks.values() if t["action"] == "prepare_nodes")
+    assert harness.drydock.terminated == [prepare["task_id"]]

@@ -14,7 +14,7 @@ def test_redeploy_completes_on_both_databases(any_harness: Harness) -> None:
     action = h.create("redeploy_server", {"target_nodes": "node01,node03"})
     view = h.drive(action["id"])
     assert view["state"] == "complete"
-    assert len(view["steps"]) == 2 + 7 * 2
+    assert len(view["steps"]) == 2 + 9 * 2
 
 
 def test_only_one_of_many_concurrent_claimers_gets_the_action(any_harness: Harness) -> None:

@@ -73,6 +73,31 @@ def test_labels_not_key_value() -> None:
     assert "value that is not a string" in found[2]
 
 
+def test_labels_with_a_colon_or_a_blank_value_are_named() -> None:
+    selectors = [{"node_labels": [{"ucp-control-plane": "enabled:true"}, {"rack": ""},
+                                  {"zone": "   "}, {"a:b": "c"}, {"ok": "yes"}]}]
+    found = texts({"groups": [group("a", selectors=selectors)]})
+    assert len(found) == 4
+    assert "{'ucp-control-plane': 'enabled:true'} has a ':' in its value" in found[0]
+    assert "has a blank value for 'rack'" in found[1]
+    assert "has a blank value for 'zone'" in found[2]
+    assert "has a ':' in its key" in found[3]
+
+
+def test_null_data_is_refused_by_name() -> None:
+    [message] = texts(None)
+    assert "deployment-strategy: data is null" in message
+    assert "would deploy nothing" in message
+
+
+def test_a_null_strategy_is_refused_at_commit() -> None:
+    config = doc("shipyard/DeploymentConfiguration/v1", "deployment-configuration",
+                 {"physical_provisioner": {}})
+    messages = shipyard_checks([config, doc(REF["schema"], "deployment-strategy", None)])
+    assert [m["documents"] for m in messages] == [[REF]]
+    assert "data is null" in messages[0]["message"]
+
+
 def test_criteria_out_of_range() -> None:
     criteria = {"percent_successful_nodes": 150, "minimum_successful_nodes": -1,
                 "maximum_failed_nodes": 1.5}

@@ -125,6 +125,16 @@ def test_release_fault_ends_in_failed_releasing_and_illegal_ops_refused(model, s
         store.allocate("node06", None)
 
 
+def test_hung_release_finishes_once_the_fault_is_cleared(model, store):
+    machine = store.by_hostname("node06")
+    model.add_fault({"node": "node06", "operation": "maas.release", "effect": "hang"})
+    store.release(machine.system_id, erase=False, secure=False, quick=False)
+    time.sleep(0.2)
+    assert model.maas_status("node06") == "Releasing"
+    model.clear_faults()
+    until(lambda: model.maas_status("node06") == "Ready")
+
+
 def test_delete_makes_maas_status_null(model, store):
     store.delete(store.by_hostname("node02").system_id)
     assert model.view("node02", {})["maas_status"] is None

@@ -27,7 +27,7 @@ def model():
     raw["nodes"][4]["bmc"]["ignore_graceful_shutdown"] = True  # node05
     spec = parse_site(raw)
     spec = dataclasses.replace(spec, timings=dataclasses.replace(
-        spec.timings, power=0.01, graceful_shutdown=0.01))
+        spec.timings, power=0.01, graceful_shutdown=0.01, erase=0.05))
     scheduler = Scheduler()
     yield SiteModel(spec, scheduler)
     scheduler.stop()
@@ -93,3 +93,33 @@ def test_secure_erase_of_unknown_drive_is_404_and_get_is_405(client, model):
     assert client.post(f"{base}/sdz/Actions/Drive.SecureErase", headers=AUTH).status_code == 404
     assert client.get(f"{base}/sda/Actions/Drive.SecureErase", headers=AUTH).status_code == 405
     assert model.node("node01").disks["sda"].marker
+
+
+def _drive_json(client, node, drive):
+    uid = system_uuid("demo", node)
+    return client.get(f"/redfish/v1/Systems/{uid}/Storage/1/Drives/{drive}", headers=AUTH).json
+
+
+def test_secure_erase_is_a_task_that_completes_after_a_while(client, model):
+    target = _drive_json(client, "node04", "sdb")["Actions"]["#Drive.SecureErase"]["target"]
+    reply = client.post(target, headers=AUTH, json={})
+    assert reply.status_code == 202 and reply.json["TaskState"] == "Running"
+    assert model.node("node04").disks["sdb"].marker  # not yet
+    location = reply.headers["Location"]
+    until(lambda: client.get(location, headers=AUTH).json["TaskState"] != "Running")
+    assert client.get(location, headers=AUTH).json["TaskState"] == "Completed"
+    assert model.node("node04").disks["sdb"].wiped_by == "redfish Drive.SecureErase"
+    assert model.node("node04").disks["sda"].marker
+
+
+def test_a_bmc_without_drive_erase_offers_no_action_and_refuses_it(model):
+    node = dataclasses.replace(model.spec.node("node04"),
+                               bmc=dataclasses.replace(model.spec.node("node04").bmc,
+                                                       drive_erase=False))
+    client = Client(RedfishBmc(model, [node]))
+    assert "Actions" not in _drive_json(client, "node04", "sda")
+    uid = system_uuid("demo", "node04")
+    reply = client.post(f"/redfish/v1/Systems/{uid}/Storage/1/Drives/sda/Actions/"
+                        "Drive.SecureErase", headers=AUTH, json={})
+    assert reply.status_code == 400
+    assert model.call_count("redfish", "secure_erase", "node04") == 0

@@ -177,3 +177,35 @@ def test_without_controllers_pods_stay_terminating() -> None:
     pods = BY_GROUP_PLURAL[("", "pods")]
     cluster.api.delete(pods, "default", "p")
     assert cluster.api.get(pods, "default", "p")["metadata"]["deletionTimestamp"]
+
+
+OUT_OF_SERVICE = {"spec": {"taints": [{"key": "node.kubernetes.io/out-of-service",
+                                       "value": "nodeshutdown", "effect": "NoExecute"}]}}
+
+
+def test_pods_of_a_dead_node_stay_terminating_until_it_is_tainted_out_of_service(
+        seeded, core) -> None:
+    victim = _pods_of(core, "web-", "node04")[0].metadata.name
+    seeded.set_ready("node04", False)  # the kubelet is gone: nobody confirms a termination
+    wait_for(lambda: _ready(core, "node04") == "Unknown")
+    core.delete_namespaced_pod(victim, "demo")
+    for _ in range(10):  # the pod GC leaves it alone while the node has no taint
+        assert core.read_namespaced_pod(victim, "demo").metadata.deletion_timestamp
+    core.patch_node("node04", OUT_OF_SERVICE)
+    wait_for(lambda: not any(p.metadata.name == victim
+                             for p in core.list_namespaced_pod("demo").items))
+    left = core.list_pod_for_all_namespaces(field_selector="spec.nodeName=node04").items
+    # Only pods tolerating every taint stay bound; the rest were deleted by the control plane.
+    assert left and all(any(t.operator == "Exists" and not t.key
+                            for t in p.spec.tolerations or []) for p in left)
+    wait_for(lambda: len(_pods_of(core, "web-")) == 3)  # rescheduled on the other nodes
+    assert not _pods_of(core, "web-", "node04")
+
+
+def test_out_of_service_taint_on_a_ready_node_lets_its_kubelet_finish_terminations(
+        seeded, core) -> None:
+    core.patch_node("node05", {"spec": {"unschedulable": True}})
+    core.patch_node("node05", OUT_OF_SERVICE)
+    wait_for(lambda: not _pods_of(core, "web-", "node05")
+             and not [p for p in core.list_namespaced_pod("demo").items
+                      if p.spec.node_name == "node05"])

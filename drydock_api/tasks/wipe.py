@@ -1,0 +1,154 @@
+"""How destroy_nodes keeps or wipes each disk, truthfully: the plan (pure) and the report.
+
+Every wipe is real or refused. MAAS can only erase every disk of a machine (at release), and
+editing partitions in MAAS changes no byte on a disk, so erasing one disk alone needs the
+BMC's Drive.SecureErase, followed to the end of its task. Where that is missing the plan says
+why and the node is refused before anything is touched.
+
+    options                                      OS disk               other disks
+    (default: erase secure)                      BMC if it covers every disk, else MAAS
+                                                 secure_erase at release (zeroes a drive
+                                                 that cannot secure erase)
+    erase: secure_only                           BMC for every disk, or refused
+    erase: quick | zero                          MAAS quick_erase | MAAS erase (zeroing)
+    preserve_local_storage                       BMC, or refused       kept
+    preserve_local_storage, os_disk_erase: none  not erased; the       kept
+                                                 redeploy overwrites it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from drydock_api.drivers.ports import DriverError, OobDriver
+from drydock_api.nodes.design import NodeDef
+
+BMC = "redfish Drive.SecureErase"
+MAAS_METHODS = {
+    "secure": "MAAS secure_erase at release (a drive that cannot secure erase is zeroed)",
+    "quick": "MAAS quick_erase at release (signatures and 2 MiB at each end; data blocks "
+             "remain)",
+    "zero": "MAAS erase at release (every block zeroed)",
+}
+OVERWRITE = "none at teardown: the next deploy's layout overwrites it (old blocks remain)"
+
+
+@dataclass
+class Plan:
+    disks: list[dict[str, Any]] = field(default_factory=list)
+    maas_erase: str | None = None
+    refusal: str | None = None
+
+
+def needs_bmc(options: Mapping[str, Any]) -> bool:
+    if options.get("preserve_local_storage"):
+        return bool(options.get("os_disk_erase", "bmc") == "bmc")
+    return options.get("erase", "secure") in ("secure", "secure_only")
+
+
+def _entry(disk: str, result: str, method: str | None) -> dict[str, Any]:
+    return {"disk": disk, "result": result, "method": method}
+
+
+def _why_not(node: NodeDef, erasable: set[str], disks: list[str]) -> str:
+    if node.bmc is None:
+        return f"{node.name} has no usable oob access in the design"
+    if node.bmc.type != "redfish":
+        return f"its BMC ({node.bmc.type}) has no per-drive erase"
+    offered = ", ".join(sorted(erasable)) or "no drive"
+    return (f"its BMC {node.bmc.describe()} offers Drive.SecureErase on {offered}, "
+            f"not on {', '.join(d for d in disks if d not in erasable)}")
+
+
+def plan(node: NodeDef, options: Mapping[str, Any], erasable: set[str]) -> Plan:
+    """Each design disk: kept, or wiped by which method; or why this cannot be done."""
+    disks = list(node.disks)
+    if options.get("preserve_local_storage"):
+        return _plan_preserve(node, options, erasable, disks)
+    mode = str(options.get("erase", "secure"))
+    bmc_covers = bool(disks) and all(d in erasable for d in disks)
+    if mode == "secure_only" and not bmc_covers:
+        return Plan(refusal=(
+            f"Node {node.name}: erase secure_only needs every disk erased by a verified "
+            f"secure erase, and {_why_not(node, erasable, disks)}; MAAS's secure erase "
+            "falls back to zeroing without saying so. Nothing was touched."))
+    if mode in ("secure", "secure_only") and bmc_covers:
+        return Plan([_entry(d, "wiped", BMC) for d in disks])
+    maas = "secure" if mode == "secure_only" else mode
+    return Plan([_entry(d, "wiped", MAAS_METHODS[maas]) for d in disks], maas_erase=maas)
+
+
+def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str],
+                   disks: list[str]) -> Plan:
+    os_disk = node.os_disk
+    if not os_disk:
+        return Plan(refusal=f"Node {node.name}: preserve_local_storage needs the OS disk, and "
+                            "the design names none (no partition mounted at /). Nothing was "
+                            "touched.")
+    kept = [_entry(d, "kept", None) for d in disks if d != os_disk]
+    if options.get("os_disk_erase", "bmc") == "none":
+        return Plan([_entry(os_disk, "not wiped", OVERWRITE), *kept])
+    if os_disk not in erasable:
+        return Plan(refusal=(
+            f"Node {node.name}: preserve_local_storage must erase the OS disk {os_disk} alone "
+            f"with a verified method, and {_why_not(node, erasable, [os_disk])}; MAAS can "
+            "only erase every disk. Nothing was touched. Choose os_disk_erase: none (the "
+            "redeploy overwrites the OS disk) or a full wipe."))
+    return Plan([_entry(os_disk, "wiped", BMC), *kept])
+
+
+def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver) -> dict[str, Any]:
+    """The plan of one node as JSON, asking its BMC which drives it can erase if needed."""
+    erasable: set[str] = set()
+    if needs_bmc(options) and node.bmc is not None:
+        try:
+            erasable = set(oob.erasable_drives(node.bmc))
+        except DriverError as exc:
+            return {"node": node.name, "refusal": f"Node {node.name}: its BMC could not say "
+                    f"which drives it can erase: {exc.message}", "disks": [],
+                    "maas_erase": None}
+    p = plan(node, options, erasable)
+    return {"node": node.name, "refusal": p.refusal, "disks": p.disks,
+            "maas_erase": p.maas_erase}
+
+
+def describe_plan(p: Plan) -> str:
+    return "; ".join(f"{d['disk']} {d['result']}" + (f" ({d['method']})" if d["method"] else "")
+                     for d in p.disks) or "no disks in the design"
+
+
+def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None]
+           ) -> list[dict[str, Any]]:
+    """The plan made true: each disk with what verified it and when (None: nothing did)."""
+    planned = (previous.get("plan_wipe") or {}).get("disks") or []
+    bmc = (previous.get("wipe_disks") or {}).get("bmc") or {}
+    released = previous.get("release") or {}
+    out = []
+    for entry in planned:
+        row = {**entry, "verified_by": None, "at": None}
+        if entry["method"] == BMC:
+            done = bmc.get(entry["disk"]) or {}
+            row["verified_by"] = f"BMC task {done.get('task')}: {done.get('message')}"
+            row["at"] = iso(done.get("at"))
+        elif entry["result"] == "wiped":
+            if released.get("requested") and released.get("erase"):
+                row["verified_by"] = (f"MAAS finished the {released['erase']} erase "
+                                      f"(Disk erasing, then {released.get('status')})")
+                row["at"] = iso(released.get("at"))
+            else:
+                status = released.get("status") or "not in MAAS"
+                row.update(result="not wiped", verified_by=None,
+                           method=f"{entry['method']}: not run, MAAS had nothing to "
+                                  f"release ({status})")
+        out.append(row)
+    return out
+
+
+def describe_entry(d: Mapping[str, Any]) -> str:
+    text = f"{d['disk']} {d['result']}"
+    details = [str(d[k]) for k in ("method", "verified_by") if d.get(k)]
+    if d.get("at"):
+        details.append(f"at {d['at']}")
+    return text + (f" ({', '.join(details)})" if details else "")

@@ -1,0 +1,55 @@
+"""Fence-first pod removal: Kubernetes non-graceful node shutdown for a powered-off node.
+
+Only for a node whose power-off the caller has confirmed at its BMC: the out-of-service taint
+makes the control plane delete the node's pods at once (no kubelet has to confirm), which is
+unsafe on a node that may still be running them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from common.status import simple_message
+from promenade_api.errors import DrainNodeError
+from promenade_api.kube.port import KubePort
+
+LOG = logging.getLogger(__name__)
+OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
+                  "effect": "NoExecute"}
+
+
+class Fencer:
+    """Cordon, taint out-of-service, and wait until every pod not tolerating it is gone."""
+
+    def __init__(self, kube: KubePort, *, clock: Callable[[], float],
+                 sleep: Callable[[float], None], poll_interval: float,
+                 check: Callable[[], None] = lambda: None) -> None:
+        self._kube, self._clock, self._sleep = kube, clock, sleep
+        self._poll, self._check = poll_interval, check
+
+    def run(self, node: str, timeout: int) -> dict[str, Any]:
+        current = self._kube.get_node(node)
+        before = {p.key for p in self._kube.list_pods(node)}
+        if not current.unschedulable:
+            self._kube.patch_node(node, unschedulable=True)
+        if not current.has_taint(OUT_OF_SERVICE["key"], OUT_OF_SERVICE["effect"]):
+            LOG.info("fence %s: tainting %s", node, OUT_OF_SERVICE["key"])
+            self._kube.add_taint(node, OUT_OF_SERVICE)
+        deadline = self._clock() + timeout
+        while True:
+            pods = self._kube.list_pods(node)
+            left = sorted(p.key for p in pods if not p.tolerates(OUT_OF_SERVICE))
+            if not left:
+                staying = sorted(p.key for p in pods)
+                return {"node": node, "taint": OUT_OF_SERVICE["key"],
+                        "removed": sorted(before - set(staying)), "tolerating": staying}
+            if self._clock() >= deadline:
+                raise DrainNodeError(
+                    f"Pods of {node} were not removed within {timeout}s of the "
+                    f"{OUT_OF_SERVICE['key']} taint",
+                    messages=[simple_message(f"Pod {p} still on {node}", pod=p) for p in left],
+                    details={"node": node, "remaining_pods": left})
+            self._check()
+            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
