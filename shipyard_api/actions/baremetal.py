@@ -130,8 +130,13 @@ def _poll(ctx: StepContext, deployment: Deployment,
         return None
     if ctx.now >= float(pending["deadline"]):
         limit = _config(ctx, PHASE_CONFIG[call.phase][1])
+        try:
+            cancel(ctx)  # the group's time is up: its task stops too
+        except BerthError as exc:
+            LOG.warning("Action %s: could not terminate Drydock task %s: %s", ctx.action_id,
+                        task_id, exc.message)
         deployment.record_failure(call, f"Drydock {call.action} task {task_id} did not "
-                                  f"finish within {limit:g} s")
+                                  f"finish within {limit:g} s; it was terminated")
         return None
     return retry_after(interval, details=_report(deployment, task_id))
 

@@ -256,7 +256,8 @@ def test_stop_during_a_long_drain_cancels_it_and_terminates_the_drydock_task(
     view = berth.wait_action(action["id"], states=("stopped",), timeout=60)
     assert time.monotonic() - stopped_at < 30
     steps = steps_of(view)
-    assert steps["decommission.node05"]["state"] == "failed"
+    decommission = steps["decommission.node05"]
+    assert decommission["state"] == "failed" and decommission["reason"] == "Cancelled"
     drydock = requests.get(f"{berth.procs['drydock'].url}/api/v1.0/tasks/{task_id}",
                            headers={"X-Auth-Token": berth.tokens["admin"]}, timeout=10).json()
     wait_for(lambda: requests.get(

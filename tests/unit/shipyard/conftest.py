@@ -97,6 +97,16 @@ class Harness:
                 self.clock.sleep(1.0)
         return self.api.get(action_id)
 
+    def run_until(self, done: Callable[[], object], rounds: int = 50) -> None:
+        """Run an engine a second at a time until `done()` (e.g. a peer call was made)."""
+        engine = self.engine(hold=0.0)
+        for _ in range(rounds):
+            engine.run_once()
+            self.clock.sleep(1.0)
+            if done():
+                return
+        raise AssertionError("condition not reached")
+
     def step(self, action_id: str, sid: str) -> dict[str, Any]:
         return self.api.step(action_id, sid)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -91,12 +92,16 @@ class OutageDrydock(FakeDrydock):
         return super().get_task(task_id, ctx=ctx)
 
 
+def with_outage(harness: Harness, drydock: OutageDrydock, backoff: float,
+                window: float) -> None:
+    harness.services.drydock = drydock
+    harness.services.settings = replace(harness.settings, step_retries=1, step_backoff=backoff,
+                                        max_backoff=backoff * 2, outage_window=window)
+
+
 def test_a_drydock_outage_longer_than_the_retries_is_ridden_out(harness: Harness) -> None:
     drydock = OutageDrydock(harness.clock, harness.clock.now + 15, polls_to_finish=3)
-    harness.services.drydock = drydock
-    harness.services.settings = type(harness.settings)(
-        public_url="http://shipyard", step_retries=1, step_backoff=2.0, max_backoff=4.0,
-        outage_window=20.0)
+    with_outage(harness, drydock, backoff=2.0, window=20.0)
     action = _redeploy(harness)
     view = harness.drive(action["id"], rounds=2000)
     assert view["state"] == "complete", view["message"]
@@ -106,11 +111,7 @@ def test_a_drydock_outage_longer_than_the_retries_is_ridden_out(harness: Harness
 
 
 def test_an_outage_beyond_the_window_fails_saying_how_long(harness: Harness) -> None:
-    drydock = OutageDrydock(harness.clock, float("inf"))
-    harness.services.drydock = drydock
-    harness.services.settings = type(harness.settings)(
-        public_url="http://shipyard", step_retries=1, step_backoff=5.0, max_backoff=5.0,
-        outage_window=12.0)
+    with_outage(harness, OutageDrydock(harness.clock, float("inf")), backoff=2.5, window=12.0)
     action = _redeploy(harness)
     view = harness.drive(action["id"], rounds=2000)
     assert view["state"] == "failed" and view["reason"] == "BadGateway"
@@ -120,12 +121,7 @@ def test_an_outage_beyond_the_window_fails_saying_how_long(harness: Harness) -> 
 def test_stop_terminates_the_drydock_task_the_step_waits_for(harness: Harness) -> None:
     harness.drydock.polls_to_finish = 10_000
     action = _redeploy(harness)
-    engine = harness.engine(hold=0.0)
-    for _ in range(20):
-        engine.run_once()
-        harness.clock.sleep(1.0)
-        if harness.drydock.created("destroy_nodes"):
-            break
+    harness.run_until(lambda: harness.drydock.created("destroy_nodes"))
     harness.api.control(action["id"], "stop", ADMIN)
     view = harness.drive(action["id"])
     assert view["state"] == "stopped"

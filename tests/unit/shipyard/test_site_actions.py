@@ -139,12 +139,7 @@ def test_stopping_deploy_site_terminates_the_group_task_in_flight(harness: Harne
     harness.drydock.polls_to_finish = 10_000
     harness.commit()
     action = harness.create("deploy_site")
-    engine = harness.engine(hold=0.0)
-    for _ in range(50):
-        engine.run_once()
-        harness.clock.sleep(1.0)
-        if harness.drydock.created("prepare_nodes"):
-            break
+    harness.run_until(lambda: harness.drydock.created("prepare_nodes"))
     harness.api.control(action["id"], "stop", RequestContext(user="admin"))
     view = harness.drive(action["id"])
     assert view["state"] == "stopped"

@@ -139,7 +139,10 @@ def test_a_drydock_call_past_its_timeout_fails_the_group(harness: Harness) -> No
     assert view["state"] == "complete"  # monitoring-nodes is not critical
     groups = {g["name"]: g for g in step["details"]["groups"]}
     assert groups["monitoring-nodes"]["status"] == "failed"
-    assert "did not finish within 5 s" in groups["monitoring-nodes"]["reason"]
+    assert "did not finish within 5 s; it was terminated" in groups["monitoring-nodes"]["reason"]
+    hung = [t["task_id"] for t in drydock(harness).tasks.values()
+            if t["action"] == "deploy_nodes" and "monitoring02" in t["nodes"]]
+    assert drydock(harness).terminated == hung
     assert step["details"]["nodes"]["monitoring01"] == "failure"
     assert groups["compute-nodes-1"]["status"] == "succeeded"
 
