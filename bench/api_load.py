@@ -1,8 +1,9 @@
 """API load: Shipyard's action list, Drydock's 200-node task tree and a bare Falcon app.
 
-Starts each server by itself under the same gunicorn settings (`common.server.run`: gthread,
-`--workers` processes of `--threads` threads): Shipyard with `--actions` finished actions
-stored through its ActionStore (ten steps each), Drydock with one task of `--nodes` nodes
+Starts each server by itself under the same gunicorn settings (`common.server.run`: the
+gthread-based worker of common/worker.py, `--workers` processes of `--threads` threads):
+Shipyard with `--actions` finished actions stored through its ActionStore (ten steps each),
+Drydock with one task of `--nodes` nodes
 (five step subtasks and two messages per node) stored through its TaskStore, and a bare
 Falcon app that answers a small JSON body at /hello and, at /same/NAME, the very bytes each
 service sent. Then `--clients` connections call one target as fast as they can for

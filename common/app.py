@@ -22,10 +22,13 @@ from common.context import (
     MARKER_HEADER,
     REQUEST_ID_HEADER,
     RequestContext,
+    acting_user,
     current_marker,
     valid_uuid,
 )
-from common.errors import BY_CODE, BerthError, InternalError, PayloadTooLarge
+from common.errors import BY_CODE, BadRequest, BerthError, InternalError, PayloadTooLarge
+from common.idempotency import IdempotencyCache, IdempotencyMiddleware
+from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
 from common.policy import Policy
 from common.status import Message, status_body
@@ -48,6 +51,9 @@ class ServiceSpec:
     health_checks: Sequence[HealthCheck] = ()
     dependency_checks: Sequence[HealthCheck] = ()
     max_body_bytes: int = 10 * 1024 * 1024
+    input_limits: InputLimits = DEFAULT_LIMITS
+    service_roles: frozenset[str] = frozenset({"service"})
+    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
     extra_middleware: Sequence[object] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
@@ -74,19 +80,22 @@ class ContextMiddleware:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         marker = req.get_header(MARKER_HEADER)
         ctx = RequestContext(marker=marker if marker and valid_uuid(marker) else str(uuid.uuid4()))
-        ctx.end_user = req.get_header(END_USER_HEADER)
         ctx.token = req.get_header("X-Auth-Token")
         identity = self._spec.authenticator.authenticate(req.headers)
         if identity is not None:
             ctx.user, ctx.roles, ctx.authenticated = identity.user, list(identity.roles), True
-            ctx.end_user = ctx.end_user or identity.user
+            ctx.end_user, ctx.on_behalf_of = acting_user(
+                identity.user, ctx.roles, _end_user_header(req), self._spec.service_roles)
         req.context.berth = ctx
         req.context.policy = self._spec.policy
         req.context.max_body_bytes = self._spec.max_body_bytes
+        req.context.input_limits = self._spec.input_limits
         req.context.started = time.monotonic()
         current_marker.set(ctx.marker)
         resp.set_header(MARKER_HEADER, ctx.marker)
         resp.set_header(REQUEST_ID_HEADER, ctx.request_id)
+        if "\x00" in req.path or "%00" in req.query_string or "\x00" in req.query_string:
+            raise BadRequest("The path or query holds a NUL character", reason="UnsafeInput")
         length = req.content_length
         if length is not None and length > self._spec.max_body_bytes:
             raise PayloadTooLarge(
@@ -110,6 +119,16 @@ class ContextMiddleware:
                 "duration_ms": round(elapsed * 1000, 2),
             }},
         )
+
+
+def _end_user_header(req: falcon.Request) -> str | None:
+    value = req.get_header(END_USER_HEADER)
+    if value is None:
+        return None
+    if len(value) > 256 or not value.isprintable():
+        raise BadRequest(f"{END_USER_HEADER} must be at most 256 printable characters",
+                         reason="UnsafeInput")
+    return value
 
 
 def _render(resp: falcon.Response, body: dict[str, Any]) -> None:
@@ -216,6 +235,7 @@ class OpenApiResource:
 def create_service_app(spec: ServiceSpec) -> ServiceApp:
     """Build the service's WSGI app: common routes first, then the service's own."""
     app = ServiceApp(middleware=[ContextMiddleware(spec), RequestMetrics(spec.name, spec.registry),
+                                 IdempotencyMiddleware(spec.idempotency),
                                  *spec.extra_middleware])
     app.berth_spec = spec
     app.req_options.strip_url_path_trailing_slash = True
@@ -251,6 +271,15 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                        authenticator=make_authenticator(conf), health_checks=checks,
                        dependency_checks=dependency_checks,
                        max_body_bytes=conf.api.max_body_bytes,
+                       input_limits=InputLimits(
+                           max_depth=conf.api.max_json_depth,
+                           max_string=conf.api.max_string_length,
+                           max_key=conf.api.max_key_length,
+                           max_items=conf.api.max_list_items),
+                       service_roles=frozenset(conf.auth.service_roles),
+                       idempotency=IdempotencyCache(conf.api.idempotency_cache_size,
+                                                    conf.api.idempotency_ttl,
+                                                    conf.api.idempotency_wait),
                        registry=registry if registry is not None else CollectorRegistry())
 
 

@@ -12,6 +12,21 @@ API_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_body_bytes", default=10 * 1024 * 1024, min=1,
                help="Largest request body accepted; larger bodies get 413."),
     cfg.StrOpt("service_name", default="berth", help="Name used in logs."),
+    cfg.IntOpt("max_json_depth", default=32, min=2,
+               help="Deepest nesting of a JSON body (objects and lists); deeper gets 400."),
+    cfg.IntOpt("max_string_length", default=65536, min=16,
+               help="Longest string value in a JSON body; longer gets 400."),
+    cfg.IntOpt("max_key_length", default=256, min=16,
+               help="Longest object key (name) in a JSON body; longer gets 400."),
+    cfg.IntOpt("max_list_items", default=10000, min=1,
+               help="Most items of one list (or keys of one object) in a JSON body."),
+    cfg.IntOpt("idempotency_cache_size", default=10000, min=0,
+               help="POST responses remembered per process for Idempotency-Key replays."),
+    cfg.FloatOpt("idempotency_ttl", default=86400.0, min=1,
+                 help="Seconds an Idempotency-Key and its response are remembered."),
+    cfg.FloatOpt("idempotency_wait", default=300.0, min=0,
+                 help="Seconds a repeated request waits for the first one with its "
+                      "Idempotency-Key to finish (then 409, retry later)."),
 ]
 AUTH_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("strategy", default="token", choices=["token", "keystone", "noauth"],
@@ -21,6 +36,9 @@ AUTH_OPTS: list[cfg.Opt] = [
                help="YAML mapping token -> {user, roles} for the token strategy."),
     cfg.StrOpt("service_token", default="", secret=True,
                help="Token this service sends to its peers."),
+    cfg.ListOpt("service_roles", default=["service"],
+                help="Roles of peer services: only their X-End-User header is recorded, as "
+                     "'<user> (on behalf of <end user>)'; everyone else acts as themselves."),
 ]
 DATABASE_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("connection", default="", secret=True,
@@ -44,6 +62,15 @@ DESIGN_OPTS: list[cfg.Opt] = [
                help="Largest design document set accepted."),
     cfg.IntOpt("cache_size", default=32, min=0, help="Resolved design references cached."),
     cfg.FloatOpt("cache_ttl", default=30.0, min=0, help="Seconds a resolved reference is kept."),
+    cfg.ListOpt("allowed_urls", default=[],
+                help="URL prefixes (scheme://host:port/path/) design references may name, "
+                     "besides Shipyard's own revisions ([peers] shipyard_url + "
+                     "/api/v1.0/revisions/). Tokens are only ever sent to Shipyard."),
+    cfg.StrOpt("file_root", default="",
+               help="Directory under which file:// design references may be read (symlinks "
+                    "resolved); empty: file references are refused."),
+    cfg.FloatOpt("fetch_timeout", default=30.0, min=0.1,
+                 help="Most seconds one design reference fetch may take in all."),
 ]
 
 GROUPS: list[tuple[str, list[cfg.Opt]]] = [

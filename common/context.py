@@ -34,10 +34,23 @@ class RequestContext:
     roles: list[str] = field(default_factory=list)
     token: str | None = None
     authenticated: bool = False
+    on_behalf_of: str | None = None
 
     def headers(self) -> dict[str, str]:
         """Headers that forward this context to a peer service."""
         out = {MARKER_HEADER: self.marker}
-        if self.end_user or self.user:
-            out[END_USER_HEADER] = self.end_user or self.user or ""
+        who = self.on_behalf_of or self.end_user or self.user
+        if who:
+            out[END_USER_HEADER] = who
         return out
+
+
+def acting_user(user: str, roles: list[str], header: str | None,
+                service_roles: frozenset[str]) -> tuple[str, str | None]:
+    """Who is recorded as acting, and on whose behalf: the authenticated user always; an
+    `X-End-User` only when the caller holds a service role (a peer service forwarding its
+    operator), as "<user> (on behalf of <end user>)". Anyone else's header is ignored."""
+    end_user = (header or "").strip()
+    if not end_user or end_user == user or not service_roles.intersection(roles):
+        return user, None
+    return f"{user} (on behalf of {end_user})", end_user

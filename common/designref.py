@@ -1,32 +1,121 @@
-"""Resolve design references (deckhand+http(s)://, http(s)://, file://) to documents."""
+"""Resolve design references (deckhand+http(s)://, http(s)://, file://) to documents, only
+from the places the operator allows, streamed under a byte cap and a time cap.
+
+A reference is refused (400 `DesignRefNotAllowed`, naming the rule) unless it is
+- an http(s) URL (optionally `deckhand+`) under one of the allowed prefixes: Shipyard's
+  revisions (`[peers] shipyard_url` + `/api/v1.0/revisions/`) and `[design] allowed_urls`;
+- a `file://` path that resolves (symlinks followed) to a regular file under
+  `[design] file_root` (unset: no file references at all).
+Tokens (the caller's and the service token) are sent only to the configured Shipyard URL;
+redirects are never followed."""
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import requests
+import urllib3
 
 from common.context import RequestContext
 from common.documents import DEFAULT_MAX_BYTES, Document, parse_documents
-from common.errors import BadGateway, BadRequest, NotFound, PayloadTooLarge
+from common.errors import BadGateway, BadRequest, NotFound, PayloadTooLarge, Timeout
 
 SCHEMES = ("deckhand+http", "deckhand+https", "http", "https", "file")
+REVISIONS_PATH = "/api/v1.0/revisions/"
+MAX_HREF = 2048
 
 
 def href_of(ref: Any) -> str:
     """The href of a design reference given as `{rel, href, type}` or a bare string."""
     if isinstance(ref, str) and ref.strip():
-        return ref.strip()
-    if isinstance(ref, dict) and isinstance(ref.get("href"), str) and ref["href"].strip():
-        return str(ref["href"]).strip()
-    raise BadRequest("A design reference is required: {rel: design, href: ..., type: "
-                     "application/x-yaml} or a bare href", reason="MissingDesignRef")
+        href = ref.strip()
+    elif isinstance(ref, dict) and isinstance(ref.get("href"), str) and ref["href"].strip():
+        href = str(ref["href"]).strip()
+    else:
+        raise BadRequest("A design reference is required: {rel: design, href: ..., type: "
+                         "application/x-yaml} or a bare href", reason="MissingDesignRef")
+    if len(href) > MAX_HREF:
+        raise BadRequest(f"A design reference is at most {MAX_HREF} characters",
+                         reason="InvalidDesignRef")
+    return href
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int]:
+    scheme = parts.scheme.removeprefix("deckhand+").lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _under(parts: SplitResult, prefix: str) -> bool:
+    """Whether the URL `parts` lies under the URL prefix `prefix` (same origin, path below)."""
+    want = urlsplit(prefix)
+    if _origin(parts) != _origin(want):
+        return False
+    base = want.path if want.path.endswith("/") else want.path + "/"
+    return parts.path == want.path or parts.path.startswith(base)
+
+
+@dataclass(frozen=True)
+class RefPolicy:
+    """Where design references may point and where tokens may be sent."""
+
+    allowed_urls: tuple[str, ...] = ()
+    file_root: str | None = None
+    token_url: str | None = None
+
+    @classmethod
+    def from_conf(cls, conf: Any) -> RefPolicy:
+        shipyard = str(conf.peers.shipyard_url).rstrip("/")
+        allowed = (shipyard + REVISIONS_PATH, *(u for u in conf.design.allowed_urls if u))
+        return cls(allowed_urls=tuple(allowed), file_root=conf.design.file_root or None,
+                   token_url=shipyard + "/")
+
+    def rule(self) -> str:
+        urls = ", ".join(self.allowed_urls) or "none"
+        files = f"files under {self.file_root}" if self.file_root else "no file:// references"
+        return (f"design references must be URLs under {urls} ([peers] shipyard_url, "
+                f"[design] allowed_urls) or {files} ([design] file_root)")
+
+    def refuse(self, href: str, why: str) -> BadRequest:
+        return BadRequest(f"Design reference {href[:200]} is not allowed ({why}): {self.rule()}",
+                          reason="DesignRefNotAllowed")
+
+    def check_url(self, href: str, parts: SplitResult) -> str:
+        """The URL to fetch for an allowed http(s) reference, else 400."""
+        if parts.username is not None or parts.password is not None:
+            raise self.refuse(href, "credentials in the URL")
+        segments = unquote(parts.path).replace("\\", "/").split("/")
+        if any(s in ("..", ".") for s in segments):
+            raise self.refuse(href, "dot segments in the path")
+        if not any(_under(parts, prefix) for prefix in self.allowed_urls):
+            raise self.refuse(href, "URL outside the allowed prefixes")
+        return parts.geturl().removeprefix("deckhand+")
+
+    def check_file(self, href: str, parts: SplitResult) -> str:
+        """The real path of an allowed file reference, else 400."""
+        if not self.file_root:
+            raise self.refuse(href, "file references are disabled")
+        if parts.netloc not in ("", "localhost"):
+            raise self.refuse(href, "file reference names a host")
+        path = unquote(parts.path)
+        if not path.startswith("/"):
+            raise self.refuse(href, "file reference without an absolute path")
+        root = os.path.realpath(self.file_root)
+        real = os.path.realpath(path)
+        if os.path.commonpath([root, real]) != root:
+            raise self.refuse(href, "file outside the allowed directory")
+        return real
+
+    def may_send_token(self, url: str) -> bool:
+        return self.token_url is not None and _under(urlsplit(url), self.token_url)
 
 
 class DesignResolver:
@@ -34,6 +123,7 @@ class DesignResolver:
 
     def __init__(
         self,
+        policy: RefPolicy,
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         cache_size: int = 32,
@@ -43,6 +133,7 @@ class DesignResolver:
         session: requests.Session | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.policy = policy
         self._max_bytes = max_bytes
         self._cache_size = cache_size
         self._ttl = cache_ttl
@@ -53,20 +144,42 @@ class DesignResolver:
         self._cache: OrderedDict[str, tuple[float, list[Document]]] = OrderedDict()
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_conf(cls, conf: Any, **kwargs: Any) -> DesignResolver:
+        """The resolver a service builds from its `[design]`, `[peers]` and `[auth]` options."""
+        return cls(RefPolicy.from_conf(conf), max_bytes=conf.design.max_document_bytes,
+                   cache_size=conf.design.cache_size, cache_ttl=conf.design.cache_ttl,
+                   timeout=conf.design.fetch_timeout, token=conf.auth.service_token or None,
+                   **kwargs)
+
+    def check(self, ref: Any) -> str:
+        """The href of `ref` when the policy allows it; 400 otherwise (nothing is read)."""
+        href = href_of(ref)
+        self._target(href)
+        return href
+
+    def _target(self, href: str) -> tuple[str, str]:
+        try:
+            parts = urlsplit(href)
+            parts.port  # noqa: B018 - raises on a malformed port
+        except ValueError as exc:
+            raise BadRequest(f"Design reference {href[:200]} is not a valid URL: {exc}",
+                             reason="InvalidDesignRef") from exc
+        scheme = parts.scheme.lower()
+        if scheme not in SCHEMES:
+            raise BadRequest(f"Unsupported design reference scheme {scheme[:20]!r}; "
+                             f"use one of {', '.join(SCHEMES)}", reason="InvalidDesignRef")
+        if scheme == "file":
+            return "file", self.policy.check_file(href, parts)
+        return "url", self.policy.check_url(href, parts)
+
     def resolve(self, ref: Any, ctx: RequestContext | None = None) -> list[Document]:
         href = href_of(ref)
-        try:
-            scheme = urlparse(href).scheme
-        except ValueError as exc:
-            raise BadRequest(f"Design reference {href} is not a valid URL: {exc}",
-                             reason="InvalidDesignRef") from exc
-        if scheme not in SCHEMES:
-            raise BadRequest(f"Unsupported design reference scheme {scheme!r} in {href}; "
-                             f"use one of {', '.join(SCHEMES)}", reason="InvalidDesignRef")
+        kind, target = self._target(href)
         cached = self._cached(href)
         if cached is not None:
             return cached
-        text = self._read_file(href) if scheme == "file" else self._fetch(href, ctx)
+        text = self._read_file(href, target) if kind == "file" else self._fetch(href, target, ctx)
         docs = parse_documents(text, max_bytes=self._max_bytes)
         self._store(href, docs)
         return docs
@@ -88,43 +201,62 @@ class DesignResolver:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
-    def _read_file(self, href: str) -> bytes:
-        path = Path(unquote(urlparse(href).path))
+    def _read_file(self, href: str, path: str) -> bytes:
         try:
-            size = path.stat().st_size
-            if size > self._max_bytes:
-                raise PayloadTooLarge(f"Design {href} is {size} bytes, over {self._max_bytes}")
-            return path.read_bytes()
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError as exc:
             raise NotFound(f"Design reference {href} does not exist") from exc
         except OSError as exc:
-            raise BadRequest(f"Design reference {href} cannot be read: {exc}") from exc
+            raise BadRequest(f"Design reference {href} cannot be read: {exc.strerror}") from exc
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise BadRequest(f"Design reference {href} is not a regular file",
+                                 reason="DesignRefNotAllowed")
+            data = b""
+            while len(data) <= self._max_bytes:
+                chunk = os.read(fd, self._max_bytes + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        if len(data) > self._max_bytes:
+            raise PayloadTooLarge(f"Design {href} exceeds {self._max_bytes} bytes")
+        return data
 
-    def _fetch(self, href: str, ctx: RequestContext | None) -> bytes:
-        url = href.removeprefix("deckhand+")
+    def _headers(self, url: str, ctx: RequestContext | None) -> dict[str, str]:
         headers = {"Accept": "application/x-yaml"}
         if ctx is not None:
             headers.update(ctx.headers())
-            if ctx.token:
-                headers["X-Auth-Token"] = ctx.token
-        if self._token and "X-Auth-Token" not in headers:
-            headers["X-Auth-Token"] = self._token
+        if self.policy.may_send_token(url):
+            token = (ctx.token if ctx is not None else None) or self._token
+            if token:
+                headers["X-Auth-Token"] = token
+        return headers
+
+    def _fetch(self, href: str, url: str, ctx: RequestContext | None) -> bytes:
+        deadline = time.monotonic() + self._timeout
         try:
-            with self._session.get(url, headers=headers, timeout=self._timeout,
-                                   stream=True) as resp:
+            with self._session.get(url, headers=self._headers(url, ctx), stream=True,
+                                   timeout=(min(5.0, self._timeout), self._timeout),
+                                   allow_redirects=False) as resp:
                 if resp.status_code == 404:
                     raise NotFound(f"Design reference {href} was not found")
-                if resp.status_code >= 400:
+                if resp.status_code >= 300:
                     raise BadGateway(f"Fetching {href} failed with HTTP {resp.status_code}")
-                data = b""
-                for chunk in resp.iter_content(64 * 1024):
-                    data += chunk
-                    if len(data) > self._max_bytes:
+                chunks: list[bytes] = []
+                size = 0
+                while chunk := resp.raw.read1(64 * 1024, decode_content=True):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > self._max_bytes:
                         raise PayloadTooLarge(f"Design {href} exceeds {self._max_bytes} bytes")
-                return data
+                    if time.monotonic() > deadline:
+                        raise Timeout(f"Fetching {href} took over {self._timeout} s")
+                return b"".join(chunks)
         except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
                 requests.exceptions.InvalidSchema) as exc:
             raise BadRequest(f"Design reference {href} is not a valid URL: {exc}",
                              reason="InvalidDesignRef") from exc
-        except requests.RequestException as exc:
+        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
             raise BadGateway(f"Design reference {href} is unreachable: {exc}") from exc

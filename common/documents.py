@@ -11,10 +11,35 @@ import jsonschema
 import yaml
 
 from common.errors import BadRequest, PayloadTooLarge, ValidationFailed
+from common.inputcheck import InputLimits, require_safe
 from common.status import Message, validation_message
 
 Document = dict[str, Any]
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+DOCUMENT_LIMITS = InputLimits(max_depth=64, max_string=4 * 1024 * 1024, max_key=1024,
+                              max_items=100_000)
+
+
+class NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader refusing anchors and aliases: a few hundred bytes of nested aliases (a
+    "billion laughs") would otherwise expand to gigabytes."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "YAML anchors and aliases are not accepted", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml_all(text: str | bytes) -> list[Any]:
+    """Every document of a multi-document YAML text, anchors and aliases refused."""
+    return list(yaml.load_all(text, Loader=NoAliasLoader))  # noqa: S506 - a SafeLoader
+
+
+def load_yaml(text: str | bytes) -> Any:
+    """One YAML document, anchors and aliases refused."""
+    return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
 
 
 def parse_documents(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
@@ -23,7 +48,9 @@ def parse_documents(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) ->
     if size > max_bytes:
         raise PayloadTooLarge(f"Documents of {size} bytes exceed the limit of {max_bytes} bytes")
     try:
-        loaded = [d for d in yaml.safe_load_all(text) if d is not None]
+        loaded = [d for d in load_yaml_all(text) if d is not None]
+    except RecursionError as exc:
+        raise BadRequest("YAML nested too deeply", reason="UnsafeInput") from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -32,7 +59,8 @@ def parse_documents(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) ->
         raise BadRequest(f"Malformed YAML: {exc}") from exc
     bad = [i for i, d in enumerate(loaded) if not isinstance(d, dict)]
     if bad:
-        raise BadRequest(f"Documents must be mappings; document(s) {bad} are not")
+        raise BadRequest(f"Documents must be mappings; document(s) {bad[:20]} are not")
+    require_safe(loaded, DOCUMENT_LIMITS, what="documents")
     return loaded
 
 

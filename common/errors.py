@@ -10,6 +10,7 @@
     ├── Conflict (409)
     ├── PayloadTooLarge (413)
     ├── UnsupportedMediaType (415)
+    ├── UnprocessableEntity (422)
     ├── InternalError (500)
     ├── BadGateway (502, carries the peer's status body)
     └── ServiceUnavailable (503, retry)
@@ -101,6 +102,10 @@ class UnsupportedMediaType(BerthError):
     code, reason, title, retry = 415, "UnsupportedMediaType", "Unsupported media type", False
 
 
+class UnprocessableEntity(BerthError):
+    code, reason, title, retry = 422, "UnprocessableEntity", "Unprocessable entity", False
+
+
 class InternalError(BerthError):
     code, reason, title, retry = 500, "InternalError", "Internal error", True
 
@@ -137,6 +142,6 @@ class Timeout(BerthError):
 BY_CODE: dict[int, type[BerthError]] = {
     cls.code: cls
     for cls in (BadRequest, Unauthenticated, Forbidden, NotFound, MethodNotAllowed, Conflict,
-                PayloadTooLarge, UnsupportedMediaType, InternalError, BadGateway,
-                ServiceUnavailable, Timeout)
+                PayloadTooLarge, UnsupportedMediaType, UnprocessableEntity, InternalError,
+                BadGateway, ServiceUnavailable, Timeout)
 }

@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60, 600, 3600)
 
 
@@ -39,11 +40,14 @@ class RequestMetrics:
 
     def process_response(self, req: falcon.Request, resp: falcon.Response, resource: object,
                          req_succeeded: bool) -> None:
+        # labels come from bounded sets only (route templates, known methods, status codes),
+        # so no client can grow the number of series
         route = req.uri_template or "unmatched"
+        method = req.method if req.method in KNOWN_METHODS else "other"
         code = str(resp.status_code) if hasattr(resp, "status_code") else str(resp.status)[:3]
         started = getattr(req.context, "metrics_started", time.monotonic())
-        self.requests.labels(self._service, route, req.method, code).inc()
-        self.latency.labels(self._service, route, req.method).observe(time.monotonic() - started)
+        self.requests.labels(self._service, route, method, code).inc()
+        self.latency.labels(self._service, route, method).observe(time.monotonic() - started)
 
 
 class MetricsResource:

@@ -12,6 +12,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
 from common.logging import JsonFormatter, MarkerFilter
+from common.worker import BerthWorker
 
 
 class JsonGunicornLogger(Logger):  # type: ignore[misc]
@@ -59,16 +60,24 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--timeout", type=int, default=3900,
                         help="Worker timeout (s); Promenade's drain may take an hour.")
+    parser.add_argument("--read-timeout", type=float, default=30.0,
+                        help="Seconds a client has to send a whole request (head and body) "
+                             "before it gets 408; also bounds each socket read and write of a "
+                             "request in the worker threads.")
+    parser.add_argument("--worker-connections", type=int, default=1000,
+                        help="Most open client connections per worker process.")
     parser.add_argument("--config-file", default=None)
     parser.add_argument("--pid-file", default=None)
     args = parser.parse_args(argv)
+    BerthWorker.read_timeout = args.read_timeout
     if args.config_file:
         os.environ[f"{service.upper()}_CONFIG_FILE"] = os.path.abspath(args.config_file)
     _Gunicorn(loader, {
         "bind": args.bind,
         "workers": args.workers,
         "threads": args.threads,
-        "worker_class": "gthread",
+        "worker_class": "common.worker.BerthWorker",
+        "worker_connections": args.worker_connections,
         "timeout": args.timeout,
         "keepalive": 75,
         "pidfile": args.pid_file,

@@ -49,7 +49,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     rt = deps.runtime
     routes: list[tuple[str, object]] = [
-        (f"{P}/tasks", TasksResource(rt.service)),
+        (f"{P}/tasks", TasksResource(rt.service, rt.loader.check)),
         (f"{P}/tasks/{{task_id}}", TaskResource(rt.service)),
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
         (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),

@@ -135,9 +135,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     store = TaskStore(db.make_engine(url), clock=clock)
     progress = ProgressStore(store)
     nodes = NodeStore(store.sessions, clock)
-    loader = DesignLoader(resolver or DesignResolver(
-        max_bytes=conf.design.max_document_bytes, cache_size=conf.design.cache_size,
-        cache_ttl=conf.design.cache_ttl, token=conf.auth.service_token or None))
+    loader = DesignLoader(resolver or DesignResolver.from_conf(conf))
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",

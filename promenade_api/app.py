@@ -66,9 +66,7 @@ def kubernetes_check(kube: KubeClient) -> HealthCheck:
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
     kube = build_kube(conf)
-    resolver = DesignResolver(max_bytes=conf.design.max_document_bytes,
-                              cache_size=conf.design.cache_size, cache_ttl=conf.design.cache_ttl,
-                              token=conf.auth.service_token or None)
+    resolver = DesignResolver.from_conf(conf)
     metrics = PromenadeMetrics()
     svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
                     settings_from_conf(conf), observe=metrics.operation)

@@ -141,7 +141,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     if deps.runtime is not None:
         routes += document_routes(deps.runtime.documents.store, deps.runtime.documents.validator)
     if deps.actions is not None:
-        routes += action_routes(deps.actions)
+        routes += action_routes(deps.actions, conf.workflow.max_target_nodes)
     if deps.site_statuses is not None:
         routes += site_status_routes(deps.site_statuses)
     return create_service_app(

@@ -24,6 +24,9 @@ WORKFLOW_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_concurrent_nodes", default=4, min=1,
                help="Target nodes of one action processed at the same time (never two etcd "
                     "members of one cluster in decommission at once)."),
+    cfg.IntOpt("max_target_nodes", default=1000, min=1,
+               help="Most target_nodes one action may name; more are refused (400) when the "
+                    "action is created, before anything is planned."),
     cfg.IntOpt("step_retries", default=3, min=0,
                help="Retries of a step that failed with a retryable error."),
     cfg.FloatOpt("step_backoff", default=5.0, min=0.0,

@@ -43,6 +43,8 @@ def service_sections(service: str, berth_dir: Path, service_token: str,
         "database": {"connection": f"sqlite:///{berth_dir / f'{service}.db'}"},
         "peers": {f"{name}_url": f"http://127.0.0.1:{port}" for name, port in ports.items()},
         "logging": {"json": "false"},
+        # the embedded site's design file lives here; nothing else on disk may be named
+        "design": {"file_root": str(berth_dir.resolve())},
     }
     for section, options in SITE_SECTIONS.get(service, {}).items():
         sections.setdefault(section, {}).update(

@@ -14,6 +14,11 @@ class DesignLoader:
     def __init__(self, resolver: DesignResolver) -> None:
         self._resolver = resolver
 
+    def check(self, ref: Any) -> str:
+        """The href of `ref` when design references may point there (400 otherwise); nothing
+        is read, so a task whose design is only read later is refused at creation too."""
+        return self._resolver.check(ref)
+
     def documents(self, ref: Any, ctx: RequestContext | None = None) -> list[Document]:
         return self._resolver.resolve(ref, ctx)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import falcon
 
 from common.body import read_json_object
-from common.errors import BadRequest, Forbidden, Unauthenticated
+from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableEntity
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.policy import authorize, check
 from drydock_api.tasks.actions import ALL_ACTIONS
@@ -25,9 +28,17 @@ def _may_create_some_task(req: falcon.Request) -> None:
     raise Forbidden("No policy drydock:<action> allows this caller to create tasks")
 
 
+def _differs(task: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Whether `body` asks for something else than the task created earlier under its key
+    (a replica that did not answer the first request finds the task by the key alone)."""
+    return any(task.get(f) != body.get(f) for f in ("action", "design_ref", "node_filter"))
+
+
 class TasksResource:
-    def __init__(self, service: TaskService) -> None:
+    def __init__(self, service: TaskService,
+                 check_ref: Callable[[Any], str] | None = None) -> None:
         self._service = service
+        self._check_ref = check_ref
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         ctx = req.context.berth
@@ -37,10 +48,16 @@ class TasksResource:
         body = read_json_object(req)
         action = body.get("action")
         check(req, f"drydock:{action}" if action in ALL_ACTIONS else "drydock:destroy_nodes")
+        if self._check_ref is not None and isinstance(body.get("design_ref"), (str, dict)):
+            self._check_ref(body["design_ref"])
         key = req.get_header(IDEMPOTENCY_HEADER)
         if key is not None and not (0 < len(key) <= 255):
             raise BadRequest("Idempotency-Key must be 1 to 255 characters")
         task, created = self._service.create(body, ctx, key)
+        if not created and _differs(task, body):
+            raise UnprocessableEntity(
+                f"{IDEMPOTENCY_HEADER} {key} was used for task {task['task_id']} with a "
+                "different request; use a new key", reason="IdempotencyKeyReused")
         resp.status = falcon.HTTP_201 if created else falcon.HTTP_200
         resp.set_header("Location", f"/api/v1.0/tasks/{task['task_id']}")
         resp.media = task

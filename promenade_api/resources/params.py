@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,6 +12,8 @@ from common.body import read_json, read_text
 from common.errors import BadRequest
 from common.status import simple_message
 from promenade_api.errors import MissingDesignRef
+
+WHOLE = re.compile(r"[0-9]{1,9}")  # ASCII digits only: "٣" or "²" pass str.isdigit()
 
 
 class Query:
@@ -26,7 +29,7 @@ class Query:
         raw = self._req.params.get(name)
         if raw is None:
             return None
-        if isinstance(raw, list) or not str(raw).strip().isdigit():
+        if isinstance(raw, list) or not WHOLE.fullmatch(str(raw).strip()):
             self.problems.append(f"{name} must be a whole number of seconds, not {raw!r}")
             return None
         return int(str(raw).strip())

@@ -9,6 +9,31 @@ from common.errors import ValidationFailed
 from common.status import Message, validation_message
 
 REVISIONS = ("committed", "successful-site-action", "last-site-action")
+DEFAULT_MAX_TARGETS = 1000
+MAX_NODE_NAME = 253  # a Kubernetes node name is a DNS subdomain
+
+
+def check_target_nodes(parameters: Any, limit: int = DEFAULT_MAX_TARGETS) -> None:
+    """400 before anything is planned when target_nodes names more than `limit` nodes or a
+    name longer than a node name can be (counted cheaply, whatever the parameter's form)."""
+    if not isinstance(parameters, Mapping):
+        return
+    value = next((v for k, v in parameters.items()
+                  if isinstance(k, str) and canonical(k) == "target-nodes"), None)
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return
+    problems = []
+    if len(items) > limit:
+        problems.append(f"target_nodes names {len(items)} nodes; at most {limit} are accepted "
+                        "([workflow] max_target_nodes)")
+    long = [i for i in items if isinstance(i, str) and len(i.strip()) > MAX_NODE_NAME]
+    if long:
+        problems.append(f"{len(long)} target_nodes name(s) are longer than {MAX_NODE_NAME} "
+                        "characters")
+    if problems:
+        raise ValidationFailed("Invalid action parameters", messages=[
+            validation_message(p, name="ActionParameters") for p in problems])
 
 
 def canonical(name: str) -> str:

@@ -13,7 +13,9 @@ DOCUMENT_OPTS: list[cfg.Opt] = [
                       "when the lease expires."),
     cfg.StrOpt("public_url", default="",
                help="Base URL peers use to fetch Shipyard's rendered documents (design "
-                    "references); empty means [peers] shipyard_url."),
+                    "references); empty means [peers] shipyard_url. Drydock and Promenade "
+                    "accept it only under their [peers] shipyard_url or [design] "
+                    "allowed_urls."),
     cfg.ListOpt("validation_peers", default=["drydock", "promenade"],
                 help="Peers whose POST /api/v1.0/validatedesign runs on commit."),
     cfg.FloatOpt("validation_timeout", default=300.0, min=1.0,

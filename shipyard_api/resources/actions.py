@@ -8,6 +8,7 @@ from common import policy
 from common.body import read_json_object
 from common.errors import BadRequest
 from common.policy import authorize
+from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_target_nodes
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
 
@@ -26,8 +27,10 @@ def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: b
 
 
 class ActionsResource:
-    def __init__(self, service: ActionService) -> None:
+    def __init__(self, service: ActionService,
+                 max_target_nodes: int = DEFAULT_MAX_TARGETS) -> None:
         self._service = service
+        self._max_targets = max_target_nodes
 
     @authorize("shipyard:list_actions")
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -41,6 +44,7 @@ class ActionsResource:
             raise BadRequest(f"Unknown field(s) in the action body: {', '.join(unknown)}")
         definition = self._service.definition(body.get("name"))
         policy.check(req, f"shipyard:action_{definition.name}")
+        check_target_nodes(body.get("parameters"), self._max_targets)
         view = self._service.create(definition.name, body.get("parameters"), req.context.berth)
         resp.status = falcon.HTTP_201
         resp.location = f"{P}/actions/{view['id']}"
@@ -92,9 +96,10 @@ def site_status_routes(statuses: SiteStatuses) -> list[tuple[str, object]]:
     return [(f"{P}/site_statuses", SiteStatusesResource(statuses))]
 
 
-def action_routes(service: ActionService) -> list[tuple[str, object]]:
+def action_routes(service: ActionService,
+                  max_target_nodes: int = DEFAULT_MAX_TARGETS) -> list[tuple[str, object]]:
     return [
-        (f"{P}/actions", ActionsResource(service)),
+        (f"{P}/actions", ActionsResource(service, max_target_nodes)),
         (f"{P}/actions/{{action_id}}", ActionResource(service)),
         (f"{P}/actions/{{action_id}}/steps/{{step_id}}", ActionStepResource(service)),
         (f"{P}/actions/{{action_id}}/control/{{control_verb}}", ActionControlResource(service)),

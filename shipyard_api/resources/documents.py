@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import falcon
 import yaml
 
-from common.body import YAML_TYPES, read_raw
-from common.documents import parse_documents
+from common.body import YAML_TYPES, limits, loads_checked, read_raw
+from common.documents import load_yaml, parse_documents
 from common.errors import BadRequest, Forbidden, NotFound, UnsupportedMediaType
+from common.inputcheck import require_safe
 from common.policy import authorize, check
 from common.status import simple_message, status_body
 from shipyard_api.documents.commit import commit
@@ -244,9 +244,13 @@ def _read_tag_data(req: falcon.Request) -> Any:
     media = _media_type(req)
     try:
         if media == "application/json":
-            return json.loads(data)
+            return loads_checked(data, limits(req))
         if media in YAML_TYPES:
-            return yaml.safe_load(data)
+            value = load_yaml(data)
+            require_safe(value, limits(req), what="tag data")
+            return value
+    except RecursionError as exc:
+        raise BadRequest("Tag data nested too deeply", reason="UnsafeInput") from exc
     except (ValueError, yaml.YAMLError) as exc:
         raise BadRequest(f"Malformed tag data: {exc}") from exc
     raise UnsupportedMediaType(f"Tag data must be application/json or {YAML_TYPE}, not "

@@ -27,6 +27,11 @@ def write_tokens(path: Path) -> dict[str, str]:
 
 
 def write_conf(path: Path, sections: Mapping[str, Mapping[str, object]]) -> None:
+    """An ini file of `sections`; file:// design references are allowed under its directory
+    (where the tests write their designs) unless `[design] file_root` says otherwise."""
+    sections = dict(sections)
+    if "file_root" not in sections.get("design", {}):
+        sections["design"] = {**sections.get("design", {}), "file_root": path.parent}
     lines = []
     for section, options in sections.items():
         lines.append(f"[{section}]")
@@ -40,12 +45,12 @@ class ServiceProcess:
 
     def __init__(self, service: str, workdir: Path,
                  sections: Mapping[str, Mapping[str, object]], *, workers: int = 1,
-                 port: int | None = None) -> None:
+                 port: int | None = None, args: tuple[str, ...] = ()) -> None:
         self.service = service
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.conf_path = workdir / f"{service}.conf"
-        self.workdir, self.workers = workdir, workers
+        self.workdir, self.workers, self.args = workdir, workers, args
         write_conf(self.conf_path, sections)
         self.proc = self.start()
 
@@ -53,7 +58,7 @@ class ServiceProcess:
         """Start (or start again, on the same port and configuration) and wait until it answers."""
         self.proc = Proc(
             [str(BIN / f"{self.service}-api"), "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers), "--config-file", str(self.conf_path)],
+             "--workers", str(self.workers), "--config-file", str(self.conf_path), *self.args],
             log=self.workdir / f"{self.service}.log", cwd=str(self.workdir))
         try:
             wait_until(lambda: http_ok(f"{self.url}/versions"), timeout=30,

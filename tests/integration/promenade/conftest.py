@@ -13,7 +13,7 @@ import falcon.testing
 import pytest
 import yaml
 
-from common.designref import DesignResolver
+from common.designref import DesignResolver, RefPolicy
 from promenade_api import config
 from promenade_api.app import Deps, create_app
 from promenade_api.etcd.client import Etcd3Port
@@ -150,7 +150,7 @@ def api(kube_site: KubeSite, tmp_path: Path) -> Api:
     tokens = write_tokens(tmp_path / "tokens.yaml")
     conf_path = tmp_path / "promenade.conf"
     conf_path.write_text(f"[auth]\nstrategy = token\ntoken_file = {tmp_path}/tokens.yaml\n")
-    svc = Promenade(kube_site.kube, Etcd3Port(timeout=2.0), DesignResolver(cache_size=0),
-                    SETTINGS)
+    resolver = DesignResolver(RefPolicy(file_root=str(tmp_path)), cache_size=0)
+    svc = Promenade(kube_site.kube, Etcd3Port(timeout=2.0), resolver, SETTINGS)
     app = create_app(config.load(str(conf_path)), Deps(promenade=svc))
     return Api(falcon.testing.TestClient(app), {"X-Auth-Token": tokens["admin"]}, svc)

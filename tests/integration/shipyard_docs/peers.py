@@ -8,9 +8,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from common.context import RequestContext
-from common.designref import DesignResolver
+from common.designref import REVISIONS_PATH, DesignResolver, RefPolicy, href_of
 from common.errors import BerthError
 from common.status import status_body, validation_message
+
+
+def shipyard_resolver(href: str) -> DesignResolver:
+    """A resolver allowing the revisions of the Shipyard that `href` names (as the real
+    peers allow their configured Shipyard)."""
+    shipyard = href.removeprefix("deckhand+").split(REVISIONS_PATH)[0]
+    return DesignResolver(RefPolicy(allowed_urls=(shipyard + REVISIONS_PATH,),
+                                    token_url=shipyard + "/"), cache_size=0)
 
 
 class FakePeer:
@@ -60,7 +68,7 @@ class FakePeer:
         call: dict[str, Any] = {"href": body.get("href"), "marker": ctx.marker}
         self.calls.append(call)
         try:
-            docs = DesignResolver(cache_size=0).resolve(body, ctx)
+            docs = shipyard_resolver(href_of(body)).resolve(body, ctx)
         except BerthError as exc:
             call["error"] = exc.message
             return 400, status_body(400, f"{self.name} cannot read the design",

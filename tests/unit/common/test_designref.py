@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from common.context import RequestContext
-from common.designref import DesignResolver, href_of
+from common.designref import DesignResolver, RefPolicy, href_of
 from common.documents import parse_documents, validate_documents
 from common.errors import BadRequest, NotFound, PayloadTooLarge
 
@@ -19,6 +19,13 @@ schema: deckhand/Passphrase/v1
 metadata: {schema: metadata/Document/v1, name: bmc}
 data: secret
 """
+
+
+def resolver(host="127.0.0.1:1", root="/nonexistent", **kwargs):
+    """A resolver allowing http://host/ (tokens included) and files under `root`."""
+    policy = RefPolicy(allowed_urls=(f"http://{host}/",), file_root=str(root),
+                       token_url=f"http://{host}/")
+    return DesignResolver(policy, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -53,21 +60,21 @@ def server():
 def test_file_reference(tmp_path):
     path = tmp_path / "design.yaml"
     path.write_text(DOCS)
-    docs = DesignResolver().resolve({"rel": "design", "href": f"file://{path}",
+    docs = resolver(root=tmp_path).resolve({"rel": "design", "href": f"file://{path}",
                                      "type": "application/x-yaml"})
     assert [d["metadata"]["name"] for d in docs] == ["site", "bmc"]
 
 
 def test_http_reference(server):
     host, _ = server
-    docs = DesignResolver().resolve(f"http://{host}/design.yaml")
+    docs = resolver(host).resolve(f"http://{host}/design.yaml")
     assert len(docs) == 2
 
 
 def test_deckhand_http_reference_forwards_marker(server):
     host, seen = server
     ctx = RequestContext(token="tok")
-    docs = DesignResolver().resolve(
+    docs = resolver(host).resolve(
         f"deckhand+http://{host}/api/v1.0/revisions/1/rendered-documents", ctx)
     assert docs[0]["schema"] == "drydock/Region/v1"
     path, headers = seen[-1]
@@ -77,23 +84,23 @@ def test_deckhand_http_reference_forwards_marker(server):
 
 def test_results_are_cached_by_href(server):
     host, seen = server
-    resolver = DesignResolver()
+    cached = resolver(host)
     before = len(seen)
-    resolver.resolve(f"http://{host}/cached.yaml")
-    resolver.resolve(f"http://{host}/cached.yaml")
+    cached.resolve(f"http://{host}/cached.yaml")
+    cached.resolve(f"http://{host}/cached.yaml")
     assert len(seen) == before + 1
 
 
 def test_missing_http_document_is_404(server):
     host, _ = server
     with pytest.raises(NotFound):
-        DesignResolver().resolve(f"http://{host}/missing.yaml")
+        resolver(host).resolve(f"http://{host}/missing.yaml")
 
 
 @pytest.mark.parametrize("ref", ["ftp://x/y", "s3://bucket/x", "/no/scheme"])
 def test_unknown_scheme_is_400(ref):
     with pytest.raises(BadRequest) as info:
-        DesignResolver().resolve(ref)
+        resolver().resolve(ref)
     assert info.value.code == 400
 
 
@@ -108,14 +115,14 @@ def test_malformed_yaml_is_400_naming_the_line(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("schema: a/B/v1\nmetadata: {name: x\ndata: [\n")
     with pytest.raises(BadRequest, match="line"):
-        DesignResolver().resolve(f"file://{path}")
+        resolver(root=tmp_path).resolve(f"file://{path}")
 
 
 def test_oversize_documents_are_refused(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text(DOCS * 50)
     with pytest.raises(PayloadTooLarge):
-        DesignResolver(max_bytes=100).resolve(f"file://{path}")
+        resolver(root=tmp_path, max_bytes=100).resolve(f"file://{path}")
 
 
 def test_validation_names_every_bad_document():
@@ -137,5 +144,5 @@ data: {}
 @pytest.mark.parametrize("ref", ["deckhand+http://\x7f/x", "http://[::1/x", "https://"])
 def test_unparseable_url_is_400_not_a_gateway_error(ref):
     with pytest.raises(BadRequest) as info:
-        DesignResolver().resolve(ref)
-    assert info.value.instance_reason == "InvalidDesignRef"
+        resolver().resolve(ref)
+    assert info.value.instance_reason in ("InvalidDesignRef", "DesignRefNotAllowed")

@@ -76,7 +76,8 @@ def test_idempotency_key_returns_the_same_task(api):
     client, site = api
     one = post(client, "/api/v1.0/tasks", task_request(site), {"Idempotency-Key": "abc"})
     two = post(client, "/api/v1.0/tasks", task_request(site), {"Idempotency-Key": "abc"})
-    assert one.status_code == 201 and two.status_code == 200
+    assert one.status_code == 201 and two.status_code == 201  # the original response
+    assert two.headers["Idempotent-Replayed"] == "true"
     assert one.json["task_id"] == two.json["task_id"]
 
 
@@ -124,8 +125,11 @@ def test_unknown_node_names_get_400_listing_them(api):
 
 def test_missing_design_gets_404_and_bad_scheme_400(api):
     client, site = api
+    missing = site.href.rsplit("/", 1)[0] + "/nonexistent.yaml"
     assert post(client, "/api/v1.0/tasks",
-                task_request(site, design_ref="file:///nonexistent.yaml")).status_code == 404
+                task_request(site, design_ref=missing)).status_code == 404
+    outside = post(client, "/api/v1.0/tasks", task_request(site, design_ref="file:///etc/hosts"))
+    assert outside.status_code == 400 and outside.json["reason"] == "DesignRefNotAllowed"
     assert post(client, "/api/v1.0/tasks",
                 task_request(site, design_ref="ftp://x/y")).status_code == 400
 

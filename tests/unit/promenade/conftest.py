@@ -10,7 +10,7 @@ import falcon.testing
 import pytest
 import yaml
 
-from common.designref import DesignResolver
+from common.designref import DesignResolver, RefPolicy
 from promenade_api import config
 from promenade_api.app import Deps, create_app
 from promenade_api.etcd.fake import FakeEtcd
@@ -92,9 +92,9 @@ def etcd() -> FakeEtcd:
 
 
 @pytest.fixture
-def svc(kube: FakeKube, etcd: FakeEtcd, clock: FakeClock) -> Promenade:
-    return Promenade(kube, etcd, DesignResolver(cache_size=0), FAST, clock=clock, wall=clock,
-                     sleep=clock.sleep)
+def svc(kube: FakeKube, etcd: FakeEtcd, clock: FakeClock, tmp_path: Path) -> Promenade:
+    resolver = DesignResolver(RefPolicy(file_root=str(tmp_path)), cache_size=0)
+    return Promenade(kube, etcd, resolver, FAST, clock=clock, wall=clock, sleep=clock.sleep)
 
 
 @pytest.fixture

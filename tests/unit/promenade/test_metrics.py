@@ -7,7 +7,7 @@ from pathlib import Path
 import falcon.testing
 import pytest
 
-from common.designref import DesignResolver
+from common.designref import DesignResolver, RefPolicy
 from promenade_api import config
 from promenade_api.app import Deps, create_app
 from promenade_api.etcd.design import load_clusters
@@ -24,6 +24,10 @@ P = "/api/v1.0"
 Client = tuple[falcon.testing.TestClient, dict[str, str]]
 
 
+def resolver(root: Path) -> DesignResolver:
+    return DesignResolver(RefPolicy(file_root=str(root)), cache_size=0)
+
+
 @pytest.fixture
 def metrics() -> PromenadeMetrics:
     return PromenadeMetrics()
@@ -32,7 +36,7 @@ def metrics() -> PromenadeMetrics:
 @pytest.fixture
 def client(tmp_path: Path, kube: FakeKube, etcd: FakeEtcd, clock: FakeClock,
            metrics: PromenadeMetrics) -> tuple[falcon.testing.TestClient, dict[str, str]]:
-    svc = Promenade(kube, metrics.timed_etcd(etcd), DesignResolver(cache_size=0), FAST,
+    svc = Promenade(kube, metrics.timed_etcd(etcd), resolver(tmp_path), FAST,
                     clock=clock, wall=clock, sleep=clock.sleep, observe=metrics.operation)
     tokens = write_tokens(tmp_path / "tokens.yaml")
     conf_path = tmp_path / "promenade.conf"
@@ -66,7 +70,7 @@ def test_drain_duration_is_recorded_with_its_outcome(client: Client, kube: FakeK
 def test_etcd_calls_and_remove_etcd_are_timed(kube: FakeKube, etcd: FakeEtcd,
                                               clock: FakeClock,
                                               metrics: PromenadeMetrics) -> None:
-    svc = Promenade(kube, metrics.timed_etcd(etcd), DesignResolver(cache_size=0), FAST,
+    svc = Promenade(kube, metrics.timed_etcd(etcd), resolver(Path("/nonexistent")), FAST,
                     clock=clock, wall=clock, sleep=clock.sleep, observe=metrics.operation)
     svc.remove_etcd("node01", load_clusters([etcd_doc([kubernetes_cluster()])]), 60)
     assert etcd.removed
