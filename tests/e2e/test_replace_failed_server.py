@@ -204,14 +204,12 @@ def test_not_ready_node_with_an_unreachable_bmc_is_refused_untouched(
     set_bmc(berth, "node03", False)  # its ipmi_sim process is killed
     counts = effects(berth, "node03")
     try:
-        started = time.monotonic()
         view = redeploy(berth, "node03", timeout=120)
-        elapsed = time.monotonic() - started
         assert view["state"] == "failed" and view["reason"] == "PowerOffUnconfirmed"
         bmc = f"127.0.0.1:{berth.site.ipmi_ports['node03']}"
         assert f"node03: IPMI BMC ipmi {bmc} did not answer" in view["message"]
         assert "nothing was changed" in view["message"]
-        assert elapsed < 120  # not a drain timeout
+        assert steps_of(view)["assess_node.node03"]["attempts"] == 1  # no drain was waited for
         assert effects(berth, "node03") == counts
         seen = berth.sim("/nodes/node03")
         assert not seen["kubernetes"]["unschedulable"] and seen["maas_status"] == "Deployed"
@@ -251,10 +249,8 @@ def test_stop_during_a_long_drain_cancels_it_and_terminates_the_drydock_task(
              == "running", 60, "node06 in destroy while node05 drains")
     task_id = berth.api("GET", f"{url}/destroy_nodes.node06").json()["details"]["task"][
         "task_id"]
-    stopped_at = time.monotonic()
     assert berth.cli("stop", f"action/{action['id']}").exit_code == 0
     view = berth.wait_action(action["id"], states=("stopped",), timeout=60)
-    assert time.monotonic() - stopped_at < 30
     steps = steps_of(view)
     decommission = steps["decommission.node05"]
     assert decommission["state"] == "failed" and decommission["reason"] == "Cancelled"
