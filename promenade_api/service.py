@@ -143,18 +143,14 @@ class Promenade:
     def clusters(self, ref: Any, ctx: RequestContext | None, *,
                  required: bool = True) -> list[ClusterSpec]:
         """The design's etcd clusters; without the document: 404, or none when not required."""
-        docs = self.design(ref, ctx)
-        if not required and not select(docs, SCHEMA):
-            return []
-        return load_clusters(docs)
+        return _clusters_of(self.design(ref, ctx), required)
 
     def decommission_inputs(self, ref: Any, ctx: RequestContext | None
                             ) -> tuple[list[ClusterSpec], set[str]]:
         """The design's etcd clusters (none without the document) and its node names."""
         docs = self.design(ref, ctx)
-        clusters = load_clusters(docs) if select(docs, SCHEMA) else []
         names = {str(d["metadata"]["name"]) for d in select(docs, NODE_SCHEMA)}
-        return clusters, names
+        return _clusters_of(docs, required=False), names
 
     # -- operations ----------------------------------------------------------------------
     def drain(self, node: str, timeout: int | None, grace: int | None,
@@ -239,3 +235,11 @@ class Promenade:
             "etcd": [{"cluster": c.name, "member": m} for c in clusters or []
                      for m, n in sorted(c.members.items()) if n == node],
         }
+
+
+def _clusters_of(docs: list[Document], required: bool) -> list[ClusterSpec]:
+    """The documents' etcd clusters; without the EtcdClusters document: 404, or none when not
+    required."""
+    if not required and not select(docs, SCHEMA):
+        return []
+    return load_clusters(docs)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -88,22 +87,6 @@ class QuorumWatch:
 
     def lost(self) -> list[tuple[int, int]]:
         return [(h, n) for h, n in self.samples if h < n // 2 + 1]
-
-
-@pytest.fixture
-def faults(berth: Berth) -> Iterator[Any]:
-    url = f"{berth.site.urls['sitesim']}/faults"
-
-    def inject(node: str, operation: str, effect: str = "hang") -> None:
-        resp = requests.post(url, json={"node": node, "operation": operation,
-                                        "effect": effect}, timeout=10)
-        assert resp.status_code < 300, resp.text
-
-    inject.clear = lambda: requests.delete(url, timeout=10)  # type: ignore[attr-defined]
-    try:
-        yield inject
-    finally:
-        requests.delete(url, timeout=10)
 
 
 def test_compute_node_powered_off_with_ipmitool_is_fenced_and_redeployed(
