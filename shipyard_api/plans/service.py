@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from common.context import RequestContext
@@ -48,8 +49,10 @@ class PlanService:
             return definition.prepare(parameters, self.actions.documents)
         except Conflict as exc:  # intermediate commits: a blocker of the plan, not an error
             out.block("shipyard", exc.message)
-            return definition.prepare({**parameters, "allow-intermediate-commits": True},
-                                      self.actions.documents)
+            allowed = definition.prepare({**parameters, "allow-intermediate-commits": True},
+                                         self.actions.documents)
+            return replace(allowed, parameters={**allowed.parameters,
+                                                "allow-intermediate-commits": False})
 
     def create(self, name: Any, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
         """Compose the plan of an action request (same body as POST /actions) and store it."""

@@ -250,6 +250,8 @@ def test_intermediate_commits_are_a_blocker_of_a_site_plan(harness: Harness,
     harness.commit()
     plan = planner.create("update_site", {}, CTX)
     assert plan["blockers"][0]["message"].startswith("Committed revisions [1]")
+    assert plan["parameters"]["allow-intermediate-commits"] is False
+    assert plan["groups"][0]["nodes"] == ["node01", "node02", "node03"]
 
 
 def test_relabel_plan_lists_nodes_and_the_drydock_call(harness: Harness,
