@@ -260,3 +260,21 @@ def test_relabel_plan_lists_nodes_and_the_drydock_call(harness: Harness,
     plan = planner.create("relabel_nodes", {"target_nodes": ["node02"]}, CTX)
     assert [n["node"] for n in plan["nodes"]] == ["node02"]
     assert plan["calls"][0]["request"] == "POST /api/v1.0/tasks relabel_nodes"
+
+
+def test_action_whose_plan_is_no_longer_stored_stops_before_doing_anything(
+        harness: Harness, planner: PlanService) -> None:
+    from sqlalchemy import delete
+
+    from shipyard_api.plans.store import PlanRow
+
+    harness.commit(tag="site-action-success")
+    plan = planner.create("redeploy_server", {"target_nodes": "node01"}, CTX)
+    action = harness.api.create("redeploy_server", {"target_nodes": "node01"}, CTX,
+                                plan_id=plan["id"])
+    with session_factory(harness.engine_db).begin() as s:
+        s.execute(delete(PlanRow))
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert harness.step(action["id"], "preflight")["reason"] == "PlanNotFound"
+    assert _effects(harness) == []
