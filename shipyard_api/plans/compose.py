@@ -7,6 +7,7 @@ MAAS, retirement, wipe plan). Nothing here decides what those services own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -44,14 +45,14 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
               for p in promenade.get("phases") or []]
     out = []
     if fenced:
-        out.append(call("drydock", "POST /api/v1.0/tasks power_off_nodes {force: true}",
+        out.append(call("drydock", 'POST /api/v1.0/tasks power_off_nodes {"force": true}',
                         "fence-first: force the node off and confirm Off at its BMC",
                         node=node, step="fence_node", then=["power_off"]))
     out += [
         call("promenade", f"POST {P}/nodes/{node}/decommission?{urlencode(query)}",
              "take the node out of Kubernetes and etcd", node=node, step="decommission",
              then=phases),
-        call("drydock", f"POST {P}/tasks destroy_nodes {dict(options)}",
+        call("drydock", f"POST {P}/tasks destroy_nodes {json.dumps(dict(options))}",
              "power off, wipe as planned, release from MAAS", node=node, step="destroy_nodes",
              then=list(drydock.get("steps") or [])),
         call("promenade", f"POST {P}/nodes/{node}/remove-from-cluster",

@@ -109,7 +109,7 @@ def test_dead_bmc_blocks_and_powered_off_node_plans_fence_first(harness: Harness
     one, two = plan["nodes"]
     assert one["path"]["path"] is None and "nothing was changed" in one["path"]["reason"]
     assert two["path"]["path"] == "fence-first"
-    assert two["calls"][0]["request"].endswith("power_off_nodes {force: true}")
+    assert two["calls"][0]["request"].endswith('power_off_nodes {"force": true}')
     assert "fenced=true" in two["calls"][1]["request"]
     assert any(c.op == "decommission_preview" and c.node == "node02"
                for c in harness.promenade.calls)
