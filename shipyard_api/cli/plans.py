@@ -32,6 +32,10 @@ def _etcd(entries: list[dict[str, Any]]) -> str:
             out.append(f"{e['cluster']}: {e['after']['healthy']}/{e['after']['members']} "
                        f"healthy, quorum {e['after']['quorum']}, min {e['threshold']}"
                        + (" (leader moves)" if e.get("leader_move") else ""))
+            both = e.get("after_with_leaving")
+            if both:
+                out[-1] += (f"; with {_join(both['also_leaving'])} gone too: "
+                            f"{both['healthy']}/{both['members']} healthy")
         else:
             out.append(f"{e.get('cluster')}: {e.get('error', 'unknown')}")
     return "; ".join(out)
