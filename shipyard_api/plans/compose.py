@@ -137,7 +137,22 @@ def redeploy(r: Reader, prepared: Prepared) -> Composition:
     for node in targets:
         _one_node(r, out, node, ref, membership.get(node, []), query, by_node.get(node, {}),
                   prepared)
+    _etcd_in_flight(r, out, targets, membership)
     return out
+
+
+def _etcd_in_flight(r: Reader, out: Composition, targets: list[str],
+                    membership: Mapping[str, list[str]]) -> None:
+    """Running actions that also take out members of the targets' etcd clusters: their
+    removals and ours are serialised, and each sees the cluster the other leaves."""
+    mine = {c for t in targets for c in membership.get(t, [])}
+    for action in r.active:
+        theirs = {c for n in action.target_nodes or [] if n not in targets
+                  for c in membership.get(n, [])} & mine
+        if theirs:
+            out.warn("shipyard", f"{action.name} {action.id} ({action.state}) also removes "
+                     f"members of etcd cluster(s) {', '.join(sorted(theirs))}: the removals "
+                     "run one at a time, each on the cluster the other leaves")
 
 
 def relabel(r: Reader, prepared: Prepared) -> Composition:

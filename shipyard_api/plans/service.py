@@ -63,16 +63,18 @@ class PlanService:
         early = Composition()
         prepared = self._prepare(definition.name, parameters, early)
         now = self.clock()
-        out = COMPOSERS[definition.name](Reader(self.actions.services, ctx, now), prepared)
+        active = tuple(self.actions.store.active())
+        out = COMPOSERS[definition.name](Reader(self.actions.services, ctx, now, active),
+                                         prepared)
         out.blockers[:0] = early.blockers
         conflicts = []
         try:
-            check_conflicts(prepared, self.actions.store.active())
+            check_conflicts(prepared, active)
         except Conflict as exc:
             out.block("shipyard", exc.message)
             conflicts = [{"id": a.id, "name": a.name, "state": a.state,
                           "target_nodes": a.target_nodes, "site_wide": a.site_wide}
-                         for a in self.actions.store.active()]
+                         for a in active]
         body = {"design_ref": out.design_ref, "conflicts": conflicts,
                 "blockers": out.blockers, "warnings": out.warnings,
                 "steps": [s.step_id for s in plan(definition, prepared.targets)],

@@ -124,6 +124,19 @@ def test_running_action_on_the_same_node_is_a_conflict_blocker(harness: Harness,
     assert any("Conflicting actions" in b["message"] for b in plan["blockers"])
 
 
+def test_running_action_on_another_member_of_the_same_etcd_cluster_is_a_warning(
+        harness: Harness, planner: PlanService) -> None:
+    harness.commit(tag="site-action-success")
+    running = harness.create("redeploy_server", {"target_nodes": "node02"})
+    plan = planner.create("redeploy_server", {"target_nodes": "node01"}, CTX)
+    assert plan["blockers"] == []
+    assert any(w["message"].startswith(f"redeploy_server {running['id']} (pending) also "
+                                       "removes members of etcd cluster(s) kubernetes")
+               for w in plan["warnings"])
+    other = planner.create("redeploy_server", {"target_nodes": "node03"}, CTX)
+    assert other["warnings"] == []  # node03 holds no etcd member in this design
+
+
 def test_action_from_plan_runs_when_nothing_changed(harness: Harness,
                                                     planner: PlanService) -> None:
     harness.commit(tag="site-action-success")
