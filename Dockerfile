@@ -3,7 +3,7 @@
 #   docker run berth drydock-worker --config-file /etc/berth/drydock.conf
 FROM python:3.11-slim-bookworm AS build
 WORKDIR /src
-COPY pyproject.toml setup.cfg README.md ./
+COPY pyproject.toml setup.cfg setup.py README.md ./
 COPY common common
 COPY shipyard_api shipyard_api
 COPY promenade_api promenade_api
