@@ -8,7 +8,7 @@ KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi wrk
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
-.PHONY: run test lint typecheck unit debs venv keystone clean
+.PHONY: run test lint typecheck unit debs venv keystone clean image lock
 
 run: venv debs
 	$(BIN)/berth up
@@ -28,6 +28,15 @@ typecheck: venv
 	$(BIN)/mypy $(PACKAGES)
 
 venv: $(STAMP)
+
+# The services' image (Dockerfile), built with podman; see image/build.sh for BASE, CA_BUNDLE,
+# PIP_INDEX_URL and IMAGE. Without BASE the base is made from the Debian mirror (debootstrap).
+image:
+	image/build.sh
+
+# Re-pin image/constraints.txt to the versions installed in .venv (the ones tested).
+lock: venv
+	$(BIN)/python image/lock.py
 
 keystone: $(KEYSTONE_STAMP)
 

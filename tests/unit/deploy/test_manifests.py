@@ -97,11 +97,14 @@ def console_scripts() -> set[str]:
             and ep.value.split(".")[0] not in ("sitesim", "berth_launcher")}
 
 
+IMAGE = "localhost/berth:latest"  # what `make image` builds, fully qualified
+
+
 def test_every_deployment_runs_a_console_script_of_the_berth_image(overlay) -> None:
     scripts = console_scripts()
     for name, deployment in workloads(overlay[1]).items():
         cont = container(deployment)
-        assert cont["image"] == "berth:latest"
+        assert cont["image"] == IMAGE
         assert cont["command"][0] in scripts, cont["command"]
         assert cont["command"][0] == name  # the Deployment is named after what it runs
 
