@@ -41,9 +41,15 @@ if [ -n "$ca_bundle" ] && [ -f "$ca_bundle" ]; then
     cat "$ca_bundle" > "$secret"
 fi
 
+previous=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 podman build --runtime runc --network host --layers \
     --build-arg BASE="$base" --build-arg PIP_INDEX_URL="${PIP_INDEX_URL:-}" \
     --secret id=ca_bundle,src="$secret" \
     --tag "$image" --file Dockerfile .
+current=$(podman image inspect --format '{{.Id}}' "$image")
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
+    # the image this build replaced, untagged now: drop it unless a container still uses it
+    podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "built $image: $((size / 1000000)) MB"
