@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed
 # A real Keystone in its own venv, for the keystone auth strategy's tests.
 KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi wrk
-PACKAGES := common shipyard_api promenade_api drydock_api sitesim
+PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
-.PHONY: run test lint typecheck unit debs venv keystone clean
+.PHONY: run test lint typecheck unit debs venv keystone clean image lock
 
 run: venv debs
 	$(BIN)/berth up
@@ -19,13 +19,24 @@ test: venv debs keystone lint typecheck
 unit: venv
 	$(BIN)/pytest -q -m 'not slow' tests/unit
 
+# ruff, and the layers and no-cycle contracts of .importlinter.
 lint: venv
 	$(BIN)/ruff check $(PACKAGES) tests bench
+	$(BIN)/lint-imports
 
 typecheck: venv
 	$(BIN)/mypy $(PACKAGES)
 
 venv: $(STAMP)
+
+# The services' image (Dockerfile), built with podman; see image/build.sh for BASE, CA_BUNDLE,
+# PIP_INDEX_URL and IMAGE. Without BASE the base is made from the Debian mirror (debootstrap).
+image:
+	image/build.sh
+
+# Re-pin image/constraints.txt to the versions installed in .venv (the ones tested).
+lock: venv
+	$(BIN)/python image/lock.py
 
 keystone: $(KEYSTONE_STAMP)
 
@@ -34,10 +45,11 @@ $(KEYSTONE_STAMP):
 	.venv-keystone/bin/pip install -q keystone gunicorn
 	touch $(KEYSTONE_STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+# The services, the simulated site and the benchmarks (extra `sim`), and the test tools.
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[sim,test]'
 	touch $(STAMP)
 
 # Debian packages the simulated site and the tests need (etcd, PostgreSQL, IPMI tools).

@@ -18,10 +18,10 @@ from typing import Any
 from common.context import RequestContext
 from drydock_api.nodes.design import NodeDef
 from drydock_api.nodes.filters import select_nodes
-from shipyard_api.actions import definitions
 from shipyard_api.actions.fakes import FakeDocuments
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
+from shipyard_api.catalog import definitions
 from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.workflow.engine import Engine, EngineSettings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +82,14 @@ GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("peers", PEER_OPTS),
     ("design", DESIGN_OPTS),
 ]
+
+
+def existing_file(value: str) -> str:
+    """argparse `type` of the commands' --config-file: the file must exist (a service never
+    runs on silent defaults because the file it was told to read is missing)."""
+    if not Path(value).is_file():
+        raise argparse.ArgumentTypeError(f"{value}: no such file")
+    return os.path.abspath(value)
 
 
 def register_common(conf: cfg.ConfigOpts) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Iterable, Iterator
 from importlib import resources
@@ -82,6 +83,25 @@ def load_schema(schema: str) -> dict[str, Any] | None:
         return None
     loaded: dict[str, Any] = yaml.safe_load(path.read_text())
     return loaded
+
+
+def _defaults_of(schema: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, prop in (schema.get("properties") or {}).items():
+        if "default" in prop:
+            out[key] = copy.deepcopy(prop["default"])
+        elif prop.get("properties"):
+            nested = _defaults_of(prop)
+            if nested:
+                out[key] = nested
+    return out
+
+
+def data_defaults(schema: str) -> dict[str, Any]:
+    """The `default`s of a document kind's JSON Schema, nested as the data is (objects
+    without any default are left out): the one place services and simulator read them."""
+    loaded = load_schema(schema)
+    return _defaults_of(loaded) if loaded else {}
 
 
 BASE_SCHEMA: dict[str, Any] = {

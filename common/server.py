@@ -11,6 +11,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
+from common.config import existing_file
 from common.logging import JsonFormatter, MarkerFilter
 from common.worker import BerthWorker
 
@@ -66,7 +67,7 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
                              "request in the worker threads.")
     parser.add_argument("--worker-connections", type=int, default=1000,
                         help="Most open client connections per worker process.")
-    parser.add_argument("--config-file", default=None)
+    parser.add_argument("--config-file", type=existing_file, default=None)
     parser.add_argument("--pid-file", default=None)
     args = parser.parse_args(argv)
     BerthWorker.read_timeout = args.read_timeout
@@ -83,5 +84,8 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
         "pidfile": args.pid_file,
         "accesslog": None,
         "proc_name": f"{service}-api",
+        # No gunicornc control socket (gunicorn >= 25 opens one by default under $HOME, which
+        # a read-only root file system refuses); older gunicorns lack the setting.
+        "control_socket_disable": True,
         "logger_class": JsonGunicornLogger if json_logs(args.config_file) else None,
     }).run()

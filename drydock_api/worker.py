@@ -10,13 +10,15 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from common.config import existing_file
+
 LOG = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="drydock-worker",
                                      description="Claim and run Drydock tasks.")
-    parser.add_argument("--config-file", default=None)
+    parser.add_argument("--config-file", type=existing_file, default=None)
     parser.add_argument("--workers", type=int, default=1,
                         help="Worker loops in this process (each runs up to [worker] "
                              "max_tasks tasks).")

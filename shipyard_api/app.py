@@ -17,10 +17,10 @@ from common.app import HealthCheck, ServiceApp, create_service_app, service_spec
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
 from shipyard_api import config, policy
-from shipyard_api.actions import definitions
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
+from shipyard_api.catalog import definitions
 from shipyard_api.clients.drydock import DrydockClient
 from shipyard_api.clients.promenade import PromenadeClient
 from shipyard_api.db import make_engine, session_factory, upgrade

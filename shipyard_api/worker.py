@@ -7,13 +7,14 @@ import os
 import signal
 from types import FrameType
 
+from common.config import existing_file
 from common.logging import setup_logging
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="shipyard-worker",
                                      description="Run Shipyard actions from the database.")
-    parser.add_argument("--config-file", default=None)
+    parser.add_argument("--config-file", type=existing_file, default=None)
     parser.add_argument("--threads", type=int, default=None,
                         help="Engine threads (default: [workflow] api_workers, at least 1).")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from shipyard_api.actions.design import DEFAULTS as SHIPYARD_DEFAULTS
+from common.documents import data_defaults
 from sitesim.siteconfig import NodeSpec, SiteSpec
 
 PLATFORM = {"image": "jammy", "kernel": "ga-22.04"}
@@ -48,7 +48,8 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 # shipyard/DeploymentConfiguration/v1: Shipyard's own (Airship's) defaults, with the strategy
 # document named and no join wait (the site YAML may override any of them).
-DEPLOYMENT_CONFIGURATION_DEFAULTS: dict[str, Any] = deep_merge(SHIPYARD_DEFAULTS, {
+DEPLOYMENT_CONFIGURATION_DEFAULTS: dict[str, Any] = deep_merge(
+        data_defaults("shipyard/DeploymentConfiguration/v1"), {
     "physical_provisioner": {"deployment_strategy": "deployment-strategy", "join_wait": 0},
     "armada": {"manifest": "full-site"},
 })

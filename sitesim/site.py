@@ -153,8 +153,11 @@ class Site:
         self.urls["maas"] = f"{maas.url}/MAAS"
 
     def _start_bmcs(self) -> None:
+        from sitesim.bmc.sushy_drivers import install_drivers  # sushy-tools: imported late
+
         redfish_nodes = [n for n in self.spec.nodes if n.bmc.type == "redfish"]
-        redfish = self._serve("redfish", RedfishBmc(self.model, redfish_nodes),
+        redfish = self._serve("redfish",
+                              RedfishBmc(self.model, redfish_nodes, install_drivers()),
                               self.ports.redfish)
         ipmi = [n for n in self.spec.nodes if n.bmc.type == "ipmi"]
         for index, node in enumerate(ipmi):

@@ -6,30 +6,14 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from common.documents import Document, doc_ref, select
+from common.documents import Document, data_defaults, doc_ref, select
 
 DEPLOYMENT_CONFIGURATION = "shipyard/DeploymentConfiguration/v1"
 ETCD_CLUSTERS = "promenade/EtcdClusters/v1"
 BAREMETAL_NODE = "drydock/BaremetalNode/v1"
 
-# Airship's defaults for the timeouts and poll intervals (seconds).
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "physical_provisioner": {
-        "deployment_strategy": None,
-        "deploy_interval": 30, "deploy_timeout": 3600,
-        "destroy_interval": 30, "destroy_timeout": 900,
-        "join_wait": 120,
-        "prepare_node_interval": 30, "prepare_node_timeout": 1800,
-        "prepare_site_interval": 10, "prepare_site_timeout": 300,
-        "verify_interval": 10, "verify_timeout": 60,
-        "relabel_nodes_interval": 30, "relabel_nodes_timeout": 900,
-    },
-    "kubernetes": {"node_status_interval": 30, "node_status_timeout": 1800},
-    "kubernetes_provisioner": {
-        "drain_timeout": 3600, "drain_grace_period": 1800, "clear_labels_timeout": 1800,
-        "remove_etcd_timeout": 1800, "etcd_ready_timeout": 600,
-    },
-}
+# Airship's defaults for the timeouts and poll intervals (seconds), from the document's schema.
+DEFAULTS: dict[str, dict[str, Any]] = data_defaults(DEPLOYMENT_CONFIGURATION)
 
 
 def node_names(docs: Iterable[Document]) -> list[str]:

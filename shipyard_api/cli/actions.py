@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from shipyard_api.cli.main import Shipyard
+    from shipyard_api.cli.session import Shipyard
 
 ENDED = ("complete", "failed", "stopped")
 ACTION_COLUMNS = [("Name", "name"), ("Action", "id"), ("Lifecycle", "action_lifecycle"),

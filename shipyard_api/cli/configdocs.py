@@ -9,7 +9,7 @@ import click
 import yaml
 
 if TYPE_CHECKING:
-    from shipyard_api.cli.main import Shipyard
+    from shipyard_api.cli.session import Shipyard
 
 YAML_TYPE = "application/x-yaml"
 # older → newer: with two version flags the older one is the base of the comparison

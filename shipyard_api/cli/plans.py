@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.table import Table
 
 from shipyard_api.cli.actions import parse_params, strip_kind
-
-if TYPE_CHECKING:
-    from shipyard_api.cli.main import Shipyard
+from shipyard_api.cli.session import Shipyard
 
 FINDING_COLUMNS = [("Node", "node"), ("From", "source"), ("Message", "message")]
 GROUP_COLUMNS = [("#", "position"), ("Group", "name"), ("Critical", "critical"),

@@ -1,8 +1,9 @@
 """Redfish BMCs: the real sushy-tools emulator, its systems backed by the site model.
 
 The emulator's Flask app is a module-level object of sushy-tools; its systems, storage and drive
-drivers are replaced (once per process) by drivers that find the site to serve in the WSGI
-environ, which `RedfishBmc` fills per request. `RedfishBmc` also adds Drive.SecureErase.
+drivers are replaced (once per process, `sushy_drivers.install_drivers`) by drivers that find
+the site to serve in the WSGI environ, which `RedfishBmc` fills per request. `RedfishBmc`
+also adds Drive.SecureErase.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import tempfile
 import threading
 import uuid as uuidlib
 from collections.abc import Callable, Iterable
@@ -27,7 +27,6 @@ DRIVE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/
 SYSTEM_RE = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/]+)")
 TASK_RE = re.compile(r"^/redfish/v1/TaskService/Tasks/(erase-[0-9a-f]+)/?$")
 RUNNING, COMPLETED, EXCEPTION = "Running", "Completed", "Exception"
-_INSTALL_LOCK = threading.Lock()
 BMC_DOWN_HOLD = 60.0  # seconds a request to a killed BMC hangs before a 503
 
 
@@ -155,26 +154,6 @@ POWER_OPS = {
 }
 
 
-def _install_drivers() -> Any:
-    """Put the site-aware drivers into the emulator app (once per process); return the app."""
-    from sushy_tools.emulator import main as emulator
-
-    from sitesim.bmc.sushy_drivers import SiteDrives, SiteStorage, SiteSystems
-
-    app = emulator.app
-    with _INSTALL_LOCK:
-        if not app.config.get("SITESIM_INSTALLED"):
-            app.config.update(SUSHY_EMULATOR_STATE_DIR=tempfile.mkdtemp(prefix="sushy-state-"),
-                              SUSHY_EMULATOR_FAKE_DRIVER=True, SITESIM_INSTALLED=True)
-            cache = app.__dict__.setdefault("_cache", {})
-            for prop, driver in (("systems", SiteSystems()),
-                                 ("storage", SiteStorage(app.config, app.logger)),
-                                 ("drives", SiteDrives(app.config, app.logger))):
-                method = getattr(type(app), prop).fget.__wrapped__
-                cache.setdefault(method, {})[(frozenset(), frozenset())] = driver
-    return app
-
-
 REDFISH_BOOT = {"hdd": "Hdd", "pxe": "Pxe", "cd": "Cd", "network": "Pxe", "disk": "Hdd",
                 "bios": "BiosSetup", "biossetup": "BiosSetup", "floppy": "Floppy",
                 "usb": "Usb", "uefihttp": "UefiHttp", "none": "None"}
@@ -185,9 +164,11 @@ StartResponse = Callable[..., Any]
 class RedfishBmc:
     """WSGI app: per-system basic auth, the emulator, plus Drive.SecureErase on every drive."""
 
-    def __init__(self, model: SiteModel, nodes: list[NodeSpec]) -> None:
+    def __init__(self, model: SiteModel, nodes: list[NodeSpec], emulator: Any) -> None:
+        """`emulator`: the sushy-tools app with the site drivers in
+        (`sitesim.bmc.sushy_drivers.install_drivers()`)."""
         self.backend = RedfishBackend(model, nodes)
-        self._emulator = _install_drivers()
+        self._emulator = emulator
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+import threading
 from typing import Any
 
 import flask
@@ -74,3 +76,24 @@ class SiteStorage(storage.StaticDriver):  # type: ignore[misc]
 class SiteDrives(drives.StaticDriver):  # type: ignore[misc]
     def get_drives(self, identity: str, storage_id: str) -> list[dict[str, Any]]:
         return _backend().drives(identity, storage_id)
+
+
+_INSTALL_LOCK = threading.Lock()
+
+
+def install_drivers() -> Any:
+    """Put the site-aware drivers into the emulator app (once per process); return the app."""
+    from sushy_tools.emulator import main as emulator
+
+    app = emulator.app
+    with _INSTALL_LOCK:
+        if not app.config.get("SITESIM_INSTALLED"):
+            app.config.update(SUSHY_EMULATOR_STATE_DIR=tempfile.mkdtemp(prefix="sushy-state-"),
+                              SUSHY_EMULATOR_FAKE_DRIVER=True, SITESIM_INSTALLED=True)
+            cache = app.__dict__.setdefault("_cache", {})
+            for prop, driver in (("systems", SiteSystems()),
+                                 ("storage", SiteStorage(app.config, app.logger)),
+                                 ("drives", SiteDrives(app.config, app.logger))):
+                method = getattr(type(app), prop).fget.__wrapped__
+                cache.setdefault(method, {})[(frozenset(), frozenset())] = driver
+    return app

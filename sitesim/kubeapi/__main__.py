@@ -7,9 +7,10 @@ import signal
 import threading
 
 from sitesim.hooks import NullHooks
-from sitesim.kubeapi.cluster import KubeCluster, KubeTimings
+from sitesim.kubeapi.cluster import KubeCluster
 from sitesim.kubeapi.seed import seed_workloads
 from sitesim.kubeapi.server import serve, write_kubeconfig
+from sitesim.kubeapi.state import KubeTimings
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,7 +21,7 @@ from sitesim.kubeapi.selectors import (
 )
 
 if TYPE_CHECKING:
-    from sitesim.kubeapi.cluster import KubeCluster
+    from sitesim.kubeapi.state import ClusterState as KubeCluster
 
 Obj = dict[str, Any]
 NAMESPACES = BY_GROUP_PLURAL[("", "namespaces")]

@@ -6,7 +6,6 @@ import copy
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from sitesim.hooks import SiteHooks
@@ -14,6 +13,7 @@ from sitesim.kubeapi import factories
 from sitesim.kubeapi.api import ObjectApi
 from sitesim.kubeapi.errors import KubeBadRequest
 from sitesim.kubeapi.resources import BY_GROUP_PLURAL, for_manifest
+from sitesim.kubeapi.state import KubeTimings, NodeSim, Timers
 from sitesim.kubeapi.store import Event, Store, iso_now
 
 Obj = dict[str, Any]
@@ -21,38 +21,6 @@ NODES = BY_GROUP_PLURAL[("", "nodes")]
 NAMESPACES = BY_GROUP_PLURAL[("", "namespaces")]
 DECOMMISSION_LABEL = "promenade-decomission"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-@dataclass
-class KubeTimings:
-    """Delays of the simulated kubelet and controllers, in seconds."""
-
-    pod_termination_delay: float = 1.0
-    recreate_delay: float = 2.0
-    kubelet_shutdown_delay: float = 2.0
-    not_ready_delay: float = 1.0
-    controller_interval: float = 0.5
-
-
-@dataclass
-class NodeSim:
-    """What the simulated kubelet of one node is doing."""
-
-    address: str
-    ready: bool = True
-    kubelet_running: bool = True
-    shutdown_enabled: bool = True
-    shutdown_at: float | None = None
-    unknown_at: float | None = None
-
-
-@dataclass
-class Timers:
-    """Due times (on the injected monotonic clock) of pending simulated work."""
-
-    terminate_at: dict[str, float] = field(default_factory=dict)  # pod uid
-    create_at: dict[str, float] = field(default_factory=dict)  # controller uid
-    stuck: set[str] = field(default_factory=set)  # pod uids whose termination hangs
 
 
 class KubeCluster:

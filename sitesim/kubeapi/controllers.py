@@ -10,7 +10,7 @@ from sitesim.kubeapi import disruption, factories, pods, scheduling, workloads
 from sitesim.kubeapi.resources import BY_GROUP_PLURAL, RESOURCES
 
 if TYPE_CHECKING:
-    from sitesim.kubeapi.cluster import KubeCluster
+    from sitesim.kubeapi.state import ClusterState as KubeCluster
 
 LOG = logging.getLogger(__name__)
 Obj = dict[str, Any]

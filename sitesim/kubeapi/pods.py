@@ -16,7 +16,7 @@ from sitesim.kubeapi.errors import (
 from sitesim.kubeapi.resources import BY_GROUP_PLURAL
 
 if TYPE_CHECKING:
-    from sitesim.kubeapi.cluster import KubeCluster
+    from sitesim.kubeapi.state import ClusterState as KubeCluster
 
 Obj = dict[str, Any]
 PODS = BY_GROUP_PLURAL[("", "pods")]

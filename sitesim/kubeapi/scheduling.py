@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sitesim.kubeapi.resources import BY_GROUP_PLURAL
 
 if TYPE_CHECKING:
-    from sitesim.kubeapi.cluster import KubeCluster
+    from sitesim.kubeapi.state import ClusterState as KubeCluster
 
 Obj = dict[str, Any]
 NODES = BY_GROUP_PLURAL[("", "nodes")]

@@ -10,7 +10,7 @@ from sitesim.kubeapi.resources import BY_GROUP_PLURAL
 from sitesim.kubeapi.scheduling import pick_node, random_suffix, repels, selector_fits
 
 if TYPE_CHECKING:
-    from sitesim.kubeapi.cluster import KubeCluster
+    from sitesim.kubeapi.state import ClusterState as KubeCluster
 
 Obj = dict[str, Any]
 NODES = BY_GROUP_PLURAL[("", "nodes")]

@@ -11,8 +11,9 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from sitesim.maas import render
-from sitesim.maas.machines import BlockDevice, MaasError, Machine, MachineStore, Partition
+from sitesim.maas.machines import MaasError, MachineStore
 from sitesim.maas.oauth import verify
+from sitesim.maas.records import BlockDevice, Machine, Partition
 from sitesim.model import SiteModel
 
 API = render.API

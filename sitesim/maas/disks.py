@@ -9,14 +9,11 @@ disk, secure where the drive can, else quick or zeroing.
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING
 
 import yaml
 
+from sitesim.maas.records import Machine
 from sitesim.model import SiteModel
-
-if TYPE_CHECKING:
-    from sitesim.maas.machines import Machine
 
 
 class UserDataError(ValueError):

@@ -6,7 +6,6 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from sitesim.maas.disks import (
@@ -15,6 +14,7 @@ from sitesim.maas.disks import (
     erase_disks,
     mounts_from_user_data,
 )
+from sitesim.maas.records import BlockDevice, Machine, Partition
 from sitesim.maas.statuses import OPERATIONS, STORAGE_EDITABLE, Operation, Status
 from sitesim.model import SiteModel
 from sitesim.siteconfig import NodeSpec
@@ -29,43 +29,6 @@ class MaasError(Exception):
     def __init__(self, code: int, text: str) -> None:
         self.code, self.text = code, text
         super().__init__(text)
-
-
-@dataclass
-class Partition:
-    id: int
-    size: int
-    fstype: str | None = None
-    mount_point: str | None = None
-
-
-@dataclass
-class BlockDevice:
-    id: int
-    name: str
-    size: int
-    partitions: list[Partition] = field(default_factory=list)
-    fstype: str | None = None
-
-
-@dataclass
-class Machine:
-    system_id: str
-    hostname: str
-    mac: str
-    status: Status
-    power_type: str
-    power_parameters: dict[str, Any]
-    tags: list[str]
-    block_devices: list[BlockDevice]
-    owner: str | None = None
-    storage_layout: str = "flat"
-    distro_series: str = ""
-    description: str = ""
-    generation: int = 0
-    next_id: int = 100
-    erase_mode: tuple[bool, bool] | None = None   # (secure_erase, quick_erase) when erasing
-    user_data: str = ""
 
 
 def system_id_for(name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitesim.maas.machines import BlockDevice, Machine, Partition
+from sitesim.maas.records import BlockDevice, Machine, Partition
 
 API = "/MAAS/api/2.0"
 

@@ -22,7 +22,7 @@ from sitesim.site import Site
 from tests.fixtures.services import service_sections, wait_for
 from tests.fixtures.site import FAST_TIMINGS, start_test_site, stop_site
 from tests.support.procs import Proc, free_port
-from tests.support.services import BIN, ServiceProcess, write_conf, write_tokens
+from tests.support.services import ServiceProcess, worker_process, write_conf, write_tokens
 
 pytestmark = pytest.mark.slow
 
@@ -103,10 +103,9 @@ def start_workers(layout: Layout) -> None:
     for service in ("shipyard", "drydock"):
         for n in (1, 2):
             name = f"{service}-worker-{n}"
-            layout.workers[name] = Proc(
-                [str(BIN / f"{service}-worker"), "--config-file",
-                 str(layout.work / f"{service}.conf")],
-                log=layout.work / f"{name}.log", cwd=str(layout.work))
+            layout.workers[name] = worker_process(
+                service, layout.work / f"{service}.conf", layout.work / f"{name}.log",
+                layout.work)
 
 
 def layout_sections(site: Site, work: Path, token: str, ports: dict[str, int],

@@ -47,6 +47,13 @@ class Proc:
             list(argv), env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT,
             cwd=cwd, start_new_session=True)
 
+    @classmethod
+    def adopt(cls, popen: subprocess.Popen[bytes], log: Path | None = None) -> Proc:
+        """A process started elsewhere (in its own session), e.g. by the `berth` launcher."""
+        proc = cls.__new__(cls)
+        proc.log, proc.popen = log, popen
+        return proc
+
     @property
     def pid(self) -> int:
         return self.popen.pid

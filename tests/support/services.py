@@ -1,4 +1,4 @@
-"""Run a Berth service as a real gunicorn process from its console script, for tests."""
+"""Run a Berth service as a real gunicorn process, started by the `berth` launcher's code."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from tests.support.procs import Proc, free_port, http_ok, wait_until
+from berth_launcher.berthconfig import write_ini
+from berth_launcher.services import UpError, start_service, start_worker, wait_healthy
+from tests.support.procs import Proc, free_port
 
 BIN = Path(sys.executable).parent
 
@@ -32,12 +34,7 @@ def write_conf(path: Path, sections: Mapping[str, Mapping[str, object]]) -> None
     sections = dict(sections)
     if "file_root" not in sections.get("design", {}):
         sections["design"] = {**sections.get("design", {}), "file_root": path.parent}
-    lines = []
-    for section, options in sections.items():
-        lines.append(f"[{section}]")
-        lines += [f"{k} = {v}" for k, v in options.items()]
-        lines.append("")
-    path.write_text("\n".join(lines))
+    write_ini(path, {name: dict(options) for name, options in sections.items()})
 
 
 class ServiceProcess:
@@ -56,14 +53,14 @@ class ServiceProcess:
 
     def start(self) -> Proc:
         """Start (or start again, on the same port and configuration) and wait until it answers."""
-        self.proc = Proc(
-            [str(BIN / f"{self.service}-api"), "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(self.workers), "--config-file", str(self.conf_path), *self.args],
-            log=self.workdir / f"{self.service}.log", cwd=str(self.workdir))
+        log = self.workdir / f"{self.service}.log"
+        popen = start_service(self.service, self.port, self.conf_path, log,
+                              workers=self.workers, args=self.args, cwd=self.workdir)
+        self.proc = Proc.adopt(popen, log)
         try:
-            wait_until(lambda: http_ok(f"{self.url}/versions"), timeout=30,
-                       what=f"{self.service}-api on {self.port}")
-        except TimeoutError:
+            wait_healthy(f"{self.service}-api", self.url, popen, log, timeout=30,
+                         path="/versions")
+        except UpError:
             self.proc.stop()
             raise RuntimeError(f"{self.service}-api did not start:\n{self.proc.output()}") \
                 from None
@@ -71,3 +68,8 @@ class ServiceProcess:
 
     def stop(self) -> None:
         self.proc.stop()
+
+
+def worker_process(service: str, conf: Path, log: Path, cwd: Path) -> Proc:
+    """`shipyard-worker` or `drydock-worker` on `conf`, started as `berth up` starts it."""
+    return Proc.adopt(start_worker(service, conf, log, cwd), log)

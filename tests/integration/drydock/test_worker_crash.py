@@ -4,7 +4,6 @@ expires, and no node is released twice (the simulator's call counts say so)."""
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -13,19 +12,17 @@ import pytest
 from sitesim.site import Site
 from tests.integration.drydock.conftest import Env, drydock_sections
 from tests.support.procs import Proc, wait_until
-from tests.support.services import ServiceProcess, write_conf, write_tokens
+from tests.support.services import ServiceProcess, worker_process, write_conf, write_tokens
 
 pytestmark = pytest.mark.slow
 # ipmi-b is an OpenIPMI ipmi_sim BMC, ipmi-c a pyghmi-based one (sitesim keeps a wake-up
 # socket of its own first in pyghmi's socket list, so BMCs keep answering after other sites
 # of the test process stopped).
 NODES = ["rf-f", "rf-g", "rf-i", "rf-j", "ipmi-b", "ipmi-c"]
-BIN = Path(sys.executable).parent
 
 
 def start_worker(work: Path, name: str) -> Proc:
-    return Proc([str(BIN / "drydock-worker"), "--config-file", str(work / "drydock.conf")],
-                log=work / f"{name}.log", cwd=str(work))
+    return worker_process("drydock", work / "drydock.conf", work / f"{name}.log", work)
 
 
 def test_killed_worker_is_taken_over_without_repeating_releases(

@@ -12,8 +12,8 @@ from alembic.script import ScriptDirectory
 from click.testing import CliRunner
 from sqlalchemy import MetaData, create_engine, inspect
 
-from sitesim.dbcli import current_revision, upgrader
-from sitesim.up import main
+from berth_launcher.dbcli import current_revision, upgrader
+from berth_launcher.up import main
 
 SERVICES = ("shipyard", "drydock")
 
@@ -70,7 +70,7 @@ def fresh_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest, tag:
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / f'{tag}.db'}"
     server: str = request.getfixturevalue("postgres_server")
-    from sitesim.pgcluster import PgCluster
+    from berth_launcher.pgcluster import PgCluster
 
     cluster = PgCluster(tmp_path, int(server.rsplit(":", 1)[1]))
     return cluster.create_database(f"up_{tag}_{tmp_path.name[-12:]}".lower().replace("-", "_"))
@@ -164,3 +164,23 @@ def test_replicas_migrating_at_once_serialise_on_postgresql(
     assert errors == []
     assert current_revision(postgres_url) == script_dir(service).get_current_head()
 
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_each_service_has_its_own_upgrade_command(service: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    if service == "shipyard":
+        from shipyard_api.db.cli import main as command
+    else:
+        from drydock_api.db.cli import main as command
+    conf = tmp_path / f"{service}.conf"
+    conf.write_text(f"[database]\nconnection = sqlite:///{tmp_path}/{service}.db\n")
+    monkeypatch.setenv(f"{service.upper()}_CONFIG_FILE", str(conf))
+    result = CliRunner().invoke(command, ["upgrade"])
+    assert result.exit_code == 0, result.output
+    head = script_dir(service).get_current_head()
+    assert f"<empty> -> {head}" in result.output
+    assert current_revision(f"sqlite:///{tmp_path}/{service}.db") == head
+    monkeypatch.delenv(f"{service.upper()}_CONFIG_FILE")
+    result = CliRunner().invoke(command, ["upgrade"])
+    assert result.exit_code == 2 and "--url or --config-file" in result.output

@@ -13,9 +13,9 @@ import requests
 import sqlalchemy
 import yaml
 
-from sitesim.pgcluster import PgCluster, PgClusterError
+from berth_launcher.pgcluster import PgCluster, PgClusterError
+from berth_launcher.up import Up
 from sitesim.site import SitePorts
-from sitesim.up import Up
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV_KEYS = {"SHIPYARD_URL", "PROMENADE_URL", "DRYDOCK_URL", "BERTH_TOKEN", "KUBECONFIG",

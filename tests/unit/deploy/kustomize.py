@@ -4,7 +4,8 @@ Only the features deploy/kubernetes uses are implemented, and any other kustomiz
 raises, so this renderer never silently differs from kustomize: `resources` (files and
 directories), `namespace`, `configMapGenerator` / `secretGenerator` (`files`, `literals`,
 `options.disableNameSuffixHash`) with kustomize's name hash and the rewriting of references
-to generated names, JSON 6902 `patches` selected by kind and name, and `replicas`.
+to generated names, JSON 6902 `patches` selected by kind and name, `replicas`, and `images`
+(`newName`, `newTag`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import yaml
 Obj = dict[str, Any]
 
 KNOWN_KEYS = {"apiVersion", "kind", "namespace", "resources", "configMapGenerator",
-              "secretGenerator", "patches", "replicas"}
+              "secretGenerator", "patches", "replicas", "images"}
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume",
                   "StorageClass", "PriorityClass", "CustomResourceDefinition"}
 POD_TEMPLATE_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"}
@@ -63,6 +64,8 @@ def _build(directory: Path) -> tuple[list[Obj], dict[tuple[str, str], str]]:
         _apply_patch(objects, patch)
     for replica in kust.get("replicas") or []:
         _set_replicas(objects, replica)
+    for image in kust.get("images") or []:
+        _set_image(objects, image)
     if kust.get("namespace"):
         _set_namespace(objects, kust["namespace"])
     for obj in objects:
@@ -174,6 +177,28 @@ def _set_replicas(objects: list[Obj], replica: Obj) -> None:
         raise ValueError(f"replicas: no workload named {replica['name']}")
     for obj in matched:
         obj["spec"]["replicas"] = int(replica["count"])
+
+
+def _split_image(ref: str) -> tuple[str, str]:
+    """(name, ":tag" or "") of an image reference without a digest."""
+    slash = ref.rfind("/")
+    colon = ref.rfind(":")
+    return (ref[:colon], ref[colon:]) if colon > slash else (ref, "")
+
+
+def _set_image(objects: list[Obj], image: Obj) -> None:
+    unknown = set(image) - {"name", "newName", "newTag"}
+    if unknown:
+        raise UnsupportedFeature(f"images: unsupported keys {sorted(unknown)}")
+    for obj in objects:
+        if obj["kind"] not in POD_TEMPLATE_KINDS:
+            continue
+        spec = obj["spec"]["template"]["spec"]
+        for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
+            name, tag = _split_image(container["image"])
+            if name == image["name"]:
+                tag = f":{image['newTag']}" if "newTag" in image else tag
+                container["image"] = f"{image.get('newName', name)}{tag}"
 
 
 def _set_namespace(objects: list[Obj], namespace: str) -> None:

@@ -5,11 +5,11 @@ with configuration that points at what they mount."""
 from __future__ import annotations
 
 import base64
-import configparser
 import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,6 @@ from tests.unit.deploy.objects import (
     DEPLOY,
     NAMESPACE,
     OVERLAYS,
-    ROOT,
     WORKERS,
     Obj,
     container,
@@ -91,17 +90,21 @@ def test_the_rendered_objects_are_the_documented_set(overlay) -> None:
 
 # -- commands, probes, services --------------------------------------------------------------
 def console_scripts() -> set[str]:
-    parser = configparser.ConfigParser()
-    parser.read(ROOT / "setup.cfg")
-    lines = parser["options.entry_points"]["console_scripts"].strip().splitlines()
-    return {line.split("=")[0].strip() for line in lines}
+    """The installed services' console scripts (the simulator's and the launcher's are not in
+    the image)."""
+    return {ep.name for ep in metadata.distribution("berth").entry_points
+            if ep.group == "console_scripts"
+            and ep.value.split(".")[0] not in ("sitesim", "berth_launcher")}
+
+
+IMAGE = "localhost/berth:latest"  # what `make image` builds, fully qualified
 
 
 def test_every_deployment_runs_a_console_script_of_the_berth_image(overlay) -> None:
     scripts = console_scripts()
     for name, deployment in workloads(overlay[1]).items():
         cont = container(deployment)
-        assert cont["image"] == "berth:latest"
+        assert cont["image"] == IMAGE
         assert cont["command"][0] in scripts, cont["command"]
         assert cont["command"][0] == name  # the Deployment is named after what it runs
 

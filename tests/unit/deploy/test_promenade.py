@@ -74,7 +74,7 @@ def test_kubelet_shutdown_pods_do_what_the_promenade_sample_daemonset_does() -> 
 
 def test_the_image_user_is_the_uid_the_pods_run_as() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "--uid 10001" in dockerfile and "\nUSER berth\n" in dockerfile
+    assert "--uid 10001" in dockerfile and "\nUSER 10001:10001\n" in dockerfile
 
 
 def granted(objects: list[Obj], account: str) -> Iterator[tuple[kube_calls.Grant, str | None]]:

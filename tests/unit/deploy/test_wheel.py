@@ -1,5 +1,6 @@
-"""The wheel the Dockerfile builds holds every file the services need, and an installed copy of
-it (run away from the source tree) migrates both databases and serves its OpenAPI documents."""
+"""The wheel the Dockerfile builds holds every file the services need and nothing of the
+simulator or the launcher, and an installed copy of it (run away from the source tree) migrates
+both databases and serves its OpenAPI documents."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from tests.unit.deploy.objects import ROOT
 
-PACKAGES = ("common", "shipyard_api", "promenade_api", "drydock_api", "sitesim", "schemas")
+PACKAGES = ("common", "shipyard_api", "promenade_api", "drydock_api", "schemas")
 
 
 def build_stage_copies() -> list[str]:
@@ -35,6 +36,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(ROOT / name, context / name,
                             ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (context / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / name, context / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--no-build-isolation", "--wheel-dir", str(out), str(context)],
@@ -61,6 +63,16 @@ def test_the_wheel_holds_every_tracked_file_of_the_packages(wheel: Path) -> None
         inside = {name for name in archive.namelist() if not name.startswith("berth-")}
     missing = sorted(tracked_package_files() - inside)
     assert missing == []
+
+
+def test_the_wheel_holds_no_simulator_and_no_launcher(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = archive.read(entry_points).decode()
+    assert not [n for n in names if n.startswith(("sitesim/", "berth_launcher/"))]
+    assert "shipyard-api = " in scripts and "drydock-db = " in scripts
+    assert "sitesim" not in scripts and "berth_launcher" not in scripts
 
 
 def test_an_installed_wheel_migrates_both_databases(wheel: Path, tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from shipyard_api import config
-from shipyard_api.actions import definitions
 from shipyard_api.actions.statuses import SiteStatuses
 from shipyard_api.app import Deps, create_app
+from shipyard_api.catalog import definitions
 from shipyard_api.cli.main import cli
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.worker import WorkerPool

@@ -6,7 +6,7 @@ import threading
 import click
 import pytest
 
-from shipyard_api.cli.main import Shipyard
+from shipyard_api.cli.session import Shipyard
 
 BODY = b'{"id": "a1", "state": "complete"}'
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import falcon.testing
 
 from shipyard_api import config
-from shipyard_api.actions import definitions
 from shipyard_api.app import Deps, create_app
+from shipyard_api.catalog import definitions
 from shipyard_api.metrics import ShipyardMetrics
 from shipyard_api.workflow.engine import Engine
 from tests.support.services import write_conf, write_tokens

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sitesim import up
+from berth_launcher import up
 
 
 class Reply:

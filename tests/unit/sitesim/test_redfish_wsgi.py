@@ -13,6 +13,7 @@ import yaml
 from werkzeug.test import Client
 
 from sitesim.bmc.redfish import RedfishBmc, system_uuid
+from sitesim.bmc.sushy_drivers import install_drivers
 from sitesim.model import SiteModel
 from sitesim.scheduler import Scheduler
 from sitesim.siteconfig import parse_site
@@ -36,7 +37,7 @@ def model():
 @pytest.fixture
 def client(model):
     nodes = [n for n in model.spec.nodes if n.bmc.type == "redfish"]
-    return Client(RedfishBmc(model, nodes))
+    return Client(RedfishBmc(model, nodes, install_drivers()))
 
 
 def reset(client, node, kind):
@@ -116,7 +117,7 @@ def test_a_bmc_without_drive_erase_offers_no_action_and_refuses_it(model):
     node = dataclasses.replace(model.spec.node("node04"),
                                bmc=dataclasses.replace(model.spec.node("node04").bmc,
                                                        drive_erase=False))
-    client = Client(RedfishBmc(model, [node]))
+    client = Client(RedfishBmc(model, [node], install_drivers()))
     assert "Actions" not in _drive_json(client, "node04", "sda")
     uid = system_uuid("demo", "node04")
     reply = client.post(f"/redfish/v1/Systems/{uid}/Storage/1/Drives/sda/Actions/"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -15,7 +14,7 @@ from typing import Any
 import click
 import requests
 
-from sitesim.berthconfig import (
+from berth_launcher.berthconfig import (
     DB_SERVICES,
     POSTGRES_PORT,
     SECOND_API_PORTS,
@@ -27,68 +26,20 @@ from sitesim.berthconfig import (
     write_ini,
     write_tokens,
 )
-from sitesim.dbcli import db, upgrader
-from sitesim.pgcluster import PgCluster, PgClusterError
-from sitesim.processes import stop_event_on_signals, terminate
+from berth_launcher.dbcli import db, upgrader
+from berth_launcher.pgcluster import PgCluster, PgClusterError
+from berth_launcher.services import (
+    UpError,
+    start_service,
+    start_worker,
+    stop_process,
+    wait_healthy,
+)
+from sitesim.processes import stop_event_on_signals
 from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, load_site
 
 PID_FILE = "berth-up.pid"
-
-
-class UpError(Exception):
-    """A service of `berth up` could not be started."""
-
-
-def find_script(name: str) -> str | None:
-    beside = Path(sys.executable).with_name(name)
-    return str(beside) if beside.exists() else shutil.which(name)
-
-
-def start_service(name: str, port: int, config: Path, log: Path) -> subprocess.Popen[bytes]:
-    script = find_script(f"{name}-api")
-    if script is None:
-        raise UpError(f"console script {name}-api not found (is the project installed?)")
-    with log.open("ab") as out:
-        return subprocess.Popen([script, "--bind", f"127.0.0.1:{port}", "--config-file",
-                                 str(config)], stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                start_new_session=True,
-                                env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
-
-
-def start_worker(name: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
-    """`shipyard-worker` or `drydock-worker` on `config`."""
-    script = find_script(f"{name}-worker")
-    if script is None:
-        raise UpError(f"console script {name}-worker not found (is the project installed?)")
-    with log.open("ab") as out:
-        return subprocess.Popen([script, "--config-file", str(config)], stdout=out, stderr=out,
-                                stdin=subprocess.DEVNULL, start_new_session=True,
-                                env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
-
-
-def wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], log: Path,
-                 timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise UpError(f"{name} exited with {proc.returncode}; see {log}")
-        try:
-            if requests.get(f"{url}/api/v1.0/health", timeout=1).status_code in (200, 204):
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    raise UpError(f"{name} did not become healthy in {timeout:.0f}s; see {log}")
-
-
-def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
-    """SIGTERM, then SIGKILL after `timeout`; then whatever is left of the process group the
-    service runs in (its own session: a terminal's Ctrl-C reaches `berth up` alone, which
-    stops each service in order)."""
-    terminate(proc, timeout)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def running_summary(site: Site, services: dict[str, int]) -> list[str]:

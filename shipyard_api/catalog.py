@@ -1,0 +1,18 @@
+"""Every action Shipyard can run, by name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shipyard_api.actions import redeploy, site
+from shipyard_api.plans.recheck import guarded
+from shipyard_api.workflow.definitions import ActionDefinition
+
+
+def definitions() -> dict[str, ActionDefinition]:
+    """The actions; each step of an action created from a plan first re-checks the facts the
+    plan relied on (shipyard_api/plans/recheck.py)."""
+    defs = [redeploy.definition(), site.relabel_definition(),
+            site.site_definition("deploy_site"), site.site_definition("update_site")]
+    return {d.name: replace(d, steps=[replace(s, run=guarded(s.run)) for s in d.steps])
+            for d in defs}

@@ -1,0 +1,1 @@
+"""The image, built and run as containers."""
