@@ -28,6 +28,8 @@ from shipyard_api.documents.deps import DocumentDeps, build_document_deps
 from shipyard_api.metrics import ShipyardMetrics
 from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
+from shipyard_api.resources.ui import cookie_auth, ui_routes
+from shipyard_api.ui.site import SiteView
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.store import ActionStore
 from shipyard_api.workflow.worker import WorkerPool
@@ -55,6 +57,7 @@ class Deps:
     runtime: Runtime | None = None
     actions: ActionService | None = None
     site_statuses: SiteStatuses | None = None
+    site_view: SiteView | None = None  # the web view's site page
     metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
 
 
@@ -130,9 +133,11 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
              peer_check("drydock", peer_client(conf, "drydock"))]
     statuses = SiteStatuses(runtime.services.drydock, runtime.documents.store,
                             runtime.documents.public_url)
+    site = SiteView(runtime.services.drydock, runtime.services.promenade,
+                    runtime.documents.store, runtime.documents.public_url)
     runtime.workers.start()
     return Deps(health_checks=checks, dependency_checks=peers, runtime=runtime, actions=actions,
-                site_statuses=statuses, metrics=metrics)
+                site_statuses=statuses, site_view=site, metrics=metrics)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -144,6 +149,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         routes += action_routes(deps.actions, conf.workflow.max_target_nodes)
     if deps.site_statuses is not None:
         routes += site_status_routes(deps.site_statuses)
+    if deps.actions is not None and deps.site_view is not None:
+        routes += ui_routes(deps.actions, deps.site_view)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
                      deps.dependency_checks, deps.metrics.registry))
@@ -151,4 +158,4 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
 
 def get_app() -> Any:
     conf = config.load()
-    return wsgi_entry(conf, create_app(conf))
+    return cookie_auth(wsgi_entry(conf, create_app(conf)))

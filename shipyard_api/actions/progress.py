@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
@@ -49,3 +49,20 @@ def follow(call: Callable[[], T], poll: Callable[[], dict[str, Any] | None],
                     last = record
             except Exception as exc:  # progress is informative; the call decides the step
                 LOG.info("progress poll failed: %s", exc)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def progress_lines(step: Mapping[str, Any]) -> list[str]:
+    """The live detail of a step: a drain's pods left, grouped by reason."""
+    details = step.get("details")
+    drain = details.get("drain") if isinstance(details, Mapping) else None
+    if not isinstance(drain, dict):
+        return []
+    left = int(drain.get("pods_left") or 0)
+    head = f"{plural(left, 'pod')} left ({drain.get('phase')}, " \
+           f"{int(drain.get('removed') or 0)} removed)"
+    return [head] + [f"{g.get('reason')}: {plural(int(g.get('count') or 0), 'pod')}"
+                     for g in drain.get("groups") or [] if isinstance(g, dict)]

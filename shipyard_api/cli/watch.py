@@ -19,26 +19,12 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from shipyard_api.actions.progress import progress_lines
+
 if TYPE_CHECKING:
     from shipyard_api.cli.main import Shipyard
 
 ENDED = ("complete", "failed", "stopped")
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def progress_lines(step: dict[str, Any]) -> list[str]:
-    """The live detail of a step: a drain's pods left, grouped by reason."""
-    drain = (step.get("details") or {}).get("drain")
-    if not isinstance(drain, dict):
-        return []
-    left = int(drain.get("pods_left") or 0)
-    head = f"{plural(left, 'pod')} left ({drain.get('phase')}, " \
-           f"{int(drain.get('removed') or 0)} removed)"
-    return [head] + [f"{g.get('reason')}: {plural(int(g.get('count') or 0), 'pod')}"
-                     for g in drain.get("groups") or [] if isinstance(g, dict)]
 
 
 def last_note(step: dict[str, Any]) -> str:
