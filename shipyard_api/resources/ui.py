@@ -102,7 +102,7 @@ class LoginResource:
 
 class LogoutResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.unset_cookie(COOKIE, path="/ui")
+        resp.unset_cookie(COOKIE, path="/ui", same_site="Strict")
         raise falcon.HTTPSeeOther("/ui/login")
 
 
