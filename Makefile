@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # A real Keystone in its own venv, for the keystone auth strategy's tests.
 KEYSTONE_STAMP := .venv-keystone/.installed
-DEBS   := etcd-server postgresql ipmitool openipmi wrk
+DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim
 
 .PHONY: run test lint typecheck unit debs venv keystone clean
@@ -20,7 +20,7 @@ unit: venv
 	$(BIN)/pytest -q -m 'not slow' tests/unit
 
 lint: venv
-	$(BIN)/ruff check $(PACKAGES) tests bench
+	$(BIN)/ruff check $(PACKAGES) tests bench tools
 
 typecheck: venv
 	$(BIN)/mypy $(PACKAGES)

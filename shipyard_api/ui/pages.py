@@ -241,7 +241,8 @@ def action_page(action: Mapping[str, Any], user: str | None,
             tag("br"), f"Parameters: {params}", tag("br"),
             f"Created {action.get('datetime')} by {action.get('user')}; "
             f"design revision {action.get('revision_id')}; context marker "
-            f"{action.get('context_marker')}", class_="summary")]
+            f"{action.get('context_marker')}", class_="summary",
+            data_action_state=action.get("state"))]
     groups = groups_of(action)
     if groups:
         body += [tag("h2", "Deployment groups"), group_graph(groups)]
