@@ -22,8 +22,14 @@ from drydock_api.resources.reboot import (
     NodeRebootKeyResource,
     NodeRebootResource,
 )
-from drydock_api.resources.tasks import TaskResource, TasksResource, TaskTerminateResource
+from drydock_api.resources.tasks import (
+    TaskPreviewResource,
+    TaskResource,
+    TasksResource,
+    TaskTerminateResource,
+)
 from drydock_api.runtime import Runtime, build_runtime
+from drydock_api.tasks.preview import TaskPreview
 
 P = "/api/v1.0"
 
@@ -50,6 +56,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     rt = deps.runtime
     routes: list[tuple[str, object]] = [
         (f"{P}/tasks", TasksResource(rt.service, rt.loader.check)),
+        (f"{P}/tasks/preview", TaskPreviewResource(TaskPreview(
+            rt.service, rt.loader.design, rt.inventory, rt.nodes, rt.ports.oob))),
         (f"{P}/tasks/{{task_id}}", TaskResource(rt.service)),
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
         (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),

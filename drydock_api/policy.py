@@ -18,6 +18,8 @@ def list_rules() -> list[policy.RuleDefault]:
              "GET"),
         rule("drydock:list_tasks", READER, "List tasks", f"{P}/tasks", "GET"),
         rule("drydock:get_task", READER, "Show a task", f"{P}/tasks/{{task_id}}", "GET"),
+        rule("drydock:preview_task", READER, "What a task would do to each node (nothing "
+             "is touched)", f"{P}/tasks/preview", "POST"),
         rule("drydock:terminate_task", ADMIN, "Terminate a task",
              f"{P}/tasks/{{task_id}}/terminate", "POST"),
         rule("drydock:node_filter", READER, "Resolve a node filter", f"{P}/nodefilter", "POST"),

@@ -27,6 +27,7 @@ from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResou
 from promenade_api.resources.nodes import (
     ClearLabelsResource,
     DecommissionCancelResource,
+    DecommissionPreviewResource,
     DecommissionResource,
     DrainResource,
     NodeLabelsResource,
@@ -79,6 +80,7 @@ def routes(svc: Promenade) -> list[tuple[str, object]]:
         (node, NodeResource(svc)),
         (f"{node}/decommission", DecommissionResource(svc)),
         (f"{node}/decommission/cancel", DecommissionCancelResource(svc)),
+        (f"{node}/decommission/preview", DecommissionPreviewResource(svc)),
         (f"{node}/drain", DrainResource(svc)),
         (f"{node}/clear-labels", ClearLabelsResource(svc)),
         (f"{node}/remove-etcd", RemoveEtcdResource(svc)),

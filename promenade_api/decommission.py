@@ -71,7 +71,7 @@ def request_cancel(kube: KubePort, node: str, now: float) -> bool:
 Phase = tuple[str, Callable[[], Any] | str, bool]  # name, run (or why skipped), fatal
 
 
-def _phases(svc: Promenade, node: str, current: Node | None, clusters: list[ClusterSpec],
+def phases(svc: Promenade, node: str, current: Node | None, clusters: list[ClusterSpec],
             params: DecommissionParams, cancel: Cancellation) -> list[Phase]:
     ready = svc.settings.etcd_ready_timeout if params.etcd_ready_timeout is None \
         else params.etcd_ready_timeout
@@ -96,7 +96,7 @@ def _phases(svc: Promenade, node: str, current: Node | None, clusters: list[Clus
              else lambda: svc.shutdown_kubelet(node), False)]
 
 
-def _current(svc: Promenade, node: str, fenced: bool, known: bool) -> Node | None:
+def current_node(svc: Promenade, node: str, fenced: bool, known: bool) -> Node | None:
     """The node, None when Kubernetes no longer knows it (404 when the design does not know
     it either); refuses a NotReady node whose power-off is not confirmed."""
     try:
@@ -122,10 +122,10 @@ def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
     """Run every phase in order; a failing phase (but the kubelet's) stops with 500."""
     known = node in design_nodes or any(
         node in c.members or node in c.members.values() for c in clusters)
-    current = _current(svc, node, params.fenced, known)
+    current = current_node(svc, node, params.fenced, known)
     cancel = Cancellation(svc.kube, node, svc.wall())
     messages: list[Message] = []
-    for name, run, fatal in _phases(svc, node, current, clusters, params, cancel):
+    for name, run, fatal in phases(svc, node, current, clusters, params, cancel):
         if isinstance(run, str):
             messages.append(simple_message(f"{name}: {run}", error=False, step=name))
             continue

@@ -26,8 +26,11 @@ from shipyard_api.clients.promenade import PromenadeClient
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.documents.deps import DocumentDeps, build_document_deps
 from shipyard_api.metrics import ShipyardMetrics
+from shipyard_api.plans.service import PlanService
+from shipyard_api.plans.store import PlanStore
 from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
+from shipyard_api.resources.plans import plan_routes
 from shipyard_api.resources.ui import cookie_auth, ui_routes
 from shipyard_api.ui.site import SiteView
 from shipyard_api.workflow.engine import Engine, EngineSettings
@@ -56,6 +59,7 @@ class Deps:
     dependency_checks: list[HealthCheck] = field(default_factory=list)
     runtime: Runtime | None = None
     actions: ActionService | None = None
+    plans: PlanService | None = None
     site_statuses: SiteStatuses | None = None
     site_view: SiteView | None = None  # the web view's site page
     metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
@@ -102,6 +106,7 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
                                 step_backoff=wf.step_backoff, max_backoff=wf.max_backoff,
                                 outage_window=wf.peer_outage_window))
     store = ActionStore(sessions)
+    services.plans = PlanStore(sessions)
     settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
                               max_concurrent_nodes=wf.max_concurrent_nodes,
                               max_poll_interval=wf.max_poll_interval or None)
@@ -122,6 +127,8 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     metrics.watch(runtime.store)
     actions = ActionService(runtime.store, definitions(), runtime.documents.store,
                             wake=runtime.workers.wake, services=runtime.services)
+    plans = PlanService(PlanStore(runtime.sessions), actions, ttl=conf.workflow.plan_ttl)
+    actions.plans = plans
 
     def database() -> str:
         with runtime.sessions() as s:
@@ -137,7 +144,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
                     runtime.documents.store, runtime.documents.public_url)
     runtime.workers.start()
     return Deps(health_checks=checks, dependency_checks=peers, runtime=runtime, actions=actions,
-                site_statuses=statuses, site_view=site, metrics=metrics)
+                plans=plans, site_statuses=statuses, site_view=site, metrics=metrics)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -147,10 +154,12 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         routes += document_routes(deps.runtime.documents.store, deps.runtime.documents.validator)
     if deps.actions is not None:
         routes += action_routes(deps.actions, conf.workflow.max_target_nodes)
+    if deps.plans is not None:
+        routes += plan_routes(deps.plans, conf.workflow.max_target_nodes)
     if deps.site_statuses is not None:
         routes += site_status_routes(deps.site_statuses)
     if deps.actions is not None and deps.site_view is not None:
-        routes += ui_routes(deps.actions, deps.site_view)
+        routes += ui_routes(deps.actions, deps.site_view, deps.plans)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
                      deps.dependency_checks, deps.metrics.registry))

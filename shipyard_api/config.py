@@ -36,6 +36,9 @@ WORKFLOW_OPTS: list[cfg.Opt] = [
                  help="Seconds Promenade or Drydock may stay unreachable before a step that "
                       "calls them fails; within it the step retries with backoff and "
                       "re-attaches to the same Drydock task."),
+    cfg.FloatOpt("plan_ttl", default=900.0, min=1.0,
+                 help="Seconds a plan may be acted on (POST /actions with plan_id) after it "
+                      "was made; after that, plan again."),
     cfg.FloatOpt("max_poll_interval", default=0.0, min=0.0,
                  help="Upper bound of the polling intervals read from DeploymentConfiguration "
                       "(s); 0 means no bound. Useful for simulated sites."),

@@ -40,6 +40,9 @@ def list_rules() -> list[policy.RuleDefault]:
              f"{P}/actions/{{action_id}}/steps/{{step_id}}", "GET"),
         rule("shipyard:invoke_action_control", ADMIN, "Pause, unpause or stop an action",
              f"{P}/actions/{{action_id}}/control/{{control_verb}}", "POST"),
+        rule("shipyard:create_plan", READER, "Plan an action: what it would do now (nothing "
+             "is changed)", f"{P}/plans", "POST"),
+        rule("shipyard:get_plan", READER, "Show a plan", f"{P}/plans/{{plan_id}}", "GET"),
         rule("shipyard:get_site_statuses", READER, "Nodes' provisioning and power state",
              f"{P}/site_statuses", "GET"),
     ]

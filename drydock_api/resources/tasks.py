@@ -12,6 +12,7 @@ from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableE
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.policy import authorize, check
 from drydock_api.tasks.actions import ALL_ACTIONS
+from drydock_api.tasks.preview import TaskPreview
 from drydock_api.tasks.service import TaskService
 
 MAX_LIMIT = 1000
@@ -102,3 +103,15 @@ class TaskTerminateResource:
     @authorize("drydock:terminate_task")
     def on_post(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
         resp.media = self._service.terminate(task_id, req.context.berth.user)
+
+
+class TaskPreviewResource:
+    """POST /tasks/preview: what a task with this body would do to each node (nothing is
+    touched; the body is validated like POST /tasks)."""
+
+    def __init__(self, preview: TaskPreview) -> None:
+        self._preview = preview
+
+    @authorize("drydock:preview_task")
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self._preview.preview(read_json_object(req), req.context.berth)

@@ -66,7 +66,7 @@ class TaskService:
         self._trees: OrderedDict[tuple[str, int], tuple[Any, bytes, bytes]] = OrderedDict()
         self._trees_lock = threading.Lock()
 
-    def _check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
+    def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
         problems = [f"unknown field {k!r}" for k in body if k not in BODY_FIELDS]
         action = body.get("action")
         if not isinstance(action, str) or action not in ALL_ACTIONS:
@@ -91,7 +91,7 @@ class TaskService:
     def create(self, body: dict[str, Any], ctx: RequestContext,
                idempotency_key: str | None) -> tuple[dict[str, Any], bool]:
         """Admit a task (201) or return the one created earlier with the same key."""
-        action, options = self._check_body(body)
+        action, options = self.check_body(body)
         href_of(body["design_ref"])
         nodes: list[str] = []
         if action.site is None:

@@ -17,6 +17,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from promenade_api.kube.budget import Budget
 from promenade_api.kube.model import EvictResult, Lease, Node, Obj, Pod
 from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound, KubeUnavailable
 
@@ -156,6 +157,16 @@ class KubeClient:
 
     def list_pods(self, node: str) -> list[Pod]:
         return [Pod.from_obj(p) for p in self._list_pods_raw(node).get("items") or []]
+
+    def list_nodes(self) -> list[Node]:
+        return [Node.from_obj(n) for n in self._call("GET", "/api/v1/nodes").get("items") or []]
+
+    def list_all_pods(self) -> list[Pod]:
+        return [Pod.from_obj(p) for p in self._call("GET", "/api/v1/pods").get("items") or []]
+
+    def list_budgets(self) -> list[Budget]:
+        found = self._call("GET", "/apis/policy/v1/poddisruptionbudgets")
+        return [Budget.from_obj(b) for b in found.get("items") or []]
 
     def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
         path = f"/apis/apps/v1/namespaces/{quote(namespace)}/daemonsets/{quote(name)}"

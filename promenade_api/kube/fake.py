@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
+from promenade_api.kube.budget import Budget
 from promenade_api.kube.model import EvictResult, Lease, Node, OwnerRef, Pod
 from promenade_api.kube.port import KubeConflict, KubeNotFound, KubeUnavailable
 
@@ -22,6 +23,7 @@ class FakeKube:
         self.evict_script: dict[str, list[EvictResult]] = {}  # pod name -> answers in order
         self.lingering: set[str] = set()  # pod names that never go away
         self.leases: dict[tuple[str, str], Lease] = {}
+        self.budgets: list[Budget] = []
         self.calls: list[tuple[str, str]] = []
         self.evictions: list[str] = []
         self.deletions: list[str] = []
@@ -99,6 +101,19 @@ class FakeKube:
         with self._lock:
             return sorted((p for p in self.pods.values() if p.node == node),
                           key=lambda p: p.key)
+
+    def list_nodes(self) -> list[Node]:
+        self._check("list_nodes", "")
+        return [self.nodes[n] for n in sorted(self.nodes)]
+
+    def list_all_pods(self) -> list[Pod]:
+        self._check("list_all_pods", "")
+        with self._lock:
+            return sorted(self.pods.values(), key=lambda p: p.key)
+
+    def list_budgets(self) -> list[Budget]:
+        self._check("list_budgets", "")
+        return list(self.budgets)
 
     def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
         self._check("owner_exists", name)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from promenade_api.kube.budget import byte_count, millicores, pod_requests
+
 Obj = dict[str, Any]
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -20,6 +22,8 @@ class Node:
     ready: str = "True"  # the Ready condition's status: True | False | Unknown
     ready_since: str | None = None  # when the Ready condition last changed (RFC 3339)
     taints: tuple[Obj, ...] = ()
+    cpu_m: int = 0  # allocatable CPU in millicores
+    memory: int = 0  # allocatable memory in bytes
 
     @classmethod
     def from_obj(cls, obj: Obj) -> Node:
@@ -30,11 +34,14 @@ class Node:
                 ready = str(cond.get("status", "Unknown"))
                 since = cond.get("lastTransitionTime")
         spec = obj.get("spec") or {}
+        allocatable = (obj.get("status") or {}).get("allocatable") or {}
         return cls(name=str(meta.get("name", "")), labels=dict(meta.get("labels") or {}),
                    annotations=dict(meta.get("annotations") or {}),
                    unschedulable=bool(spec.get("unschedulable")),
                    ready=ready, ready_since=str(since) if since else None,
-                   taints=tuple(dict(t) for t in spec.get("taints") or []))
+                   taints=tuple(dict(t) for t in spec.get("taints") or []),
+                   cpu_m=millicores(allocatable.get("cpu", 0)),
+                   memory=byte_count(allocatable.get("memory", 0)))
 
     def has_taint(self, key: str, effect: str) -> bool:
         return any(t.get("key") == key and t.get("effect") == effect for t in self.taints)
@@ -65,6 +72,8 @@ class Pod:
     node_selector: dict[str, str] = field(default_factory=dict)
     node_affinity_terms: tuple[Obj, ...] = ()  # required nodeSelectorTerms
     tolerations: tuple[Obj, ...] = ()
+    cpu_m: int = 0  # requested CPU in millicores
+    memory: int = 0  # requested memory in bytes
 
     @property
     def key(self) -> str:
@@ -108,6 +117,7 @@ class Pod:
                      api_version=str(r.get("apiVersion", "")),
                      controller=bool(r.get("controller")))
             for r in meta.get("ownerReferences") or [])
+        requests = pod_requests(spec)
         affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
             "requiredDuringSchedulingIgnoredDuringExecution") or {}
         return cls(
@@ -120,7 +130,8 @@ class Pod:
             deleting=bool(meta.get("deletionTimestamp")),
             node_selector=dict(spec.get("nodeSelector") or {}),
             node_affinity_terms=tuple(affinity.get("nodeSelectorTerms") or ()),
-            tolerations=tuple(dict(t) for t in spec.get("tolerations") or []))
+            tolerations=tuple(dict(t) for t in spec.get("tolerations") or []),
+            cpu_m=requests[0], memory=requests[1])
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping
 from typing import Protocol
 
 from common.errors import BerthError
+from promenade_api.kube.budget import Budget
 from promenade_api.kube.model import EvictResult, Lease, Node, Pod
 
 
@@ -50,6 +51,15 @@ class KubePort(Protocol):
 
     def list_pods(self, node: str) -> list[Pod]:
         """Every pod bound to the node, in all namespaces."""
+
+    def list_nodes(self) -> list[Node]:
+        """Every node of the cluster (a plan's capacity check)."""
+
+    def list_all_pods(self) -> list[Pod]:
+        """Every pod of the cluster, in all namespaces (a plan's capacity check)."""
+
+    def list_budgets(self) -> list[Budget]:
+        """Every PodDisruptionBudget, in all namespaces, with its status."""
 
     def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
         """Whether a DaemonSet (the only kind asked about) still exists."""

@@ -11,6 +11,7 @@ from common.body import read_json
 from common.policy import authorize
 from common.status import Message, simple_message, status_body
 from promenade_api.decommission import DecommissionParams, decommission, request_cancel
+from promenade_api.preview import PreviewParams, preview
 from promenade_api.resources.params import Query, design_ref_body
 from promenade_api.service import Promenade
 
@@ -129,6 +130,25 @@ class DecommissionResource:
         clusters, nodes = self._svc.decommission_inputs(design_ref_body(req), req.context.berth)
         messages = decommission(self._svc, node_id, clusters, params, nodes)
         render(resp, f"Decommissioned {node_id}", messages, {"node": node_id})
+
+
+class DecommissionPreviewResource:
+    """POST /nodes/{node_id}/decommission/preview: what a decommission would do now, with
+    its blockers and warnings (same body as decommission; nothing is changed)."""
+
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:preview_decommission")
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, ("fenced", "leaving"))
+        fenced = query.flag("fenced")
+        leaving = tuple(n.strip() for n in str(req.params.get("leaving") or "").split(",")
+                        if n.strip())
+        query.check((isinstance(req.params.get("leaving"), list),
+                     "leaving must be one comma-separated list of node names"))
+        clusters, nodes = self._svc.decommission_inputs(design_ref_body(req), req.context.berth)
+        resp.media = preview(self._svc, node_id, clusters, PreviewParams(fenced, leaving), nodes)
 
 
 class DecommissionCancelResource:

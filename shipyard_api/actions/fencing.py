@@ -19,13 +19,14 @@ partitioned node may still be running them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from common.context import RequestContext
 from shipyard_api.actions import steps
-from shipyard_api.actions.ports import services
+from shipyard_api.actions.ports import Services, services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.workflow.definitions import StepContext
 from shipyard_api.workflow.outcomes import Outcome, done, failed
@@ -90,19 +91,23 @@ def _kubernetes(view: Mapping[str, Any] | None, now: float) -> tuple[str, float 
     return ("NotReady" if ready == "False" else "Unknown"), max(0.0, now - changed)
 
 
-def facts(ctx: StepContext, node: str) -> Facts:
-    svc, rc = services(ctx), ctx.request_context()
-    ref = str(steps.design(ctx)["design_ref"])
-    kube, for_ = _kubernetes(svc.promenade.node_status(node, ctx=rc), ctx.now)
-    drydock = svc.drydock.node(node, ref, ctx=rc)
+def read_facts(svc: Services, rc: RequestContext, design_ref: str, node: str,
+               etcd: Sequence[str], now: float) -> Facts:
+    """The node as Promenade (Kubernetes) and Drydock (BMC, MAAS) see it now."""
+    kube, for_ = _kubernetes(svc.promenade.node_status(node, ctx=rc), now)
+    drydock = svc.drydock.node(node, design_ref, ctx=rc)
     power = drydock.get("power_state")
     return Facts(
         node=node, kubernetes=kube, not_ready_for=for_,
         power=str(power) if power in ("on", "off") else None,
         bmc=str(drydock.get("oob_address") or "of the node"),
         bmc_error=drydock.get("power_error") or (None if power else "no power state"),
-        maas_status=drydock.get("maas_status"),
-        etcd=tuple((steps.design(ctx).get("etcd") or {}).get(node, [])))
+        maas_status=drydock.get("maas_status"), etcd=tuple(etcd))
+
+
+def facts(ctx: StepContext, node: str) -> Facts:
+    return read_facts(services(ctx), ctx.request_context(), str(steps.design(ctx)["design_ref"]),
+                      node, (steps.design(ctx).get("etcd") or {}).get(node, []), ctx.now)
 
 
 def assess(ctx: StepContext) -> Outcome:

@@ -26,6 +26,12 @@ class DocumentsPort(Protocol):
     def design_ref(self, revision_id: int, base_url: str) -> str: ...
 
 
+class PlanFactsPort(Protocol):
+    """The facts a stored plan relied on (steps of an action created from it re-check them)."""
+
+    def facts(self, plan_id: str) -> list[dict[str, Any]]: ...
+
+
 @dataclass(frozen=True)
 class ActionSettings:
     """`public_url`: where Promenade and Drydock fetch designs; retries/backoff of steps."""
@@ -49,6 +55,7 @@ class Services:
     drydock: DrydockPort
     documents: DocumentsPort
     settings: ActionSettings
+    plans: PlanFactsPort | None = None
 
 
 def services(ctx: StepContext | FinishContext) -> Services:

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ulid import ULID
 
@@ -25,6 +25,10 @@ def new_ulid() -> str:
     return str(ULID())
 
 
+class PlanCheck(Protocol):
+    def check(self, plan_id: Any, name: str, prepared: Prepared) -> None: ...
+
+
 class ActionService:
     def __init__(self, store: ActionStore, definitions: Mapping[str, ActionDefinition],
                  documents: DocumentsPort, *, clock: Callable[[], float] = time.time,
@@ -37,6 +41,7 @@ class ActionService:
         self.clock = clock
         self.new_id = new_id
         self.wake = wake
+        self.plans: PlanCheck | None = None  # set when plans are stored (actions from a plan)
         self._listed: tuple[tuple[int, int], bytes, bytes] | None = None
         self._listed_lock = threading.Lock()
 
@@ -46,8 +51,10 @@ class ActionService:
                              f"{', '.join(sorted(self.definitions))}", reason="UnknownAction")
         return self.definitions[name]
 
-    def create(self, name: str, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
-        """Validate, check conflicts, and persist a pending action with its planned steps."""
+    def create(self, name: str, parameters: Any, ctx: RequestContext,
+               plan_id: Any = None) -> dict[str, Any]:
+        """Validate, check conflicts, and persist a pending action with its planned steps;
+        from a plan (`plan_id`), its steps re-check the facts the plan relied on."""
         definition = self.definition(name)
         if parameters is None:
             parameters = {}
@@ -56,9 +63,16 @@ class ActionService:
         prepared = definition.prepare(parameters, self.documents)
         if definition.admit is not None and self.services is not None:
             definition.admit(prepared, self.services, ctx)
+        stored = prepared.parameters
+        if plan_id is not None:
+            if self.plans is None:
+                raise BadRequest("Plans are not available here: create the action without "
+                                 "plan_id")
+            self.plans.check(plan_id, name, prepared)
+            stored = {**stored, "plan_id": plan_id}
         now = self.clock()
         row = ActionRow(
-            id=self.new_id(), name=name, parameters=prepared.parameters,
+            id=self.new_id(), name=name, parameters=stored,
             state=ActionState.PENDING.value, marker=ctx.marker, user=ctx.end_user or ctx.user,
             created_at=now, updated_at=now, next_run_at=now, revision_id=prepared.revision_id,
             site_wide=prepared.targets is None, target_nodes=prepared.targets or [],

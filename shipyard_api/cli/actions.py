@@ -42,6 +42,8 @@ def strip_kind(target: str, kind: str = "action") -> str:
               help="Action parameter (repeatable), e.g. target_nodes=node01,node02.")
 @click.option("--allow-intermediate-commits", is_flag=True,
               help="Run deploy_site/update_site despite intermediate commits.")
+@click.option("--plan", "plan_id", default=None, metavar="PLAN_ID",
+              help="Act on this plan (`shipyard plan`): its steps re-check what it relied on.")
 @click.option("--wait", is_flag=True, help="Follow the action until it ends (redrawn in "
               "place on a terminal; one line per change otherwise; one JSON object per "
               "change with -o json).")
@@ -49,13 +51,16 @@ def strip_kind(target: str, kind: str = "action") -> str:
 @click.option("--timeout", type=float, default=None, help="Give up waiting after (s).")
 @click.pass_obj
 def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
-                  allow_intermediate_commits: bool, wait: bool, poll: float,
-                  timeout: float | None) -> None:
+                  allow_intermediate_commits: bool, plan_id: str | None, wait: bool,
+                  poll: float, timeout: float | None) -> None:
     """Create the action NAME (redeploy_server, relabel_nodes, deploy_site, update_site)."""
     parameters: dict[str, Any] = parse_params(params)
     if allow_intermediate_commits:
         parameters["allow-intermediate-commits"] = "true"
-    action = sy.request("POST", "/actions", json={"name": name, "parameters": parameters})
+    body: dict[str, Any] = {"name": name, "parameters": parameters}
+    if plan_id:
+        body["plan_id"] = plan_id
+    action = sy.request("POST", "/actions", json=body)
     if not wait:
         sy.emit(action, ACTION_COLUMNS)
         return

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 from urllib3.util.retry import Retry
 
-from shipyard_api.cli import actions
+from shipyard_api.cli import actions, plans
 
 API = "/api/v1.0"
 
@@ -208,6 +208,7 @@ def commit() -> None:
 
 
 actions.register(cli, create, get, describe)
+plans.register(cli, describe)
 if importlib.util.find_spec("shipyard_api.cli.configdocs") is not None:
     importlib.import_module("shipyard_api.cli.configdocs").register(create, get, commit)
 

@@ -71,3 +71,11 @@ class DrydockClient:
         result = self._client.request("POST", f"{P}/nodefilter", ctx=ctx, json_body={
             "design_ref": design_ref, "node_filter": node_filter})
         return [str(n) for n in result or []]
+
+    def task_preview(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]:
+        """What a task would do to each node it selects (Drydock's read-only preview)."""
+        body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
+                "options": dict(options)}
+        result = self._client.request("POST", f"{P}/tasks/preview", ctx=ctx, json_body=body)
+        return dict(result or {})

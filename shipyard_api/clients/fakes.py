@@ -31,6 +31,7 @@ class FakePromenade:
     fenced: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     views: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # node views set
+    previews: dict[str, dict[str, Any]] = field(default_factory=dict)  # decommission previews
     ready_after: int = 1
     on_decommission: Callable[[str], None] | None = None
     calls: list[Call] = field(default_factory=list)
@@ -98,6 +99,20 @@ class FakePromenade:
 
     def count(self, op: str, node: str | None = None) -> int:
         return sum(1 for o, n in self.effects if o == op and (node is None or n == node))
+
+    def decommission_preview(self, node: str, design_ref: str, *, fenced: bool,
+                             leaving: list[str], ctx: RequestContext) -> dict[str, Any]:
+        """`previews[node]` when set, else a node with nothing in the way."""
+        with self._lock:
+            self.calls.append(Call("decommission_preview", node, None, ctx.marker))
+        base = {"node": node, "fenced": fenced, "kubernetes": {"ready": "True"},
+                "phases": [{"phase": p, "runs": True, "note": ""} for p in (
+                    "fence" if fenced else "drain", "clear-labels", "remove-etcd", "etcd-ready",
+                    "shutdown-kubelet")],
+                "drain": {"evict": [], "skipped": [], "budgets": [], "eviction_locks": [],
+                          "can_finish": True, "blocked_by": []},
+                "capacity": {"pending": []}, "etcd": [], "blockers": [], "warnings": []}
+        return {**base, **self.previews.get(node, {}), "fenced": fenced}
 
 
 @dataclass
@@ -194,6 +209,33 @@ class FakeDrydock:
         self.calls.append(Call("wipeplan", ",".join(nodes), design_ref, ctx.marker))
         return [{"node": n, "refusal": self.wipe_refusals.get(n), "disks": [],
                  "maas_erase": None} for n in nodes]
+
+    def task_preview(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]:
+        """Per node: BMC as `node()` reports it, the wipe refusal, retirement."""
+        self.calls.append(Call(f"preview:{action}", None, design_ref, ctx.marker))
+        retired = {str(n.get("hostname")) for n in self.node_list if n.get("retired")}
+        names = _filter_nodes(node_filter) or [str(n.get("hostname")) for n in self.node_list]
+        out: dict[str, Any] = {"action": action, "options": dict(options), "nodes": [],
+                               "skipped": [], "blockers": [], "warnings": []}
+        for name in names:
+            if name in retired and action in ("prepare_nodes", "deploy_nodes"):
+                out["skipped"].append({"node": name, "reason": f"retired: left out by {action}"})
+                continue
+            view = self.node(name, design_ref, ctx=ctx)
+            blockers = [f"{name}: {view['power_error']}"] if view["power_state"] is None else []
+            refusal = self.wipe_refusals.get(name) if action == "destroy_nodes" else None
+            blockers += [refusal] if refusal else []
+            out["nodes"].append({
+                "node": name, "steps": [action], "maas_status": view["maas_status"],
+                "retired": name in retired, "blockers": blockers, "warnings": [],
+                "bmc": {"reachable": view["power_state"] is not None,
+                        "power_state": view["power_state"], "error": view["power_error"],
+                        "address": view["oob_address"]},
+                "wipe": {"refusal": refusal, "disks": [], "maas_erase": None}
+                if action == "destroy_nodes" else None})
+            out["blockers"] += blockers
+        return out
 
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
                      ctx: RequestContext) -> list[str]:

@@ -21,6 +21,9 @@ class PromenadePort(Protocol):
 
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None: ...
 
+    def decommission_preview(self, node: str, design_ref: str, *, fenced: bool,
+                             leaving: list[str], ctx: RequestContext) -> dict[str, Any]: ...
+
 
 class DrydockPort(Protocol):
     def healthy(self, ctx: RequestContext) -> bool: ...
@@ -41,6 +44,9 @@ class DrydockPort(Protocol):
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
                   ctx: RequestContext) -> list[dict[str, Any]]: ...
+
+    def task_preview(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]: ...
 
 
 def node_names_filter(nodes: list[str]) -> dict[str, Any]:

@@ -54,3 +54,14 @@ class PromenadeClient:
         except NotFound:
             return None
         return dict(result or {})
+
+    def decommission_preview(self, node: str, design_ref: str, *, fenced: bool,
+                             leaving: list[str], ctx: RequestContext) -> dict[str, Any]:
+        """What a decommission would do now (Promenade's read-only preview)."""
+        params = {"fenced": "true" if fenced else "false"}
+        if leaving:
+            params["leaving"] = ",".join(leaving)
+        body = {"rel": "design", "href": design_ref, "type": "application/x-yaml"}
+        result = self._client.request("POST", f"{P}/nodes/{node}/decommission/preview",
+                                      ctx=ctx, params=params, json_body=body)
+        return dict(result or {})

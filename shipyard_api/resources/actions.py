@@ -39,13 +39,14 @@ class ActionsResource:
     @authorize("shipyard:create_action")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
-        unknown = sorted(set(body) - {"name", "parameters"})
+        unknown = sorted(set(body) - {"name", "parameters", "plan_id"})
         if unknown:
             raise BadRequest(f"Unknown field(s) in the action body: {', '.join(unknown)}")
         definition = self._service.definition(body.get("name"))
         policy.check(req, f"shipyard:action_{definition.name}")
         check_target_nodes(body.get("parameters"), self._max_targets)
-        view = self._service.create(definition.name, body.get("parameters"), req.context.berth)
+        view = self._service.create(definition.name, body.get("parameters"), req.context.berth,
+                                    plan_id=body.get("plan_id"))
         resp.status = falcon.HTTP_201
         resp.location = f"{P}/actions/{view['id']}"
         resp.media = view

@@ -261,17 +261,23 @@ def action_page(action: Mapping[str, Any], user: str | None,
 
 # -- plans ---------------------------------------------------------------------------
 def plan_link(plan: Mapping[str, Any]) -> Html:
-    pid = str(plan.get("id") or plan.get("plan_id") or "")
+    pid = str(plan.get("id") or "")
     return tag("a", pid, href=f"/ui/plans/{quote(pid)}")
+
+
+def plan_targets(plan: Mapping[str, Any]) -> str:
+    targets = (plan.get("parameters") or {}).get("target_nodes") or []
+    return ", ".join(str(n) for n in targets) if targets else "site"
 
 
 def messages(items: Any) -> list[str]:
     out = []
     for item in items or []:
         if isinstance(item, Mapping):
-            text = item.get("message") or item.get("reason") or item
-            node = item.get("node")
-            out.append(f"{node}: {text}" if node and str(node) not in str(text) else str(text))
+            text = str(item.get("message") or "")
+            node, source = item.get("node"), item.get("source")
+            text = f"{node}: {text}" if node and str(node) not in text else text
+            out.append(f"{text} [{source}]" if source else text)
         else:
             out.append(str(item))
     return out
@@ -284,23 +290,26 @@ def plans_page(plans: Sequence[Mapping[str, Any]], user: str | None) -> Html:
                         class_="empty"))
     else:
         body.append(tag("table", tag("tr", [tag("th", h) for h in (
-            "Plan", "Action", "Targets", "Blockers", "Warnings", "Created")]), [
-            tag("tr", tag("td", plan_link(p)), tag("td", p.get("name") or p.get("action")),
-                tag("td", ", ".join(str(n) for n in p.get("target_nodes") or [])),
-                tag("td", len(p.get("blockers") or []),
-                    class_="blocker" if p.get("blockers") else None),
-                tag("td", len(p.get("warnings") or [])),
-                tag("td", p.get("created") or p.get("datetime"))) for p in plans],
+            "Plan", "Action", "Targets", "Verdict", "Blockers", "Warnings", "Created",
+            "Expires")]), [
+            tag("tr", tag("td", plan_link(p)), tag("td", p.get("action")),
+                tag("td", plan_targets(p)),
+                tag("td", p.get("verdict"),
+                    class_="blocker" if p.get("blockers") else "ok"),
+                tag("td", len(p.get("blockers") or [])), tag("td", len(p.get("warnings") or [])),
+                tag("td", p.get("created")),
+                tag("td", "expired" if p.get("expired") else p.get("expires")),
+                data_plan=p.get("id")) for p in plans],
             class_="plans"))
     return layout("Plans", body, user=user)
 
 
 def facts_table(data: Mapping[str, Any]) -> Html:
-    """Any remaining facts of a plan entry, as a key/value table (nested values compact)."""
+    """Facts of a plan section as a key/value table (nested values as nested tables)."""
     rows = []
     for key, value in data.items():
         if isinstance(value, Mapping):
-            shown: Any = facts_table(value)
+            shown: Any = facts_table(value) if value else ""
         elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
             shown = [facts_table(v) for v in value]
         elif isinstance(value, list):
@@ -311,23 +320,45 @@ def facts_table(data: Mapping[str, Any]) -> Html:
     return tag("table", rows, class_="facts")
 
 
+def calls_table(calls: Sequence[Any]) -> Html:
+    rows = [c for c in calls if isinstance(c, Mapping)]
+    return tag("table", tag("tr", [tag("th", h) for h in (
+        "Step", "Node", "Service", "Request", "Why")]), [
+        tag("tr", tag("td", c.get("step") or ""), tag("td", c.get("node") or ""),
+            tag("td", c.get("service")), tag("td", tag("code", c.get("request"))),
+            tag("td", c.get("why"))) for c in rows], class_="calls")
+
+
 def plan_page(plan: Mapping[str, Any], user: str | None) -> Html:
     blockers, warnings = messages(plan.get("blockers")), messages(plan.get("warnings"))
     verdict = "would be refused" if blockers else "would run"
-    body: list[Any] = [tag("h1", f"Plan {plan.get('id') or plan.get('plan_id')}"),
-                       tag("p", f"{plan.get('name') or plan.get('action')}: {verdict}",
-                           class_="blocker" if blockers else "ok")]
-    body += [tag("h2", f"Blockers ({len(blockers)})"),
-             tag("ul", [tag("li", b, class_="blocker") for b in blockers]) if blockers
-             else tag("p", "None.", class_="muted"),
-             tag("h2", f"Warnings ({len(warnings)})"),
-             tag("ul", [tag("li", w) for w in warnings]) if warnings
-             else tag("p", "None.", class_="muted")]
-    shown = ("blockers", "warnings", "id", "plan_id", "name", "action")
-    rest = {k: v for k, v in plan.items() if k not in shown}
-    if rest:
-        body += [tag("h2", "Details"), facts_table(rest)]
-    return layout(f"Plan {plan.get('id') or plan.get('plan_id')}", body, user=user)
+    body: list[Any] = [
+        tag("h1", f"Plan {plan.get('id')}"),
+        tag("p", f"{plan.get('action')} on {plan_targets(plan)}: {verdict}",
+            class_="blocker" if blockers else "ok", data_verdict=plan.get("verdict")),
+        tag("p", f"Design revision {plan.get('revision_id')}; created {plan.get('created')} "
+                 f"by {plan.get('user')}; "
+                 + ("expired" if plan.get("expired") else f"expires {plan.get('expires')}"),
+            class_="muted"),
+        tag("h2", f"Blockers ({len(blockers)})"),
+        tag("ul", [tag("li", b, class_="blocker") for b in blockers], class_="blockers")
+        if blockers else tag("p", "None.", class_="muted"),
+        tag("h2", f"Warnings ({len(warnings)})"),
+        tag("ul", [tag("li", w) for w in warnings], class_="warnings") if warnings
+        else tag("p", "None.", class_="muted")]
+    groups = [g for g in plan.get("groups") or [] if isinstance(g, Mapping) and "name" in g]
+    if groups:
+        body += [tag("h2", "Deployment groups"), group_graph(groups)]
+    nodes = [n for n in plan.get("nodes") or [] if isinstance(n, Mapping)]
+    for node in nodes:
+        body += [tag("h2", f"Node {node.get('node')}"),
+                 facts_table({k: v for k, v in node.items() if k != "node"})]
+    if plan.get("calls"):
+        body += [tag("h2", "What would be called"), calls_table(plan["calls"])]
+    if plan.get("facts"):
+        body.append(tag("details", tag("summary", "Facts the steps re-check"),
+                        [facts_table(f) for f in plan["facts"] if isinstance(f, Mapping)]))
+    return layout(f"Plan {plan.get('id')}", body, user=user)
 
 
 def next_url(value: Any) -> str:

@@ -65,6 +65,12 @@ class ActionStore:
                            at=row.created_at, outcome="accepted"))
         return row
 
+    def active(self) -> list[ActionRow]:
+        """Actions not yet ended (what a new one could conflict with)."""
+        with self._sessions() as s:
+            return list(s.scalars(select(ActionRow).where(
+                ActionRow.state.not_in([a.value for a in TERMINAL_ACTION]))).all())
+
     def get(self, action_id: str) -> ActionRow:
         with self._sessions() as s:
             row = s.get(ActionRow, action_id)

@@ -73,7 +73,9 @@ def web_deployment(compute: list[str], replicas: int) -> Obj:
             "metadata": {"name": "web", "namespace": DEMO_NAMESPACE, "labels": labels},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": {
-                         "containers": _container("web", "docker.io/library/nginx:1.27"),
+                         "containers": [{**_container("web", "docker.io/library/nginx:1.27")[0],
+                                         "resources": {"requests": {"cpu": "500m",
+                                                                    "memory": "256Mi"}}}],
                          "affinity": affinity}}}}
 
 

@@ -48,7 +48,8 @@ def action_state(driver: Any) -> str:
                .get_attribute("data-action-state"))
 
 
-def test_the_pages_render_and_ask_only_shipyard(berth: Berth, browser: Any) -> None:
+def test_the_pages_render_and_ask_only_shipyard(berth: Berth, browser: Any,
+                                               successful_revision: int) -> None:
     requested_urls(browser)
     browser.get(f"{berth.shipyard}/ui/site")
     nodes = [r.get_attribute("data-node")
@@ -63,6 +64,17 @@ def test_the_pages_render_and_ask_only_shipyard(berth: Berth, browser: Any) -> N
     assert shown == ["node04", "node05", "node06"]
     browser.get(f"{berth.shipyard}/ui/actions")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Actions"
+    plan = berth.api("POST", "/plans", json={"name": "redeploy_server", "parameters": {
+        "target_nodes": ["node06"], "preserve-local-storage": "true"}})
+    assert plan.status_code == 201, plan.text
+    browser.get(f"{berth.shipyard}/ui/plans")
+    row = browser.find_element(By.CSS_SELECTOR, f"tr[data-plan='{plan.json()['id']}']")
+    assert "blocked" in row.text
+    row.find_element(By.TAG_NAME, "a").click()
+    headings = [h.text for h in browser.find_elements(By.TAG_NAME, "h2")]
+    assert headings[0].startswith("Blockers (") and headings[1].startswith("Warnings (")
+    blockers = browser.find_elements(By.CSS_SELECTOR, "ul.blockers li")
+    assert any("node06" in b.text for b in blockers), [b.text for b in blockers]
     urls = requested_urls(browser)
     assert any(u.endswith("/ui/site?rack=rack02&ready=yes") for u in urls)
     assert foreign(urls, berth.shipyard) == []

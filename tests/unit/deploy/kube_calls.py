@@ -63,6 +63,8 @@ def _answer(method: str, url: str) -> tuple[int, bytes]:
         return 200, json.dumps(event).encode() + b"\n"
     elif path == "/api/v1/pods":
         body = {"items": [POD], "metadata": {"resourceVersion": "7"}}
+    elif path in ("/api/v1/nodes", "/apis/policy/v1/poddisruptionbudgets"):
+        body = {"items": []}
     elif "/leases" in path:
         body = LEASE
     else:
@@ -84,6 +86,9 @@ def port_calls() -> dict[str, Callable[[KubePort], object]]:
                                                       "value": "nodeshutdown",
                                                       "effect": "NoExecute"}),
         "list_pods": lambda k: k.list_pods("node01"),
+        "list_nodes": lambda k: k.list_nodes(),
+        "list_all_pods": lambda k: k.list_all_pods(),
+        "list_budgets": lambda k: k.list_budgets(),
         "owner_exists": lambda k: k.owner_exists("DaemonSet", "kube-system", "calico"),
         "evict": lambda k: k.evict(pod, 30),
         "delete_pod": lambda k: k.delete_pod(pod, 30),

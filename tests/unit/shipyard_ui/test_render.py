@@ -44,8 +44,11 @@ def test_a_hostile_node_name_cannot_inject_markup_anywhere() -> None:
     html = pages.action_page(action, EVIL)
     assert "<script>" not in html and "<img" not in html
     assert "&lt;script&gt;" in html
-    plan = {"id": EVIL, "blockers": [{"node": EVIL, "message": EVIL}], "warnings": [EVIL],
-            "nodes": [{"name": EVIL, "pods": [EVIL]}]}
+    plan = {"id": EVIL, "action": EVIL, "parameters": {"target_nodes": [EVIL]},
+            "blockers": [{"node": EVIL, "message": EVIL, "source": EVIL}], "warnings": [EVIL],
+            "nodes": [{"node": EVIL, "pods": [EVIL], EVIL: {EVIL: [EVIL]}}],
+            "groups": [{"name": EVIL, "depends_on": [], "nodes": [EVIL]}],
+            "calls": [{"service": EVIL, "request": EVIL, "why": EVIL}], "facts": [{EVIL: EVIL}]}
     assert "<script>" not in pages.plan_page(plan, EVIL)
     assert "<script>" not in pages.plans_page([plan], EVIL)
     assert "<script>" not in pages.actions_page([action], EVIL)
@@ -114,11 +117,20 @@ def test_the_group_graph_places_groups_after_their_dependencies() -> None:
 
 
 def test_a_plan_shows_blockers_first() -> None:
-    plan = {"id": "P1", "name": "redeploy_server", "warnings": ["capacity is tight"],
-            "blockers": [{"node": "node06", "message": "IPMI cannot erase sda alone"}]}
+    plan = {"id": "P1", "action": "redeploy_server", "verdict": "blocked",
+            "parameters": {"target_nodes": ["node06"]},
+            "warnings": [{"node": None, "source": "promenade", "message": "capacity is tight"}],
+            "blockers": [{"node": "node06", "source": "drydock",
+                          "message": "IPMI cannot erase sda alone"}],
+            "nodes": [{"node": "node06", "path": "graceful"}],
+            "calls": [{"service": "promenade", "request": "POST /x", "why": "drain",
+                       "node": "node06", "step": "decommission"}]}
     page = pages.plan_page(plan, "u")
-    assert page.index("Blockers (1)") < page.index("Warnings (1)")
-    assert "node06: IPMI cannot erase sda alone" in page and "would be refused" in page
+    assert page.index("Blockers (1)") < page.index("Warnings (1)") < page.index("Node node06")
+    assert "node06: IPMI cannot erase sda alone [drydock]" in page
+    assert "redeploy_server on node06: would be refused" in page
+    listing = pages.plans_page([plan], "u")
+    assert 'data-plan="P1"' in listing and "blocked" in listing
 
 
 def test_sign_in_goes_back_only_to_pages_of_the_web_view() -> None:

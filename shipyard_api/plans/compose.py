@@ -1,0 +1,161 @@
+"""Plans of redeploy_server and relabel_nodes, composed from the owners of the facts.
+
+Shipyard decides the path of each node with the fencing decision table; Promenade previews
+the decommission (pods, budgets, locks, capacity, etcd); Drydock previews destroy_nodes (BMC,
+MAAS, retirement, wipe plan). Nothing here decides what those services own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from common.errors import BerthError
+from shipyard_api.actions import fencing
+from shipyard_api.actions.design import (
+    decommission_timeouts,
+    deployment_configuration,
+    etcd_membership,
+)
+from shipyard_api.actions.redeploy import destroy_options
+from shipyard_api.clients.ports import node_names_filter
+from shipyard_api.plans import facts
+from shipyard_api.plans.model import Composition, Reader, call
+from shipyard_api.workflow.definitions import Prepared
+
+P = "/api/v1.0"
+
+
+def design_of(r: Reader, revision: int) -> tuple[str, list[dict[str, Any]]]:
+    docs = r.svc.documents.rendered_documents(revision, cleartext=False)
+    return r.svc.documents.design_ref(revision, r.svc.settings.public_url), docs
+
+
+def _peer(out: Composition, source: str, node: str | None, what: str,
+          exc: BerthError) -> None:
+    out.block(source, f"{source.capitalize()} could not {what}: {exc.message}", node)
+
+
+def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
+                promenade: Mapping[str, Any], drydock: Mapping[str, Any],
+                options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    phases = [p["phase"] + ("" if p.get("runs", True) else f" ({p.get('note')})")
+              for p in promenade.get("phases") or []]
+    out = []
+    if fenced:
+        out.append(call("drydock", "POST /api/v1.0/tasks power_off_nodes {force: true}",
+                        "fence-first: force the node off and confirm Off at its BMC",
+                        node=node, step="fence_node", then=["power_off"]))
+    out += [
+        call("promenade", f"POST {P}/nodes/{node}/decommission?{urlencode(query)}",
+             "take the node out of Kubernetes and etcd", node=node, step="decommission",
+             then=phases),
+        call("drydock", f"POST {P}/tasks destroy_nodes {dict(options)}",
+             "power off, wipe as planned, release from MAAS", node=node, step="destroy_nodes",
+             then=list(drydock.get("steps") or [])),
+        call("promenade", f"POST {P}/nodes/{node}/remove-from-cluster",
+             "delete the Node object", node=node, step="remove_from_cluster"),
+        call("drydock", f"POST {P}/tasks prepare_nodes", "enlist, commission, storage",
+             node=node, step="prepare_nodes"),
+        call("drydock", f"POST {P}/tasks deploy_nodes", "deploy the OS and join the cluster",
+             node=node, step="deploy_nodes"),
+        call("promenade", f"GET {P}/nodes/{node}", "until the node is Ready", node=node,
+             step="wait_node_ready"),
+        call("drydock", f"POST {P}/tasks relabel_nodes", "the design's labels", node=node,
+             step="relabel_nodes")]
+    return out
+
+
+def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
+              query: dict[str, Any], drydock: Mapping[str, Any], prepared: Prepared) -> None:
+    targets = list(prepared.targets or [])
+    entry: dict[str, Any] = {"node": node, "etcd_clusters": etcd}
+    try:
+        found = fencing.read_facts(r.svc, r.rc, ref, node, etcd, r.now)
+    except BerthError as exc:
+        _peer(out, "shipyard", node, "read the node's state for its path", exc)
+        out.nodes.append(entry)
+        return
+    path = fencing.choose(found)
+    entry["path"] = {"path": path.path, "reason": path.reason,
+                     "kubernetes": found.kubernetes, "power": found.power}
+    out.facts += facts.path_facts(node, path.path, found.power)
+    if path.path is None:
+        out.block("shipyard", path.reason, node)
+    fenced = path.path == fencing.FENCE_FIRST
+    q = {**query, **({"fenced": "true"} if fenced else {})}
+    try:
+        prom = r.svc.promenade.decommission_preview(
+            node, ref, fenced=fenced, leaving=[t for t in targets if t != node], ctx=r.rc)
+    except BerthError as exc:
+        _peer(out, "promenade", node, "preview the decommission", exc)
+        prom = {}
+    for key in ("kubernetes", "phases", "drain", "capacity", "etcd"):
+        entry[key] = prom.get(key)
+    for text in prom.get("blockers") or []:
+        out.block("promenade", text, node)
+    for text in prom.get("warnings") or []:
+        out.warn("promenade", text, node)
+    if prom:
+        out.facts += facts.decommission_facts(node, prom, targets)
+    entry["baremetal"] = {k: drydock.get(k) for k in ("bmc", "maas_status", "retired",
+                                                      "retired_reason", "wipe", "steps")}
+    if drydock:
+        out.facts += facts.destroy_facts(node, drydock)
+    for text in drydock.get("blockers") or []:
+        out.block("drydock", text, node)
+    for text in drydock.get("warnings") or []:
+        out.warn("drydock", text, node)
+    if drydock.get("retired"):
+        out.block("drydock", f"{node} is retired: a retired node is never redeployed; "
+                  "unretire it first", node)
+    entry["calls"] = _node_calls(node, fenced, q, prom, drydock,
+                                 destroy_options(prepared.parameters))
+    out.nodes.append(entry)
+
+
+def redeploy(r: Reader, prepared: Prepared) -> Composition:
+    out = Composition(revision_id=prepared.revision_id)
+    if prepared.revision_id is None:
+        out.block("shipyard", f"No {prepared.parameters.get('target-revision')} revision of "
+                  "the design exists; the action would stop at preflight")
+        return out
+    ref, docs = design_of(r, prepared.revision_id)
+    out.design_ref = ref
+    targets = list(prepared.targets or [])
+    membership = etcd_membership(docs)
+    query = dict(decommission_timeouts(deployment_configuration(docs)))
+    try:
+        preview = r.svc.drydock.task_preview("destroy_nodes", ref, node_names_filter(targets),
+                                             destroy_options(prepared.parameters), ctx=r.rc)
+    except BerthError as exc:
+        _peer(out, "drydock", None, "preview destroy_nodes", exc)
+        preview = {}
+    by_node = {str(n.get("node")): n for n in preview.get("nodes") or []}
+    for node in targets:
+        _one_node(r, out, node, ref, membership.get(node, []), query, by_node.get(node, {}),
+                  prepared)
+    return out
+
+
+def relabel(r: Reader, prepared: Prepared) -> Composition:
+    out = Composition(revision_id=prepared.revision_id)
+    if prepared.revision_id is None:
+        out.block("shipyard", "No committed revision of the design exists")
+        return out
+    ref, _ = design_of(r, prepared.revision_id)
+    out.design_ref = ref
+    flt = node_names_filter(list(prepared.targets)) if prepared.targets else None
+    try:
+        preview = r.svc.drydock.task_preview("relabel_nodes", ref, flt, {}, ctx=r.rc)
+    except BerthError as exc:
+        _peer(out, "drydock", None, "preview relabel_nodes", exc)
+        return out
+    for n in preview.get("nodes") or []:
+        out.nodes.append({"node": n.get("node"), "baremetal": {
+            k: n.get(k) for k in ("maas_status", "retired", "steps")}})
+    out.calls.append(call("drydock", f"POST {P}/tasks relabel_nodes",
+                          "set each node's Kubernetes labels from the design (via Promenade)",
+                          then=[str(n.get("node")) for n in preview.get("nodes") or []]))
+    return out

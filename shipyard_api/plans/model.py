@@ -1,0 +1,44 @@
+"""A plan as it is composed: per-node sections, groups, calls, blockers, warnings, facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.context import RequestContext
+from shipyard_api.actions.ports import Services
+from shipyard_api.plans.facts import Fact
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What composing reads with: the services, the caller's context, the time."""
+
+    svc: Services
+    rc: RequestContext
+    now: float
+
+
+@dataclass
+class Composition:
+    revision_id: int | None = None
+    design_ref: str | None = None
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    blockers: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+
+    def block(self, source: str, message: str, node: str | None = None) -> None:
+        self.blockers.append({"node": node, "source": source, "message": message})
+
+    def warn(self, source: str, message: str, node: str | None = None) -> None:
+        self.warnings.append({"node": node, "source": source, "message": message})
+
+
+def call(service: str, request: str, why: str, *, node: str | None = None,
+         step: str | None = None, then: list[str] | None = None) -> dict[str, Any]:
+    """One request Shipyard's step would make: to whom, what, why, and what it runs there."""
+    return {"service": service, "request": request, "why": why, "node": node, "step": step,
+            "runs": list(then or [])}

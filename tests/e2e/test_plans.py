@@ -1,0 +1,138 @@
+"""Plans end to end on the demo site: a plan of each action kind changes nothing anywhere;
+blockers (a PDB at zero, etcd that would lose quorum, an IPMI node asked to keep storage);
+an action created from a plan stops when a PDB tightened after planning."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from tests.e2e.conftest import steps_of
+from tests.fixtures.services import Berth, wait_for
+
+pytestmark = pytest.mark.slow
+WRITES = {"kube": ("patch_node", "eviction", "delete_pod", "delete_node", "create_lease",
+                   "update_lease"),
+          "maas": ("release", "delete", "deploy", "commission"),
+          "redfish": ("secure_erase", "power_off", "power_on", "set_boot"),
+          "ipmi": ("set_boot", "power_off", "power_on"),
+          "etcd": ("member_add", "member_stop")}
+PDB = "/apis/policy/v1/namespaces/demo/poddisruptionbudgets/web"
+
+
+def writes(berth: Berth) -> dict[str, int]:
+    return {f"{s}.{op}": berth.calls(system=s, op=op) for s, ops in WRITES.items()
+            for op in ops}
+
+
+def make_plan(berth: Berth, name: str, **params: Any) -> dict[str, Any]:
+    resp = berth.api("POST", "/plans", json={"name": name, "parameters": params})
+    assert resp.status_code == 201, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+def set_min_available(berth: Berth, value: int) -> None:
+    """Patch the demo PDB and wait until its status shows the new budget."""
+    kube = berth.site.urls["kube"]
+    resp = requests.patch(f"{kube}{PDB}", data=json.dumps({"spec": {"minAvailable": value}}),
+                          headers={"Content-Type": "application/merge-patch+json"}, timeout=10)
+    assert resp.status_code == 200, resp.text
+    wait_for(lambda: requests.get(f"{kube}{PDB}", timeout=10).json().get("status", {}).get(
+        "desiredHealthy") == value, 30, f"PDB web desiredHealthy {value}")
+
+
+@pytest.fixture
+def tight_budget(berth: Berth) -> Iterator[None]:
+    set_min_available(berth, 3)
+    try:
+        yield
+    finally:
+        set_min_available(berth, 2)
+
+
+def test_a_plan_of_each_action_kind_changes_nothing(berth: Berth,
+                                                    successful_revision: int) -> None:
+    before, actions = writes(berth), len(berth.api("GET", "/actions").json())
+    plan = make_plan(berth, "redeploy_server", target_nodes="node04,node02")
+    compute, control = plan["nodes"]
+    assert compute["path"]["path"] == "graceful" and plan["verdict"] != "blocked", plan
+    evicted = [p["pod"] for p in compute["drain"]["evict"]]
+    assert any(p.startswith("demo/web-") for p in evicted)
+    assert any("DaemonSet" in p["reason"] for p in compute["drain"]["skipped"])
+    assert [b["budget"] for b in compute["drain"]["budgets"]] == ["demo/web"]
+    assert compute["capacity"]["requests"]["cpu_m"] >= 500
+    assert compute["baremetal"]["bmc"]["power_state"] == "on"
+    assert compute["baremetal"]["maas_status"] == "Deployed"
+    assert {d["disk"] for d in compute["baremetal"]["wipe"]["disks"]} == {"sda", "sdb"}
+    [etcd] = control["etcd"]
+    assert etcd["before"]["members"] == 3 and etcd["after"]["members"] == 2
+    assert etcd["after"]["quorum"] == 2 and etcd["allowed"] is True
+    for name in ("deploy_site", "update_site"):
+        site_plan = make_plan(berth, name, **{"allow-intermediate-commits": True})
+        assert site_plan["groups"] and all(g["nodes"] for g in site_plan["groups"])
+        assert site_plan["groups"][0]["position"] == 1
+    relabel = make_plan(berth, "relabel_nodes", target_nodes="node05")
+    assert [n["node"] for n in relabel["nodes"]] == ["node05"]
+    shown = berth.cli("plan", "redeploy_server", "--param", "target_nodes=node04")
+    assert shown.exit_code == 0 and "Plan " in shown.output, shown.output
+    assert writes(berth) == before
+    assert len(berth.api("GET", "/actions").json()) == actions
+    assert not berth.sim("/nodes/node04")["kubernetes"]["unschedulable"]
+
+
+def _blockers(plan: dict[str, Any]) -> list[tuple[str | None, str]]:
+    return [(b["node"], b["message"]) for b in plan["blockers"]]
+
+
+def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
+        berth: Berth, successful_revision: int, faults: Any, tight_budget: None) -> None:
+    faults("node03", "etcd.member_down")
+
+    def blocked() -> dict[str, Any] | None:
+        plan = make_plan(berth, "redeploy_server", target_nodes="node01,node04,node06",
+                         **{"preserve-local-storage": True})
+        text = " ".join(m for _, m in _blockers(plan))
+        return plan if "etcd cluster kubernetes" in text else None
+
+    plan = wait_for(blocked, 60, "etcd member on node03 to be seen down")
+    assert plan["verdict"] == "blocked"
+    found = _blockers(plan)
+    assert any(n == "node01" and "below the quorum" in m for n, m in found), found
+    assert any(n == "node04" and "PodDisruptionBudget demo/web allows 0" in m
+               for n, m in found), found
+    assert any(n == "node06" and "preserve_local_storage" in m and "ipmi" in m
+               for n, m in found), found
+    refused = berth.api("POST", "/actions", json={
+        "name": "redeploy_server", "plan_id": plan["id"], "parameters": {
+            "target_nodes": "node01,node04,node06", "preserve-local-storage": True}})
+    assert refused.status_code in (400, 409)
+    faults.clear()
+    wait_for(lambda: not [m for _, m in _blockers(make_plan(
+        berth, "redeploy_server", target_nodes="node01")) if "etcd" in m], 60,
+        "etcd to recover")
+
+
+def test_action_from_a_plan_stops_when_the_pdb_tightened(berth: Berth,
+                                                        successful_revision: int) -> None:
+    plan = make_plan(berth, "redeploy_server", target_nodes="node05")
+    assert plan["verdict"] != "blocked", plan["blockers"]
+    before = writes(berth)
+    set_min_available(berth, 3)
+    try:
+        resp = berth.api("POST", "/actions", json={
+            "name": "redeploy_server", "parameters": {"target_nodes": "node05"},
+            "plan_id": plan["id"]})
+        assert resp.status_code == 201, resp.text
+        view = berth.wait_action(resp.json()["id"])
+    finally:
+        set_min_available(berth, 2)
+    step = steps_of(view)["decommission.node05"]
+    assert view["state"] == "failed" and step["reason"] == "PlanFactsChanged"
+    changes = {c["fact"]: (c["planned"], c["now"]) for c in step["details"]["changes"]}
+    assert changes == {"PodDisruptionBudget demo/web disruptions allowed": (1, 0)}
+    assert writes(berth) == before  # nothing was cordoned, evicted, powered or wiped
