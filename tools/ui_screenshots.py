@@ -19,6 +19,8 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from selenium.webdriver.common.by import By  # noqa: E402
+
 from tests.support.browser import sign_in, start_browser  # noqa: E402
 
 
@@ -36,7 +38,7 @@ def shoot(driver: object, url: str, target: Path) -> None:
     driver.get(url)  # type: ignore[attr-defined]
     height = driver.execute_script(  # type: ignore[attr-defined]
         "return document.documentElement.scrollHeight")
-    driver.set_window_size(1400, max(600, min(int(height) + 40, 4000)))  # type: ignore
+    driver.set_window_size(1400, max(600, min(int(height) + 40, 1600)))  # type: ignore
     time.sleep(0.3)
     driver.save_screenshot(str(target))  # type: ignore[attr-defined]
     print(f"{target}  ({url})")
@@ -64,9 +66,10 @@ def main() -> None:
         shoot(driver, f"{base}/ui/actions", args.out / "ui-actions.png")
         if action:
             shoot(driver, f"{base}/ui/actions/{action}", args.out / "ui-action.png")
-        plans = requests.get(f"{base}/ui/plans", timeout=30, allow_redirects=False)
-        if plans.status_code != 404:
-            shoot(driver, f"{base}/ui/plans", args.out / "ui-plans.png")
+        shoot(driver, f"{base}/ui/plans", args.out / "ui-plans.png")
+        newest = driver.find_elements(By.CSS_SELECTOR, "table.plans tr[data-plan] a")
+        if newest:
+            shoot(driver, str(newest[0].get_attribute("href")), args.out / "ui-plan.png")
     finally:
         driver.quit()
 
