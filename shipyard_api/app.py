@@ -32,6 +32,7 @@ from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
 from shipyard_api.resources.plans import plan_routes
 from shipyard_api.resources.ui import cookie_auth, ui_routes
+from shipyard_api.ui.actions import ActionPages
 from shipyard_api.ui.site import SiteView
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.store import ActionStore
@@ -159,7 +160,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     if deps.site_statuses is not None:
         routes += site_status_routes(deps.site_statuses)
     if deps.actions is not None and deps.site_view is not None:
-        routes += ui_routes(deps.actions, deps.site_view, deps.plans)
+        routes += ui_routes(ActionPages(deps.actions, deps.site_view.drydock), deps.site_view,
+                            deps.plans)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
                      deps.dependency_checks, deps.metrics.registry))

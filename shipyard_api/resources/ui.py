@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import falcon
 
 from common.errors import BerthError
-from shipyard_api.actions.service import ActionService
 from shipyard_api.ui import pages
+from shipyard_api.ui.actions import ActionPages
 from shipyard_api.ui.html import Html
 from shipyard_api.ui.site import SiteView
 
@@ -117,7 +117,7 @@ class SitePage:
 
 
 class ActionsPage:
-    def __init__(self, actions: ActionService) -> None:
+    def __init__(self, actions: ActionPages) -> None:
         self._actions = actions
 
     @signed_in("shipyard:list_actions")
@@ -126,12 +126,12 @@ class ActionsPage:
 
 
 class ActionPage:
-    def __init__(self, actions: ActionService) -> None:
+    def __init__(self, actions: ActionPages) -> None:
         self._actions = actions
 
     @signed_in("shipyard:get_action")
     def on_get(self, req: falcon.Request, user: str, action_id: str) -> Html:
-        return pages.action_page(self._actions.get(action_id), user)
+        return pages.action_page(self._actions.get(action_id, req.context.berth), user)
 
 
 class PlansPage:
@@ -152,7 +152,7 @@ class PlanPage:
         return pages.plan_page(self._plans.get(plan_id), user)
 
 
-def ui_routes(actions: ActionService, site: SiteView, plans: PlansPort | None = None,
+def ui_routes(actions: ActionPages, site: SiteView, plans: PlansPort | None = None,
               plan_rule: str = "shipyard:get_plan") -> list[tuple[str, object]]:
     routes: list[tuple[str, object]] = [
         ("/ui", UiRootResource()), ("/ui/login", LoginResource()),

@@ -91,6 +91,10 @@ class SiteView:
         self._documents, self._public_url = documents, public_url
         self._parallel = parallel
 
+    @property
+    def drydock(self) -> DrydockPort:
+        return self._drydock
+
     def facts(self, ctx: RequestContext) -> SiteFacts:
         revision = self._documents.revision_id("committed")
         out = SiteFacts(revision)

@@ -75,6 +75,13 @@ def test_the_pages_render_and_ask_only_shipyard(berth: Berth, browser: Any,
     assert headings[0].startswith("Blockers (") and headings[1].startswith("Warnings (")
     blockers = browser.find_elements(By.CSS_SELECTOR, "ul.blockers li")
     assert any("node06" in b.text for b in blockers), [b.text for b in blockers]
+    site = berth.api("POST", "/plans", json={"name": "deploy_site", "parameters": {
+        "allow-intermediate-commits": "true"}})
+    assert site.status_code == 201, site.text
+    browser.get(f"{berth.shipyard}/ui/plans/{site.json()['id']}")
+    drawn = browser.find_elements(By.CSS_SELECTOR, "svg.groups g.group")
+    assert sorted(g.get_attribute("data-group") for g in drawn) == sorted(
+        g["name"] for g in site.json()["groups"]) and drawn
     urls = requested_urls(browser)
     assert any(u.endswith("/ui/site?rack=rack02&ready=yes") for u in urls)
     assert foreign(urls, berth.shipyard) == []

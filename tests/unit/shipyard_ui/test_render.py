@@ -138,3 +138,41 @@ def test_sign_in_goes_back_only_to_pages_of_the_web_view() -> None:
     assert pages.next_url("https://evil.example/") == "/ui/site"
     assert pages.next_url("//evil.example/ui") == "/ui/site"
     assert pages.next_url(None) == "/ui/site"
+
+
+def test_a_live_drydock_step_shows_the_task_tree_as_it_is_now() -> None:
+    from common.context import RequestContext
+    from common.errors import BadGateway
+    from shipyard_api.ui.actions import ActionPages
+
+    tree = {"init_task_id": "T", "T": {"action": "destroy_nodes", "status": "running",
+                                       "subtask_id_list": ["S"]},
+            "S": {"action": "destroy_nodes", "node": "node05", "status": "running"}}
+
+    class Actions:
+        def get(self, action_id: str) -> dict:
+            return {"id": action_id, "steps": [
+                {"id": "destroy_nodes.node05", "state": "waiting",
+                 "details": {"task": {"task_id": "T"}}},
+                {"id": "prepare_nodes.node05", "state": "running",
+                 "details": {"task": {"task_id": "GONE"}}},
+                {"id": "deploy_nodes.node05", "state": "success",
+                 "details": {"task": {"task_id": "OLD"}, "tree": {"init_task_id": "OLD"}}}]}
+
+    class Drydock:
+        asked: list[str] = []
+
+        def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict:
+            self.asked.append(task_id)
+            if task_id == "GONE":
+                raise BadGateway("Drydock: 500")
+            return tree
+
+    drydock = Drydock()
+    view = ActionPages(Actions(), drydock).get("A", RequestContext())  # type: ignore[arg-type]
+    steps = {s["id"]: s for s in view["steps"]}
+    assert steps["destroy_nodes.node05"]["details"]["tree"] == tree
+    assert "tree" not in steps["prepare_nodes.node05"]["details"]
+    assert drydock.asked == ["T", "GONE"]  # a finished step keeps the tree it recorded
+    page = pages.action_page(view, "u")
+    assert "Drydock task tree" in page and "destroy_nodes node05" in page
