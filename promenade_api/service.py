@@ -172,7 +172,8 @@ class Promenade:
     def fence(self, node: str, timeout: int, check: Callable[[], None]) -> dict[str, Any]:
         """Remove the pods of a node whose power-off was confirmed (out-of-service taint)."""
         fencer = Fencer(self.kube, clock=self.clock, sleep=self.sleep,
-                        poll_interval=self.settings.kubelet_poll, check=check)
+                        poll_interval=self.settings.kubelet_poll, check=check,
+                        progress=self.drain_progress)
         with self.timed("fence"), step_errors(DrainNodeError, f"Fencing {node} failed"):
             return fencer.run(node, timeout)
 

@@ -117,3 +117,20 @@ def test_the_node_view_shows_the_drain_progress(svc, kube):
     kube.add_pod("web-1", "node04")
     svc.drain("node04", 3600, 1800)
     assert svc.node_view("node04")["drain_progress"]["phase"] == "done"
+
+
+def test_fencing_publishes_the_pods_the_control_plane_has_yet_to_delete(svc, kube):
+    from dataclasses import replace
+
+    from promenade_api.kube.fence import FENCED
+    kube.add_pod("web", "node04")
+    kube.nodes["node04"] = replace(kube.nodes["node04"], ready="Unknown")
+    with pytest.raises(DrainNodeError):
+        svc.fence("node04", 3, lambda: None)
+    record = published(kube)
+    assert record["phase"] == "failed"
+    assert record["groups"] == [{"reason": FENCED, "count": 1, "pods": ["default/web"]}]
+    kube.on_taint = None
+    kube.pods.clear()
+    svc.fence("node04", 3, lambda: None)
+    assert published(kube)["phase"] == "done" and published(kube)["pods_left"] == 0
