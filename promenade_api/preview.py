@@ -15,7 +15,7 @@ from typing import Any
 
 from common.errors import BerthError
 from promenade_api.decommission import Cancellation, DecommissionParams, current_node, phases
-from promenade_api.etcd.model import ClusterSpec
+from promenade_api.etcd.model import ClusterSpec, MemberHealth
 from promenade_api.etcd.port import EtcdError
 from promenade_api.etcd.quorum import project, quorum
 from promenade_api.kube import capacity
@@ -122,7 +122,25 @@ def _removal_in_flight(svc: Promenade, cluster: ClusterSpec) -> str | None:
     return lease.holder
 
 
-def _etcd(svc: Promenade, node: str, cluster: ClusterSpec, found: Findings) -> dict[str, Any]:
+def _with_leaving(cluster: ClusterSpec, health: Sequence[MemberHealth], removing: set[int],
+                  leaving: Sequence[str], found: Findings) -> dict[str, Any] | None:
+    """The cluster once the members of the other leaving nodes are gone too (the same action
+    may remove them first): refused there is a blocker as well."""
+    names = {m for n in leaving for m in cluster.member_names_of(n)}
+    also = {h.member.id for h in health if h.member.name in names} - removing
+    if not also:
+        return None
+    after = project(health, removing | also, cluster.min_healthy)
+    gone = sorted(h.member.name for h in health if h.member.id in also)
+    found.blockers += [f"etcd cluster {cluster.name}: once {', '.join(gone)} (leaving in the "
+                       f"same action) is removed too, the removal is refused: {r}"
+                       for r in after.reasons]
+    return {"members": after.members_after, "healthy": after.healthy_after,
+            "quorum": after.quorum_after, "also_leaving": gone, "allowed": after.allowed}
+
+
+def _etcd(svc: Promenade, node: str, cluster: ClusterSpec, found: Findings,
+          leaving: Sequence[str] = ()) -> dict[str, Any]:
     entry: dict[str, Any] = {"cluster": cluster.name, "threshold": cluster.min_healthy}
     try:
         health = svc.remover().health(cluster)
@@ -152,6 +170,9 @@ def _etcd(svc: Promenade, node: str, cluster: ClusterSpec, found: Findings) -> d
         return entry
     found.blockers += [f"etcd cluster {cluster.name}: removing {', '.join(entry['removing'])} "
                        f"is refused: {r}" for r in after.reasons]
+    if after.allowed:
+        entry["after_with_leaving"] = _with_leaving(cluster, health, {m.id for m in removing},
+                                                    leaving, found)
     if learners:
         found.blockers.append(f"etcd cluster {cluster.name} has a learner "
                               f"({', '.join(learners)}): no member is removed until it is "
@@ -199,6 +220,7 @@ def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
                                   + "; ".join(f"{p['pod']}: {p['reason']}"
                                               for p in room["pending"]))
         out["capacity"] = room
-    out["etcd"] = [_etcd(svc, node, c, found) for c in clusters if c.may_have_member_on(node)]
+    out["etcd"] = [_etcd(svc, node, c, found, params.leaving) for c in clusters
+                   if c.may_have_member_on(node)]
     out["blockers"], out["warnings"] = found.blockers, found.warnings
     return out

@@ -16,6 +16,7 @@ FINDING_COLUMNS = [("Node", "node"), ("From", "source"), ("Message", "message")]
 GROUP_COLUMNS = [("#", "position"), ("Group", "name"), ("Critical", "critical"),
                  ("Depends on", "depends_on"), ("Nodes", "nodes"),
                  ("Success criteria", "success_criteria")]
+SITE_NODE_COLUMNS = [("Node", "node"), ("Groups", "groups"), ("BMC", "bmc"), ("MAAS", "maas")]
 NODE_HEADERS = ("Node", "Path", "Evict", "Skipped", "PDBs", "Locks", "etcd after",
                 "Pending", "BMC", "MAAS", "Disks")
 
@@ -31,6 +32,10 @@ def _etcd(entries: list[dict[str, Any]]) -> str:
             out.append(f"{e['cluster']}: {e['after']['healthy']}/{e['after']['members']} "
                        f"healthy, quorum {e['after']['quorum']}, min {e['threshold']}"
                        + (" (leader moves)" if e.get("leader_move") else ""))
+            both = e.get("after_with_leaving")
+            if both:
+                out[-1] += (f"; with {_join(both['also_leaving'])} gone too: "
+                            f"{both['healthy']}/{both['members']} healthy")
         else:
             out.append(f"{e.get('cluster')}: {e.get('error', 'unknown')}")
     return "; ".join(out)
@@ -73,13 +78,31 @@ def show_plan(sy: Shipyard, plan: dict[str, Any]) -> None:
             if (n.get("path") or {}).get("reason"):
                 click.echo(f"{n['node']}: {n['path']['reason']}")
     if plan["groups"]:
-        sy.emit([{**g, "depends_on": _join(g["depends_on"]), "nodes": _join(g["nodes"])}
+        sy.emit([{**g, "depends_on": _join(g["depends_on"]), "nodes": _join(g["nodes"]),
+                  "success_criteria": _join(f"{k}={v:g}" for k, v in
+                                            g["success_criteria"].items()) or "none"}
                  for g in plan["groups"]], GROUP_COLUMNS, title="Groups, in order")
+        sy.emit([_site_node(n) for n in plan["nodes"]], SITE_NODE_COLUMNS, title="Nodes")
     if plan["verdict"] != "blocked":
         click.echo(f"Act on it: shipyard create action {plan['action']} "
-                   + "".join(f"--param {k}={_value(v)} " for k, v in plan["parameters"].items()
-                             if k != "target-revision" or v != "successful-site-action")
+                   + "".join(f"--param {k}={_value(v)} " for k, v in _asked(plan).items())
                    + f"--plan {plan['id']}")
+
+
+def _site_node(n: dict[str, Any]) -> dict[str, Any]:
+    metal = n.get("baremetal") or {}
+    bmc = metal.get("bmc") or {}
+    return {"node": n.get("node"), "groups": _join(n.get("groups")),
+            "bmc": bmc.get("power_state") or f"unreachable: {bmc.get('error')}",
+            "maas": metal.get("maas_status") or "not in MAAS"}
+
+
+def _asked(plan: dict[str, Any]) -> dict[str, Any]:
+    """The parameters to give `create action` (those the action sets itself left out)."""
+    implied = plan["action"] != "redeploy_server" or \
+        plan["parameters"].get("target-revision") == "successful-site-action"
+    return {k: v for k, v in plan["parameters"].items()
+            if v is not None and not (k == "target-revision" and implied)}
 
 
 def _value(v: Any) -> str:

@@ -7,6 +7,7 @@ MAAS, retirement, wipe plan). Nothing here decides what those services own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -44,14 +45,14 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
               for p in promenade.get("phases") or []]
     out = []
     if fenced:
-        out.append(call("drydock", "POST /api/v1.0/tasks power_off_nodes {force: true}",
+        out.append(call("drydock", 'POST /api/v1.0/tasks power_off_nodes {"force": true}',
                         "fence-first: force the node off and confirm Off at its BMC",
                         node=node, step="fence_node", then=["power_off"]))
     out += [
         call("promenade", f"POST {P}/nodes/{node}/decommission?{urlencode(query)}",
              "take the node out of Kubernetes and etcd", node=node, step="decommission",
              then=phases),
-        call("drydock", f"POST {P}/tasks destroy_nodes {dict(options)}",
+        call("drydock", f"POST {P}/tasks destroy_nodes {json.dumps(dict(options))}",
              "power off, wipe as planned, release from MAAS", node=node, step="destroy_nodes",
              then=list(drydock.get("steps") or [])),
         call("promenade", f"POST {P}/nodes/{node}/remove-from-cluster",
@@ -67,38 +68,29 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
     return out
 
 
-def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
-              query: dict[str, Any], drydock: Mapping[str, Any], prepared: Prepared) -> None:
-    targets = list(prepared.targets or [])
-    entry: dict[str, Any] = {"node": node, "etcd_clusters": etcd}
-    try:
-        found = fencing.read_facts(r.svc, r.rc, ref, node, etcd, r.now)
-    except BerthError as exc:
-        _peer(out, "shipyard", node, "read the node's state for its path", exc)
-        out.nodes.append(entry)
-        return
-    path = fencing.choose(found)
-    entry["path"] = {"path": path.path, "reason": path.reason,
-                     "kubernetes": found.kubernetes, "power": found.power}
-    out.facts += facts.path_facts(node, path.path, found.power)
-    if path.path is None:
-        out.block("shipyard", path.reason, node)
-    fenced = path.path == fencing.FENCE_FIRST
-    q = {**query, **({"fenced": "true"} if fenced else {})}
+def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fenced: bool,
+                targets: list[str]) -> dict[str, Any]:
+    """Promenade's decommission preview of the node: pods, budgets, capacity, etcd."""
+    node = str(entry["node"])
     try:
         prom = r.svc.promenade.decommission_preview(
             node, ref, fenced=fenced, leaving=[t for t in targets if t != node], ctx=r.rc)
     except BerthError as exc:
         _peer(out, "promenade", node, "preview the decommission", exc)
-        prom = {}
+        return {}
     for key in ("kubernetes", "phases", "drain", "capacity", "etcd"):
         entry[key] = prom.get(key)
     for text in prom.get("blockers") or []:
         out.block("promenade", text, node)
     for text in prom.get("warnings") or []:
         out.warn("promenade", text, node)
-    if prom:
-        out.facts += facts.decommission_facts(node, prom, targets)
+    out.facts += facts.decommission_facts(node, prom, targets)
+    return prom
+
+
+def _baremetal(out: Composition, entry: dict[str, Any], drydock: Mapping[str, Any]) -> None:
+    """Drydock's destroy_nodes preview of the node: BMC, MAAS, retirement, the wipe plan."""
+    node = str(entry["node"])
     entry["baremetal"] = {k: drydock.get(k) for k in ("bmc", "maas_status", "retired",
                                                       "retired_reason", "wipe", "steps")}
     if drydock:
@@ -110,9 +102,30 @@ def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
     if drydock.get("retired"):
         out.block("drydock", f"{node} is retired: a retired node is never redeployed; "
                   "unretire it first", node)
-    entry["calls"] = _node_calls(node, fenced, q, prom, drydock,
-                                 destroy_options(prepared.parameters))
+
+
+def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
+              query: dict[str, Any], drydock: Mapping[str, Any], prepared: Prepared) -> None:
+    """The node's path (Shipyard's decision table), then what each peer says of it."""
+    entry: dict[str, Any] = {"node": node, "etcd_clusters": etcd}
     out.nodes.append(entry)
+    try:
+        found = fencing.read_facts(r.svc, r.rc, ref, node, etcd, r.now)
+    except BerthError as exc:
+        _peer(out, "shipyard", node, "read the node's state for its path", exc)
+        return
+    path = fencing.choose(found)
+    entry["path"] = {"path": path.path, "reason": path.reason,
+                     "kubernetes": found.kubernetes, "power": found.power}
+    out.facts += facts.path_facts(node, path.path, found.power)
+    if path.path is None:
+        out.block("shipyard", path.reason, node)
+    fenced = path.path == fencing.FENCE_FIRST
+    prom = _kubernetes(r, out, entry, ref, fenced, list(prepared.targets or []))
+    _baremetal(out, entry, drydock)
+    entry["calls"] = _node_calls(node, fenced, {**query, **({"fenced": "true"} if fenced
+                                                           else {})},
+                                 prom, drydock, destroy_options(prepared.parameters))
 
 
 def redeploy(r: Reader, prepared: Prepared) -> Composition:
@@ -136,7 +149,22 @@ def redeploy(r: Reader, prepared: Prepared) -> Composition:
     for node in targets:
         _one_node(r, out, node, ref, membership.get(node, []), query, by_node.get(node, {}),
                   prepared)
+    _etcd_in_flight(r, out, targets, membership)
     return out
+
+
+def _etcd_in_flight(r: Reader, out: Composition, targets: list[str],
+                    membership: Mapping[str, list[str]]) -> None:
+    """Running actions that also take out members of the targets' etcd clusters: their
+    removals and ours are serialised, and each sees the cluster the other leaves."""
+    mine = {c for t in targets for c in membership.get(t, [])}
+    for action in r.active:
+        theirs = {c for n in action.target_nodes or [] if n not in targets
+                  for c in membership.get(n, [])} & mine
+        if theirs:
+            out.warn("shipyard", f"{action.name} {action.id} ({action.state}) also removes "
+                     f"members of etcd cluster(s) {', '.join(sorted(theirs))}: the removals "
+                     "run one at a time, each on the cluster the other leaves")
 
 
 def relabel(r: Reader, prepared: Prepared) -> Composition:

@@ -8,6 +8,7 @@ from typing import Any
 from common.context import RequestContext
 from shipyard_api.actions.ports import Services
 from shipyard_api.plans.facts import Fact
+from shipyard_api.workflow.models import ActionRow
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class Reader:
     svc: Services
     rc: RequestContext
     now: float
+    active: tuple[ActionRow, ...] = ()  # actions not yet ended
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from common.errors import NotFound
 from shipyard_api.actions import fencing, steps
 from shipyard_api.actions.ports import services
 from shipyard_api.actions.redeploy import destroy_options
@@ -79,7 +80,12 @@ def guarded(run: StepFn) -> StepFn:
         reader = services(ctx).plans
         if not plan_id or ctx.memo.get(CHECKED) or reader is None:
             return run(ctx)
-        planned = [f for f in reader.facts(str(plan_id)) if f["step"] == ctx.step_id]
+        try:
+            stored = reader.facts(str(plan_id))
+        except NotFound:
+            return failed("PlanNotFound", f"Plan {plan_id} is no longer stored: what it relied "
+                          "on cannot be re-checked; this step did nothing")
+        planned = [f for f in stored if f["step"] == ctx.step_id]
         changes = facts.compare(planned, current(ctx)) if planned else []
         if changes:
             return failed("PlanFactsChanged", f"Plan {plan_id}: what the plan relied on has "

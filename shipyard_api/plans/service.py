@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from common.context import RequestContext
@@ -48,8 +49,10 @@ class PlanService:
             return definition.prepare(parameters, self.actions.documents)
         except Conflict as exc:  # intermediate commits: a blocker of the plan, not an error
             out.block("shipyard", exc.message)
-            return definition.prepare({**parameters, "allow-intermediate-commits": True},
-                                      self.actions.documents)
+            allowed = definition.prepare({**parameters, "allow-intermediate-commits": True},
+                                         self.actions.documents)
+            return replace(allowed, parameters={**allowed.parameters,
+                                                "allow-intermediate-commits": False})
 
     def create(self, name: Any, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
         """Compose the plan of an action request (same body as POST /actions) and store it."""
@@ -60,16 +63,18 @@ class PlanService:
         early = Composition()
         prepared = self._prepare(definition.name, parameters, early)
         now = self.clock()
-        out = COMPOSERS[definition.name](Reader(self.actions.services, ctx, now), prepared)
+        active = tuple(self.actions.store.active())
+        out = COMPOSERS[definition.name](Reader(self.actions.services, ctx, now, active),
+                                         prepared)
         out.blockers[:0] = early.blockers
         conflicts = []
         try:
-            check_conflicts(prepared, self.actions.store.active())
+            check_conflicts(prepared, active)
         except Conflict as exc:
             out.block("shipyard", exc.message)
             conflicts = [{"id": a.id, "name": a.name, "state": a.state,
                           "target_nodes": a.target_nodes, "site_wide": a.site_wide}
-                         for a in self.actions.store.active()]
+                         for a in active]
         body = {"design_ref": out.design_ref, "conflicts": conflicts,
                 "blockers": out.blockers, "warnings": out.warnings,
                 "steps": [s.step_id for s in plan(definition, prepared.targets)],

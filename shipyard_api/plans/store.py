@@ -10,6 +10,8 @@ from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 from common.errors import NotFound
 from shipyard_api.db import Base
 
+KEEP = 7 * 86400
+
 
 class PlanRow(Base):
     __tablename__ = "plans"
@@ -31,9 +33,10 @@ class PlanStore:
         self._sessions = sessions
 
     def add(self, row: PlanRow, now: float) -> PlanRow:
-        """Store a plan; plans expired for a day are dropped on the way."""
+        """Store a plan; plans expired for `KEEP` seconds are dropped on the way (an action
+        created from one re-checks its facts until it ends)."""
         with self._sessions.begin() as s:
-            s.execute(delete(PlanRow).where(PlanRow.expires_at < now - 86400))
+            s.execute(delete(PlanRow).where(PlanRow.expires_at < now - KEEP))
             s.add(row)
         return row
 

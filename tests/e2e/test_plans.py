@@ -14,6 +14,8 @@ import requests
 from tests.e2e.conftest import steps_of
 from tests.fixtures.services import Berth, wait_for
 
+# Plans of redeploy_server use the committed revision: tagging one site-action-success here
+# would change what test_redeploy_server.py (run later in the same session) starts from.
 pytestmark = pytest.mark.slow
 WRITES = {"kube": ("patch_node", "eviction", "delete_pod", "delete_node", "create_lease",
                    "update_lease"),
@@ -30,6 +32,8 @@ def writes(berth: Berth) -> dict[str, int]:
 
 
 def make_plan(berth: Berth, name: str, **params: Any) -> dict[str, Any]:
+    if name == "redeploy_server":  # no revision is tagged here: later files expect none
+        params.setdefault("target-revision", "committed")
     resp = berth.api("POST", "/plans", json={"name": name, "parameters": params})
     assert resp.status_code == 201, resp.text
     body: dict[str, Any] = resp.json()
@@ -55,8 +59,7 @@ def tight_budget(berth: Berth) -> Iterator[None]:
         set_min_available(berth, 2)
 
 
-def test_a_plan_of_each_action_kind_changes_nothing(berth: Berth,
-                                                    successful_revision: int) -> None:
+def test_a_plan_of_each_action_kind_changes_nothing(berth: Berth) -> None:
     before, actions = writes(berth), len(berth.api("GET", "/actions").json())
     plan = make_plan(berth, "redeploy_server", target_nodes="node04,node02")
     compute, control = plan["nodes"]
@@ -78,7 +81,8 @@ def test_a_plan_of_each_action_kind_changes_nothing(berth: Berth,
         assert site_plan["groups"][0]["position"] == 1
     relabel = make_plan(berth, "relabel_nodes", target_nodes="node05")
     assert [n["node"] for n in relabel["nodes"]] == ["node05"]
-    shown = berth.cli("plan", "redeploy_server", "--param", "target_nodes=node04")
+    shown = berth.cli("plan", "redeploy_server", "--param", "target_nodes=node04",
+                      "--param", "target-revision=committed")
     assert shown.exit_code == 0 and "Plan " in shown.output, shown.output
     assert writes(berth) == before
     assert len(berth.api("GET", "/actions").json()) == actions
@@ -90,7 +94,7 @@ def _blockers(plan: dict[str, Any]) -> list[tuple[str | None, str]]:
 
 
 def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
-        berth: Berth, successful_revision: int, faults: Any, tight_budget: None) -> None:
+        berth: Berth, faults: Any, tight_budget: None) -> None:
     faults("node03", "etcd.member_down")
 
     def blocked() -> dict[str, Any] | None:
@@ -109,7 +113,8 @@ def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
                for n, m in found), found
     refused = berth.api("POST", "/actions", json={
         "name": "redeploy_server", "plan_id": plan["id"], "parameters": {
-            "target_nodes": "node01,node04,node06", "preserve-local-storage": True}})
+            "target_nodes": "node01,node04,node06", "preserve-local-storage": True,
+            "target-revision": "committed"}})
     assert refused.status_code in (400, 409)
     faults.clear()
     wait_for(lambda: not [m for _, m in _blockers(make_plan(
@@ -117,16 +122,15 @@ def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
         "etcd to recover")
 
 
-def test_action_from_a_plan_stops_when_the_pdb_tightened(berth: Berth,
-                                                        successful_revision: int) -> None:
+def test_action_from_a_plan_stops_when_the_pdb_tightened(berth: Berth) -> None:
     plan = make_plan(berth, "redeploy_server", target_nodes="node05")
     assert plan["verdict"] != "blocked", plan["blockers"]
     before = writes(berth)
     set_min_available(berth, 3)
     try:
         resp = berth.api("POST", "/actions", json={
-            "name": "redeploy_server", "parameters": {"target_nodes": "node05"},
-            "plan_id": plan["id"]})
+            "name": "redeploy_server", "plan_id": plan["id"], "parameters": {
+                "target_nodes": "node05", "target-revision": "committed"}})
         assert resp.status_code == 201, resp.text
         view = berth.wait_action(resp.json()["id"])
     finally:

@@ -170,3 +170,16 @@ def test_preview_endpoint_bad_query_is_400_listing_each_problem(api, ref):
     assert resp.status_code == 400
     messages = [m["message"] for m in resp.json["details"]["messageList"]]
     assert len(messages) == 2
+
+
+def test_etcd_removal_refused_once_the_other_leaving_members_are_gone_too(svc, design):
+    clusters = svc.clusters(design(etcd_doc([kubernetes_cluster(2)])), None)
+    alone = preview(svc, "node01", clusters, PreviewParams(), {"node01"})
+    assert alone["blockers"] == [] and alone["etcd"][0]["after_with_leaving"] is None
+    out = preview(svc, "node01", clusters, PreviewParams(leaving=("node02", "node04")),
+                  {"node01"})
+    together = out["etcd"][0]["after_with_leaving"]
+    assert together == {"members": 1, "healthy": 1, "quorum": 1, "also_leaving": ["node02"],
+                        "allowed": False}
+    assert any("once node02 (leaving in the same action) is removed too" in b
+               and "minimum_healthy_members of 2" in b for b in out["blockers"])

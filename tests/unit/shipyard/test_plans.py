@@ -109,7 +109,7 @@ def test_dead_bmc_blocks_and_powered_off_node_plans_fence_first(harness: Harness
     one, two = plan["nodes"]
     assert one["path"]["path"] is None and "nothing was changed" in one["path"]["reason"]
     assert two["path"]["path"] == "fence-first"
-    assert two["calls"][0]["request"].endswith("power_off_nodes {force: true}")
+    assert two["calls"][0]["request"].endswith('power_off_nodes {"force": true}')
     assert "fenced=true" in two["calls"][1]["request"]
     assert any(c.op == "decommission_preview" and c.node == "node02"
                for c in harness.promenade.calls)
@@ -122,6 +122,19 @@ def test_running_action_on_the_same_node_is_a_conflict_blocker(harness: Harness,
     plan = planner.create("redeploy_server", {"target_nodes": "node01"}, CTX)
     assert [c["id"] for c in plan["conflicts"]] == [running["id"]]
     assert any("Conflicting actions" in b["message"] for b in plan["blockers"])
+
+
+def test_running_action_on_another_member_of_the_same_etcd_cluster_is_a_warning(
+        harness: Harness, planner: PlanService) -> None:
+    harness.commit(tag="site-action-success")
+    running = harness.create("redeploy_server", {"target_nodes": "node02"})
+    plan = planner.create("redeploy_server", {"target_nodes": "node01"}, CTX)
+    assert plan["blockers"] == []
+    assert any(w["message"].startswith(f"redeploy_server {running['id']} (pending) also "
+                                       "removes members of etcd cluster(s) kubernetes")
+               for w in plan["warnings"])
+    other = planner.create("redeploy_server", {"target_nodes": "node03"}, CTX)
+    assert other["warnings"] == []  # node03 holds no etcd member in this design
 
 
 def test_action_from_plan_runs_when_nothing_changed(harness: Harness,
@@ -250,6 +263,8 @@ def test_intermediate_commits_are_a_blocker_of_a_site_plan(harness: Harness,
     harness.commit()
     plan = planner.create("update_site", {}, CTX)
     assert plan["blockers"][0]["message"].startswith("Committed revisions [1]")
+    assert plan["parameters"]["allow-intermediate-commits"] is False
+    assert plan["groups"][0]["nodes"] == ["node01", "node02", "node03"]
 
 
 def test_relabel_plan_lists_nodes_and_the_drydock_call(harness: Harness,
@@ -258,3 +273,21 @@ def test_relabel_plan_lists_nodes_and_the_drydock_call(harness: Harness,
     plan = planner.create("relabel_nodes", {"target_nodes": ["node02"]}, CTX)
     assert [n["node"] for n in plan["nodes"]] == ["node02"]
     assert plan["calls"][0]["request"] == "POST /api/v1.0/tasks relabel_nodes"
+
+
+def test_action_whose_plan_is_no_longer_stored_stops_before_doing_anything(
+        harness: Harness, planner: PlanService) -> None:
+    from sqlalchemy import delete
+
+    from shipyard_api.plans.store import PlanRow
+
+    harness.commit(tag="site-action-success")
+    plan = planner.create("redeploy_server", {"target_nodes": "node01"}, CTX)
+    action = harness.api.create("redeploy_server", {"target_nodes": "node01"}, CTX,
+                                plan_id=plan["id"])
+    with session_factory(harness.engine_db).begin() as s:
+        s.execute(delete(PlanRow))
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert harness.step(action["id"], "preflight")["reason"] == "PlanNotFound"
+    assert _effects(harness) == []

@@ -132,4 +132,8 @@ def test_cli_site_plan_shows_groups(served: Any, harness: Harness) -> None:
     result = run(served, "plan", "deploy_site")
     assert result.exit_code == 0, result.output
     assert "Groups, in order" in result.output and "control" in result.output
-    assert "--plan" in result.output  # how to act on it
+    assert "percent_successful_nodes=100" in result.output
+    hint = result.output.split("Act on it: ", 1)[1].split()
+    assert hint[:4] == ["shipyard", "create", "action", "deploy_site"]
+    made = run(served, *hint[1:])  # the hint works as printed
+    assert made.exit_code == 0, made.output
