@@ -92,7 +92,7 @@ class LoginResource:
             req.content_type.startswith("application/x-www-form-urlencoded") else {}
         token = str((form or {}).get("token") or "").strip()
         target = pages.next_url((form or {}).get("next"))
-        if not token or len(token) > MAX_TOKEN or not token.isprintable():
+        if not token or len(token) > MAX_TOKEN or not (token.isascii() and token.isprintable()):
             send(resp, pages.login_page("Enter a token.", target), 400)
             return
         resp.set_cookie(COOKIE, token, path="/ui", http_only=True, same_site="Strict",

@@ -364,7 +364,8 @@ def plan_page(plan: Mapping[str, Any], user: str | None) -> Html:
 def next_url(value: Any) -> str:
     """Where to go after signing in: a path under /ui only (never another site)."""
     text = str(value or "")
-    if text.startswith("/ui") and not text.startswith("//") and "\\" not in text:
+    if (text.startswith("/ui") and "\\" not in text and text.isascii()
+            and text.isprintable() and " " not in text):
         return text
     return "/ui/site"
 

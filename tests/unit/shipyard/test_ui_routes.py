@@ -117,3 +117,11 @@ def test_pages_forbid_anything_but_shipyard(ui: Any) -> None:
     assert "default-src 'none'" in page.headers["content-security-policy"]
     urls = re.findall(r'(?:href|src|action)="([^"]*)"', page.text)
     assert urls and all(u.startswith("/ui") for u in urls)
+
+
+def test_a_token_that_cannot_be_a_cookie_is_refused(ui: Any) -> None:
+    client, _ = ui
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    odd = client.simulate_post("/ui/login", body="token=%E4%B8%AD&next=/ui/%C3%A9",
+                               headers=form)
+    assert odd.status_code == 400 and "set-cookie" not in odd.headers

@@ -138,6 +138,8 @@ def test_sign_in_goes_back_only_to_pages_of_the_web_view() -> None:
     assert pages.next_url("https://evil.example/") == "/ui/site"
     assert pages.next_url("//evil.example/ui") == "/ui/site"
     assert pages.next_url(None) == "/ui/site"
+    assert pages.next_url("/ui/n\u00f6de") == "/ui/site"  # only ASCII goes into Location
+    assert pages.next_url("/ui/a\r\nSet-Cookie: x=1") == "/ui/site"
 
 
 def test_a_live_drydock_step_shows_the_task_tree_as_it_is_now() -> None:
