@@ -90,3 +90,22 @@ def test_the_running_decommission_step_shows_the_drain_progress(harness: Harness
     done = harness.step(action["id"], "decommission.node01")
     assert done["details"]["drain"] == record(1)
     assert "promenade" in done["details"]
+
+
+def test_progress_is_recorded_only_on_a_running_step_of_a_held_action(
+        any_harness: Harness) -> None:
+    from shipyard_api.workflow.states import StepState
+
+    h = any_harness
+    h.commit(tag="site-action-success")
+    action = h.create("redeploy_server", {"target_nodes": "node01"}, marker=MARKER)
+    store, now = h.store, h.clock()
+    assert store.claim("w1", now, 30.0) == action["id"]
+    store.save_step(action["id"], "w1", "preflight", StepState.RUNNING, started_at=now)
+    assert store.report_progress(action["id"], "w1", "preflight", {"drain": record(2)})
+    assert h.step(action["id"], "preflight")["details"] == {"drain": record(2)}
+    assert not store.report_progress(action["id"], "w2", "preflight", {"drain": record(1)})
+    assert not store.report_progress(action["id"], "w1", "resolve_design", {"x": 1})
+    store.save_step(action["id"], "w1", "preflight", StepState.SUCCESS, details={"done": 1})
+    assert not store.report_progress(action["id"], "w1", "preflight", {"drain": record(0)})
+    assert h.step(action["id"], "preflight")["details"] == {"done": 1}
