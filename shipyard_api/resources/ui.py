@@ -96,7 +96,7 @@ class LoginResource:
             send(resp, pages.login_page("Enter a token.", target), 400)
             return
         resp.set_cookie(COOKIE, token, path="/ui", http_only=True, same_site="Strict",
-                        secure=req.scheme == "https")
+                        secure=req.forwarded_scheme == "https")  # behind a TLS proxy too
         raise falcon.HTTPSeeOther(target)
 
 

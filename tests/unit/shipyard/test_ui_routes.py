@@ -125,3 +125,10 @@ def test_a_token_that_cannot_be_a_cookie_is_refused(ui: Any) -> None:
     odd = client.simulate_post("/ui/login", body="token=%E4%B8%AD&next=/ui/%C3%A9",
                                headers=form)
     assert odd.status_code == 400 and "set-cookie" not in odd.headers
+
+
+def test_the_cookie_is_secure_behind_a_tls_proxy(ui: Any) -> None:
+    client, tokens = ui
+    result = client.simulate_post("/ui/login", body=f"token={tokens['admin']}", headers={
+        "Content-Type": "application/x-www-form-urlencoded", "X-Forwarded-Proto": "https"})
+    assert result.status_code == 303 and "Secure" in result.headers["set-cookie"]
