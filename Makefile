@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # A real Keystone in its own venv, for the keystone auth strategy's tests.
 KEYSTONE_STAMP := .venv-keystone/.installed
-DEBS   := etcd-server postgresql ipmitool openipmi wrk
+DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
 .PHONY: run test lint typecheck unit debs venv keystone clean image lock
@@ -21,7 +21,7 @@ unit: venv
 
 # ruff, and the layers and no-cycle contracts of .importlinter.
 lint: venv
-	$(BIN)/ruff check $(PACKAGES) tests bench
+	$(BIN)/ruff check $(PACKAGES) tests bench tools
 	$(BIN)/lint-imports
 
 typecheck: venv

@@ -10,7 +10,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from common.context import RequestContext
+from common.context import RequestContext, current_marker
 from common.designref import DesignResolver
 from common.documents import Document, select
 from common.errors import BerthError, NotFound
@@ -32,6 +32,7 @@ from promenade_api.kube.kubelet import KubeletStopper
 from promenade_api.kube.labels import LabelManager
 from promenade_api.kube.lease import LeaseLock
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
+from promenade_api.kube.progress import PROGRESS_ANNOTATION, DrainProgress, encode, parse
 from promenade_api.kube.removal import remove_from_cluster
 
 NODE_SCHEMA = "drydock/BaremetalNode/v1"
@@ -121,7 +122,15 @@ class Promenade:
     # -- collaborators -----------------------------------------------------------------
     def drainer(self, check: Callable[[], None] = lambda: None) -> Drainer:
         return Drainer(self.kube, self.settings.drain, clock=self.clock, sleep=self.sleep,
-                       check=check)
+                       check=check, progress=self.drain_progress)
+
+    def drain_progress(self, node: str) -> DrainProgress:
+        """Progress of a drain of `node`, published on the Node for every process to read;
+        it carries the caller's context marker, so Shipyard knows its own drain's record."""
+        def publish(record: dict[str, Any]) -> None:
+            self.kube.patch_node(node, annotations={PROGRESS_ANNOTATION: encode(record)})
+
+        return DrainProgress(node, current_marker.get(), self.wall(), self.wall, publish)
 
     def labels(self) -> LabelManager:
         return LabelManager(self.kube, self.settings.keep_labels, clock=self.clock,
@@ -163,7 +172,8 @@ class Promenade:
     def fence(self, node: str, timeout: int, check: Callable[[], None]) -> dict[str, Any]:
         """Remove the pods of a node whose power-off was confirmed (out-of-service taint)."""
         fencer = Fencer(self.kube, clock=self.clock, sleep=self.sleep,
-                        poll_interval=self.settings.kubelet_poll, check=check)
+                        poll_interval=self.settings.kubelet_poll, check=check,
+                        progress=self.drain_progress)
         with self.timed("fence"), step_errors(DrainNodeError, f"Fencing {node} failed"):
             return fencer.run(node, timeout)
 
@@ -234,6 +244,7 @@ class Promenade:
             "eviction_locks": held_locks(current.annotations, self.settings.drain.lock_patterns),
             "etcd": [{"cluster": c.name, "member": m} for c in clusters or []
                      for m, n in sorted(c.members.items()) if n == node],
+            "drain_progress": parse(current.annotations),
         }
 
 

@@ -31,6 +31,9 @@ from shipyard_api.plans.store import PlanStore
 from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
 from shipyard_api.resources.plans import plan_routes
+from shipyard_api.resources.ui import cookie_auth, ui_routes
+from shipyard_api.ui.actions import ActionPages
+from shipyard_api.ui.site import SiteView
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.store import ActionStore
 from shipyard_api.workflow.worker import WorkerPool
@@ -59,6 +62,7 @@ class Deps:
     actions: ActionService | None = None
     plans: PlanService | None = None
     site_statuses: SiteStatuses | None = None
+    site_view: SiteView | None = None  # the web view's site page
     metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
 
 
@@ -137,9 +141,11 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
              peer_check("drydock", peer_client(conf, "drydock"))]
     statuses = SiteStatuses(runtime.services.drydock, runtime.documents.store,
                             runtime.documents.public_url)
+    site = SiteView(runtime.services.drydock, runtime.services.promenade,
+                    runtime.documents.store, runtime.documents.public_url)
     runtime.workers.start()
     return Deps(health_checks=checks, dependency_checks=peers, runtime=runtime, actions=actions,
-                plans=plans, site_statuses=statuses, metrics=metrics)
+                plans=plans, site_statuses=statuses, site_view=site, metrics=metrics)
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -153,6 +159,9 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         routes += plan_routes(deps.plans, conf.workflow.max_target_nodes)
     if deps.site_statuses is not None:
         routes += site_status_routes(deps.site_statuses)
+    if deps.actions is not None and deps.site_view is not None:
+        routes += ui_routes(ActionPages(deps.actions, deps.site_view.drydock), deps.site_view,
+                            deps.plans)
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
                      deps.dependency_checks, deps.metrics.registry))
@@ -160,4 +169,4 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
 
 def get_app() -> Any:
     conf = config.load()
-    return wsgi_entry(conf, create_app(conf))
+    return cookie_auth(wsgi_entry(conf, create_app(conf)))

@@ -283,8 +283,10 @@ def translate(exc: ApiFailure, what: str) -> KubeApiError:
 def eviction_outcome(exc: ApiFailure) -> EvictResult:
     """How drain should treat a refused eviction (the kubectl rules)."""
     details = exc.body.get("details") or {}
-    if exc.status == 429:
-        return EvictResult("retry", exc.message)
+    if exc.status == 429:  # a PDB refusal names the budget in its causes
+        causes = [str(c["message"]) for c in details.get("causes") or []
+                  if isinstance(c, dict) and c.get("message")]
+        return EvictResult("retry", " ".join([exc.message, *causes]))
     if exc.status == 404 and (details.get("kind") == "pods" or not exc.body.get("details")
                               and "pods" in exc.message):
         return EvictResult("gone", exc.message)

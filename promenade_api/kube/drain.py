@@ -18,6 +18,14 @@ from common.status import Message, simple_message
 from promenade_api.errors import DrainNodeError
 from promenade_api.kube.model import Pod
 from promenade_api.kube.port import KubePort
+from promenade_api.kube.progress import (
+    HOLD,
+    TERMINATING,
+    WAITING,
+    DrainProgress,
+    lock_reason,
+    refusal_reason,
+)
 
 LOG = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -132,13 +140,27 @@ class Drainer:
     """One drain of one node; `run()` returns the report or raises DrainNodeError."""
 
     def __init__(self, kube: KubePort, settings: DrainSettings, *, clock: Clock,
-                 sleep: Sleep, check: Callable[[], None] = lambda: None) -> None:
+                 sleep: Sleep, check: Callable[[], None] = lambda: None,
+                 progress: Callable[[str], DrainProgress] | None = None) -> None:
         self._kube, self._s, self._clock, self._sleep = kube, settings, clock, sleep
         self._check = check  # raises at a safe point when the drain is cancelled
+        self._progress_of = progress or (lambda node: DrainProgress(
+            node, None, 0.0, lambda: 0.0, lambda record: None))
+        self._p = self._progress_of("")
 
     def run(self, node: str, timeout: int, grace_period: int) -> DrainReport:
         validate_timeouts(timeout, grace_period)
         self._kube.get_node(node)
+        self._p = self._progress_of(node)
+        try:
+            return self._run(node, timeout, grace_period)
+        except BaseException:
+            self._p.phase("failed")
+            raise
+        finally:
+            self._p.flush()
+
+    def _run(self, node: str, timeout: int, grace_period: int) -> DrainReport:
         deadline = self._clock() + timeout
         key, value = self._s.maintenance_label
         LOG.info("drain %s: cordoning and setting %s=%s", node, key, value)
@@ -147,6 +169,11 @@ class Drainer:
         plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
         report = DrainReport(warnings=list(plan.warnings), skipped=[
             {"pod": p.key, "reason": r} for p, r in plan.skipped])
+        self._p.phase("evicting")
+        self._p.set((p.key for p in plan.evict + plan.delete), WAITING)
+        self._p.set((p.key for p in plan.hold), HOLD)
+        self._p.set((p.key for p in plan.awaiting), TERMINATING)
+        self._p.flush()
         failures: dict[str, str] = {}
         for batch, how in ((plan.delete, "delete"), (plan.evict, "evict")):
             if batch:
@@ -160,6 +187,7 @@ class Drainer:
         self._await(node, plan.awaiting, deadline, failures)
         if failures:
             self._fail(node, failures, report)
+        self._p.phase("done")
         LOG.info("drain %s: done (%d evicted, %d deleted, %d skipped)", node,
                  len(report.evicted), len(report.deleted), len(report.skipped))
         return report
@@ -176,7 +204,14 @@ class Drainer:
 
     def _wait_for_locks(self, node: str, annotations: dict[str, str], deadline: float) -> None:
         locks = held_locks(annotations, self._s.lock_patterns)
+        if locks:
+            self._p.phase("waiting for eviction locks")
+            plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
+            waiting = [p.key for p in plan.evict + plan.hold + plan.delete]
         while locks:
+            self._p.set(waiting, "; ".join(lock_reason(k, annotations.get(k, ""))
+                                           for k in locks))
+            self._p.flush()
             if self._clock() >= deadline:
                 plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
                 pods = sorted(p.key for p in plan.evict + plan.hold + plan.delete)
@@ -189,7 +224,8 @@ class Drainer:
             LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(locks))
             self._check()
             self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
-            locks = held_locks(self._kube.get_node(node).annotations, self._s.lock_patterns)
+            annotations = self._kube.get_node(node).annotations
+            locks = held_locks(annotations, self._s.lock_patterns)
 
     def _remove_batch(self, node: str, pods: list[Pod], how: str, grace: int, deadline: float,
                       report: DrainReport, failures: dict[str, str]) -> None:
@@ -208,12 +244,19 @@ class Drainer:
                     state, done_how, message = future.result()
                     if state == "done":
                         removed.append(pod)
+                        self._p.set([pod.key], TERMINATING)
                         (report.deleted if done_how == "delete" else report.evicted).append(
                             pod.key)
                     elif state == "failed":
                         failures[pod.key] = f"{pod.key}: eviction failed: {message}"
+                        self._p.set([pod.key], f"eviction failed: {message}")
                     else:
                         retry.append((pod, message))
+                        self._p.set([pod.key], refusal_reason(message))
+                if retry and removed:  # while some wait, show which evicted pods have left
+                    left = self._kube.wait_pods_gone(node, {p.uid for p in removed}, 0.0)
+                    self._p.gone(p.key for p in removed if p.uid not in left)
+                self._p.flush()
                 pending = self._wait_to_retry(node, retry, deadline, failures)
         self._await(node, removed, deadline, failures)
 
@@ -250,6 +293,8 @@ class Drainer:
             started = self._clock()
             piece = min(WAIT_SLICE, max(0.0, deadline - started))
             left = self._kube.wait_pods_gone(node, left, piece)
+            self._p.gone(p.key for p in pods if p.uid not in left)
+            self._p.flush()
             if not left or self._clock() >= deadline:
                 break
             self._check()

@@ -14,6 +14,9 @@ from typing import Any
 from common.status import simple_message
 from promenade_api.errors import DrainNodeError
 from promenade_api.kube.port import KubePort
+from promenade_api.kube.progress import DrainProgress
+
+FENCED = "out-of-service taint: waiting for the control plane to delete the pod"
 
 LOG = logging.getLogger(__name__)
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
@@ -25,11 +28,27 @@ class Fencer:
 
     def __init__(self, kube: KubePort, *, clock: Callable[[], float],
                  sleep: Callable[[float], None], poll_interval: float,
-                 check: Callable[[], None] = lambda: None) -> None:
+                 check: Callable[[], None] = lambda: None,
+                 progress: Callable[[str], DrainProgress] | None = None) -> None:
         self._kube, self._clock, self._sleep = kube, clock, sleep
         self._poll, self._check = poll_interval, check
+        self._progress_of = progress or (lambda node: DrainProgress(
+            node, None, 0.0, lambda: 0.0, lambda record: None))
 
     def run(self, node: str, timeout: int) -> dict[str, Any]:
+        progress = self._progress_of(node)
+        progress.phase("fencing")
+        try:
+            result = self._run(node, timeout, progress)
+            progress.phase("done")
+            return result
+        except BaseException:
+            progress.phase("failed")
+            raise
+        finally:
+            progress.flush()
+
+    def _run(self, node: str, timeout: int, progress: DrainProgress) -> dict[str, Any]:
         current = self._kube.get_node(node)
         before = {p.key for p in self._kube.list_pods(node)}
         if not current.unschedulable:
@@ -41,6 +60,9 @@ class Fencer:
         while True:
             pods = self._kube.list_pods(node)
             left = sorted(p.key for p in pods if not p.tolerates(OUT_OF_SERVICE))
+            progress.gone(set(before) - set(left))
+            progress.set(left, FENCED)
+            progress.flush()
             if not left:
                 staying = sorted(p.key for p in pods)
                 return {"node": node, "taint": OUT_OF_SERVICE["key"],

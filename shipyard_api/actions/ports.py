@@ -41,6 +41,7 @@ class ActionSettings:
     step_backoff: float = 5.0
     max_backoff: float = 300.0
     outage_window: float = 300.0
+    progress_interval: float = 2.0  # how often a running step reads its peer's progress
 
     def policy(self, timeout: float) -> StepPolicy:
         return StepPolicy(timeout=float(timeout), retries=self.step_retries,

@@ -8,7 +8,7 @@ from typing import Any, cast
 from common.context import RequestContext
 from common.errors import BadGateway, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
-from shipyard_api.actions import fencing, steps
+from shipyard_api.actions import fencing, progress, steps
 from shipyard_api.actions.design import decommission_timeouts, node_names
 from shipyard_api.actions.params import REVISIONS, Params, version_of
 from shipyard_api.actions.ports import DocumentsPort, Services, services
@@ -100,10 +100,18 @@ def decommission(ctx: StepContext) -> Outcome:
     d = steps.design(ctx)
     timeouts = decommission_timeouts(d["config"])
     fenced = fencing.path_of(ctx) == fencing.FENCE_FIRST
+    rc = ctx.request_context()
+
+    def record(drain: dict[str, Any]) -> None:
+        ctx.report({"drain": drain})
+
     try:
-        body = svc.promenade.decommission(_node(ctx), str(d["design_ref"]), timeouts,
-                                          ctx=ctx.request_context(), key=ctx.key(),
-                                          fenced=fenced)
+        body, drain = progress.follow(
+            lambda: svc.promenade.decommission(_node(ctx), str(d["design_ref"]), timeouts,
+                                               ctx=rc, key=ctx.key(), fenced=fenced),
+            lambda: progress.drain_record(svc.promenade.node_status(_node(ctx), ctx=rc),
+                                          ctx.marker),
+            record, interval=svc.settings.progress_interval)
     except BadGateway as exc:
         peer = exc.peer_status or {}
         if peer.get("reason") == "DisassociateStepFailure":
@@ -113,7 +121,8 @@ def decommission(ctx: StepContext) -> Outcome:
     except (NotFound, Conflict) as exc:
         return failed(exc.instance_reason, exc.message, exc.to_status())
     how = "fenced: pods removed by the out-of-service taint" if fenced else "drained"
-    return done(details={"promenade": body}, note=f"Promenade decommissioned the node ({how})")
+    details = {"promenade": body, **({"drain": drain} if drain else {})}
+    return done(details=details, note=f"Promenade decommissioned the node ({how})")
 
 
 def cancel_decommission(ctx: StepContext) -> None:

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.live import Live
-from rich.table import Table
+
+from shipyard_api.cli.watch import steps_table, watch
 
 if TYPE_CHECKING:
     from shipyard_api.cli.session import Shipyard
 
-ENDED = ("complete", "failed", "stopped")
 ACTION_COLUMNS = [("Name", "name"), ("Action", "id"), ("Lifecycle", "action_lifecycle"),
                   ("Created", "datetime"), ("User", "user"), ("Reason", "reason")]
-STEP_COLUMNS = [("Step", "id"), ("State", "state"), ("Attempts", "attempts"),
-                ("Start", "start"), ("End", "end"), ("Reason", "reason"), ("Last note", "note")]
 
 STATUS_COLUMNS = {
     "nodes-provision-status": [("Hostname", "hostname"), ("Status", "status"),
@@ -40,46 +36,6 @@ def strip_kind(target: str, kind: str = "action") -> str:
     return target.split("/", 1)[1] if target.startswith(f"{kind}/") else target
 
 
-def step_rows(action: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for step in action.get("steps") or []:
-        notes = step.get("notes") or []
-        rows.append({**step, "note": notes[-1]["message"] if notes else ""})
-    return rows
-
-
-def steps_table(action: dict[str, Any]) -> Table:
-    out = Table(title=f"{action['name']} {action['id']}: {action['action_lifecycle']}")
-    for header, _ in STEP_COLUMNS:
-        out.add_column(header)
-    for row in step_rows(action):
-        out.add_row(*("" if row.get(k) is None else str(row.get(k)) for _, k in STEP_COLUMNS))
-    return out
-
-
-def wait_for(sy: Shipyard, action_id: str, poll: float, timeout: float | None) -> dict[str, Any]:
-    """Follow the action until it ends, with a live table of its steps in table mode."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    action: dict[str, Any] = sy.request("GET", f"/actions/{action_id}")
-    live = Live(steps_table(action), console=sy.console, refresh_per_second=4) \
-        if sy.output == "table" else None
-    if live:
-        live.start()
-    try:
-        while action["state"] not in ENDED:
-            if deadline is not None and time.monotonic() > deadline:
-                raise click.ClickException(f"Action {action_id} still {action['state']} "
-                                           f"after {timeout:g} s")
-            time.sleep(poll)
-            action = sy.request("GET", f"/actions/{action_id}")
-            if live:
-                live.update(steps_table(action))
-    finally:
-        if live:
-            live.stop()
-    return action
-
-
 @click.command("action")
 @click.argument("name")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
@@ -88,7 +44,9 @@ def wait_for(sy: Shipyard, action_id: str, poll: float, timeout: float | None) -
               help="Run deploy_site/update_site despite intermediate commits.")
 @click.option("--plan", "plan_id", default=None, metavar="PLAN_ID",
               help="Act on this plan (`shipyard plan`): its steps re-check what it relied on.")
-@click.option("--wait", is_flag=True, help="Follow the action until it ends.")
+@click.option("--wait", is_flag=True, help="Follow the action until it ends (redrawn in "
+              "place on a terminal; one line per change otherwise; one JSON object per "
+              "change with -o json).")
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
 @click.option("--timeout", type=float, default=None, help="Give up waiting after (s).")
 @click.pass_obj
@@ -109,8 +67,9 @@ def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
     if sy.output == "table":
         click.echo(f"Action {action['id']} created; following it (context marker "
                    f"{action['context_marker']})")
-    action = wait_for(sy, action["id"], poll, timeout)
-    sy.emit(action, ACTION_COLUMNS)
+    action = watch(sy, action["id"], poll, timeout)
+    if sy.output == "table":
+        sy.emit(action, ACTION_COLUMNS)
     if action["state"] != "complete":
         click.echo(f"Action {action['id']} ended {action['state']}: "
                    f"{action.get('message') or action.get('reason')}", err=True)
@@ -124,9 +83,19 @@ def get_actions(sy: Shipyard) -> None:
 
 @click.command("action")
 @click.argument("action_id")
+@click.option("--watch", "follow", is_flag=True,
+              help="Follow the action until it ends: redrawn in place on a terminal, one "
+              "line per change otherwise, one JSON object per change with -o json.")
+@click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
+@click.option("--timeout", type=float, default=None, help="Give up watching after (s).")
 @click.pass_obj
-def describe_action(sy: Shipyard, action_id: str) -> None:
-    """Show an action, its steps, validations and command audit."""
+def describe_action(sy: Shipyard, action_id: str, follow: bool, poll: float,
+                    timeout: float | None) -> None:
+    """Show an action, its steps (with a running drain's pods left), validations and
+    command audit."""
+    if follow:
+        watch(sy, action_id, poll, timeout)
+        return
     action = sy.request("GET", f"/actions/{action_id}")
     if sy.output != "table":
         sy.emit(action)

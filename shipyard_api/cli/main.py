@@ -21,6 +21,36 @@ def _version() -> str:
         return "unknown"
 
 
+def hoist_output(args: list[str]) -> list[str]:
+    """Move `-o FORMAT` (`-oFORMAT`, `--output[=]FORMAT`) from after a sub-command to the
+    front, so `shipyard describe action/ID -o json` works as kubectl users type it."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg in ("-o", "--output") and i + 1 < len(args):
+            front += args[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith("--output=") or (arg.startswith("-o") and not arg.startswith("--")):
+            front.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class OutputAnywhereGroup(click.Group):
+    """The top-level group: accepts `-o` after the sub-command too."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_output(args))
+
+
 class SlashGroup(click.Group):
     """Accepts `action/<id>` as well as `action <id>` (Airship's CLI style)."""
 
@@ -31,7 +61,7 @@ class SlashGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OutputAnywhereGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_version(), prog_name="shipyard")
 @click.option("--url", envvar="SHIPYARD_URL", default="http://127.0.0.1:9000",
               show_default=True, help="Shipyard base URL (or SHIPYARD_URL).")

@@ -85,6 +85,9 @@ class PlanService:
                       revision_id=prepared.revision_id, body=body, facts=out.facts)
         return self.view(self.store.add(row, now))
 
+    def list(self, limit: int = 100) -> list[dict[str, Any]]:
+        return [self.view(row) for row in self.store.recent(limit)]
+
     def get(self, plan_id: str) -> dict[str, Any]:
         return self.view(self.store.get(plan_id))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Float, Integer, String, delete
+from sqlalchemy import JSON, Float, Integer, String, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from common.errors import NotFound
@@ -46,6 +46,12 @@ class PlanStore:
         if row is None:
             raise NotFound(f"No plan {plan_id}", reason="PlanNotFound")
         return row
+
+    def recent(self, limit: int = 100) -> list[PlanRow]:
+        """The newest plans first (the web view's list)."""
+        with self._sessions() as s:
+            return list(s.scalars(select(PlanRow).order_by(PlanRow.created_at.desc())
+                                  .limit(limit)).all())
 
     def facts(self, plan_id: str) -> list[dict[str, Any]]:
         return list(self.get(plan_id).facts or [])

@@ -28,6 +28,8 @@ class StepContext:
     outputs: Mapping[str, Mapping[str, Any]]
     services: Any
     now: float
+    # Shows progress while the step runs: replaces the running step's details.
+    report: Callable[[dict[str, Any]], object] = lambda details: None
 
     def key(self, *extra: str) -> str:
         """The Idempotency-Key of this step's calls: stable across retries and restarts."""

@@ -97,7 +97,8 @@ class Engine:
             marker=action.marker, user=action.user, revision_id=action.revision_id,
             step_id=step.step_id, name=step.name, node=step.node, attempt=step.attempts + 1,
             memo=dict(step.memo or {}), outputs=outputs, services=self.services,
-            now=self.clock())
+            now=self.clock(), report=lambda details: self.store.report_progress(
+                action.id, self.owner, step.step_id, details))
 
     def cap(self, delay: float) -> float:
         limit = self.settings.max_poll_interval

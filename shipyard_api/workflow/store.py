@@ -205,6 +205,19 @@ class ActionStore:
             for key, value in values.items():
                 setattr(step, key, value)
 
+    def report_progress(self, action_id: str, owner: str, sid: str,
+                        details: dict[str, Any]) -> bool:
+        """Replace a running step's details (its live progress) while `owner` holds the
+        action; False when the step no longer runs or the lease is gone."""
+        with self._sessions.begin() as s:
+            res = s.execute(update(StepRow).where(
+                StepRow.action_id == action_id, StepRow.step_id == sid,
+                StepRow.state == StepState.RUNNING.value,
+                StepRow.action_id.in_(select(ActionRow.id).where(
+                    ActionRow.id == action_id, ActionRow.lease_owner == owner)))
+                .values(details=details))
+            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+
     def skip_steps(self, action_id: str, owner: str, sids: Iterable[str], note: str,
                    now: float) -> None:
         for sid in sids:

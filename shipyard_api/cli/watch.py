@@ -1,0 +1,110 @@
+"""Follow an action as it runs: redrawn in place on a terminal, appended lines otherwise,
+one JSON object per change with `-o json`.
+
+What changes is shown with the detail a step records while it runs (a drain's pods left,
+grouped by why they are still there).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+import yaml
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from shipyard_api.actions.progress import progress_lines
+from shipyard_api.cli.session import Shipyard
+
+ENDED = ("complete", "failed", "stopped")
+
+
+def last_note(step: dict[str, Any]) -> str:
+    notes = step.get("notes") or []
+    return str(notes[-1].get("message") or "") if notes else ""
+
+
+def steps_table(action: dict[str, Any]) -> Table:
+    out = Table(title=f"{action['name']} {action['id']}: {action['action_lifecycle']}")
+    for header in ("Step", "State", "Attempts", "Start", "End", "Reason", "Last note"):
+        out.add_column(header)
+    for step in action.get("steps") or []:
+        note = "\n".join([last_note(step), *progress_lines(step)]).strip()
+        out.add_row(*("" if v is None else str(v) for v in (
+            step.get("id"), step.get("state"), step.get("attempts"), step.get("start"),
+            step.get("end"), step.get("reason"), note)))
+    return out
+
+
+def step_signature(step: dict[str, Any]) -> tuple[Any, ...]:
+    return (step.get("state"), step.get("attempts"), step.get("reason"), last_note(step),
+            tuple(progress_lines(step)))
+
+
+def changed_lines(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """Plain lines saying what changed between two views of the action."""
+    stamp = time.strftime("%H:%M:%S")
+    lines = []
+    if old is None or old.get("state") != new.get("state"):
+        lines.append(f"{stamp} action {new['id']} {new['state']}"
+                     + (f": {new.get('message')}" if new["state"] in ENDED
+                        and new.get("message") else ""))
+    before = {s.get("id"): step_signature(s) for s in (old or {}).get("steps") or []}
+    for step in new.get("steps") or []:
+        if before.get(step.get("id")) == step_signature(step):
+            continue
+        if old is None and step.get("state") == "pending":
+            continue
+        note = last_note(step)
+        lines.append(f"{stamp} {step.get('id')} {step.get('state')}"
+                     + (f": {note}" if note else ""))
+        lines += [f"    {line}" for line in progress_lines(step)]
+    return lines
+
+
+def views(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
+          sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
+    """Each different view of the action until it ends (then the last one again is not)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last: dict[str, Any] | None = None
+    while True:
+        action: dict[str, Any] = sy.request("GET", f"/actions/{action_id}")
+        if action != last:
+            yield action
+            last = action
+        if action["state"] in ENDED:
+            return
+        if deadline is not None and time.monotonic() > deadline:
+            raise click.ClickException(f"Action {action_id} still {action['state']} "
+                                       f"after {timeout:g} s")
+        sleep(poll)
+
+
+def watch(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
+          tty: bool | None = None) -> dict[str, Any]:
+    """Follow the action until it ends and return its last view."""
+    tty = sy.console.is_terminal if tty is None else tty
+    last: dict[str, Any] | None = None
+    if sy.output == "table" and tty:
+        with Live(Text("…"), console=sy.console, refresh_per_second=4) as live:
+            for action in views(sy, action_id, poll, timeout):
+                live.update(Group(steps_table(action)), refresh=True)
+                last = action
+    else:
+        for action in views(sy, action_id, poll, timeout):
+            if sy.output == "json":
+                click.echo(json.dumps(action, separators=(",", ":")))
+            elif sy.output == "yaml":
+                click.echo("---\n" + yaml.safe_dump(action, sort_keys=False).rstrip())
+            else:
+                for line in changed_lines(last, action):
+                    click.echo(line)
+            last = action
+    assert last is not None
+    return last
