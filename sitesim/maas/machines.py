@@ -287,6 +287,7 @@ class MachineStore:
 
     def _schedule(self, machine: Machine, op: Operation, generation: int, failed: bool) -> None:
         delay = getattr(self._model.spec.timings, op.duration or "", 0.0)
+        self._model.record_operation("maas", op.name, machine.hostname, delay)
         self._model.scheduler.call_later(
             delay, lambda: self._complete(machine, op, generation, failed=failed))
 
@@ -339,6 +340,8 @@ class MachineStore:
             kube.add_node(name, {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                  "kubernetes.io/arch": "amd64"},
                           ready=False, control_plane=spec.control_plane)
+        self._model.record_operation("kube", "node_ready", name,
+                                     self._model.spec.timings.kube_ready)
         self._model.scheduler.call_later(
             self._model.spec.timings.kube_ready,
             lambda: kube.set_ready(name, True) if self._model.is_on(name) else None)
