@@ -22,6 +22,7 @@ import socket
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,16 +114,17 @@ def run_action(env: dict[str, str], node: str, poll: float) -> tuple[float, floa
 
 
 def site_time(env: dict[str, str], node: str, start: float, end: float
-              ) -> tuple[float, dict[str, float]]:
+              ) -> tuple[float, list[dict[str, Any]]]:
     ops = requests.get(f"{env['SITESIM_URL']}/operations", params={
         "node": node, "since": start}, timeout=30).json()["operations"]
-    spans = [(max(o["start"], start), min(o["end"], end)) for o in ops
-             if o["start"] < end and o["end"] > start]
-    by_op: dict[str, float] = {}
-    for o in ops:
-        key = f"{o['system']}.{o['op']}"
-        by_op[key] = by_op.get(key, 0.0) + o["end"] - o["start"]
-    return union(spans), by_op
+    ops = [o for o in ops if o["start"] < end and o["end"] > start]
+    return union([(max(o["start"], start), min(o["end"], end)) for o in ops]), ops
+
+
+def at(iso: str | None, start: float) -> str:
+    if not iso:
+        return "      -"
+    return f"{datetime.fromisoformat(iso).timestamp() - start:7.2f}"
 
 
 def report(env: dict[str, str], services: dict[str, int], node: str, idle: float,
@@ -131,11 +133,14 @@ def report(env: dict[str, str], services: dict[str, int], node: str, idle: float
         f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
     start, end, view = run_action(env, node, poll)
     wall = end - start
-    site, by_op = site_time(env, node, start, end)
+    site, ops = site_time(env, node, start, end)
     print(f"redeploy_server {node}: {view['state']} ({view.get('message', '')})")
     for step in view.get("steps", []):
-        print(f"  {step['id']:<34} {step['state']:<8} attempts {step.get('attempts', '?')}")
-    print("site operations (s): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_op.items())))
+        print(f"  {step['id']:<30} {step['state']:<8} attempts {step.get('attempts', '?'):<3}"
+              f"{at(step.get('start'), start)} .. {at(step.get('end'), start)}")
+    print("site operations (s from the action's creation):")
+    for o in ops:
+        print(f"  {o['system']}.{o['op']:<18} {o['start'] - start:7.2f} .. {o['end'] - start:7.2f}")
     print(f"wall time: {wall:.2f} s   site's own time on the critical path: {site:.2f} s   "
           f"overhead: {wall - site:.2f} s (target <= 1 s; includes the bench's {poll:g} s "
           "polling of the action)")

@@ -50,7 +50,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     rt = deps.runtime
     routes: list[tuple[str, object]] = [
         (f"{P}/tasks", TasksResource(rt.service, rt.loader.check)),
-        (f"{P}/tasks/{{task_id}}", TaskResource(rt.service)),
+        (f"{P}/tasks/{{task_id}}", TaskResource(rt.service, rt.waiters,
+                                                 conf.api.long_poll_max_wait)),
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
         (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),
         (f"{P}/nodes", NodesResource(rt.inventory)),

@@ -15,6 +15,7 @@ from sqlalchemy import text
 from common.designref import DesignResolver
 from common.errors import BerthError
 from common.httpclient import ServiceClient, peer_client
+from common.longpoll import ChangeWaiters, notify_on_commit
 from common.status import Message, health_message
 from drydock_api import db
 from drydock_api.db.nodes import NodeStore
@@ -56,6 +57,7 @@ class Runtime:
     worker_settings: WorkerSettings
     node_service: NodeService
     reconciler: RebootReconciler
+    waiters: ChangeWaiters
     owner: str = ""
     workers: list[Worker] = field(default_factory=list)
     reconciler_thread: threading.Thread | None = None
@@ -77,14 +79,19 @@ class Runtime:
             worker = self.new_worker(f"{self.owner}-{i}" if self.owner else None)
             threading.Thread(target=worker.run, name=f"drydock-worker-{i}", daemon=True).start()
             self.workers.append(worker)
+        self.service.on_created = self.wake_workers
         return self.workers
+
+    def wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake()
 
     def stop(self, timeout: float = 5.0) -> None:
         self.reconciler.stopping.set()
         if self.reconciler_thread is not None:
             self.reconciler_thread.join(timeout)
         for worker in self.workers:
-            worker.stopping.set()
+            worker.stop()
         for worker in self.workers:
             worker.join(timeout)
 
@@ -133,6 +140,9 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     if migrate:
         db.upgrade(url)
     store = TaskStore(db.make_engine(url), clock=clock)
+    waiters = ChangeWaiters(max_waiters=conf.api.long_poll_waiters,
+                            recheck=conf.api.long_poll_recheck)
+    notify_on_commit(store.engine, waiters)
     progress = ProgressStore(store)
     nodes = NodeStore(store.sessions, clock)
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf))
@@ -176,7 +186,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     return Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
                    orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
                    worker_settings=settings, node_service=NodeService(inventory, nodes),
-                   reconciler=reconciler, owner=conf.worker.owner)
+                   reconciler=reconciler, waiters=waiters, owner=conf.worker.owner)
 
 
 def _timed(metrics: DrydockMetrics | None, driver: str, target: T) -> T:

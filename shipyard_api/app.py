@@ -97,7 +97,8 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
         documents=docs.store,
         settings=ActionSettings(public_url=docs.public_url, step_retries=wf.step_retries,
                                 step_backoff=wf.step_backoff, max_backoff=wf.max_backoff,
-                                outage_window=wf.peer_outage_window))
+                                outage_window=wf.peer_outage_window,
+                                long_poll_wait=wf.long_poll_wait))
     store = ActionStore(sessions)
     settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
                               max_concurrent_nodes=wf.max_concurrent_nodes,

@@ -35,6 +35,7 @@ class ActionSettings:
     step_backoff: float = 5.0
     max_backoff: float = 300.0
     outage_window: float = 300.0
+    long_poll_wait: float = 10.0
 
     def policy(self, timeout: float) -> StepPolicy:
         return StepPolicy(timeout=float(timeout), retries=self.step_retries,

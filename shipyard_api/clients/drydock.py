@@ -7,8 +7,12 @@ from typing import Any
 
 from common.context import RequestContext
 from common.httpclient import ServiceClient
+from shipyard_api.clients.ports import TaskWatch
 
 P = "/api/v1.0"
+VERSION_HEADER = "X-Task-Version"
+WAITED_HEADER = "X-Long-Poll"
+READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
 
 
 class DrydockClient:
@@ -35,6 +39,20 @@ class DrydockClient:
         result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
                                       params={"subtaskerrors": "true"})
         return dict(result or {})
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        """The task once its version differs from `since` (Drydock's long-poll), or after
+        `wait` seconds unchanged; at once without `since`."""
+        params = {"subtaskerrors": "true"}
+        if since is not None and wait > 0:
+            params.update(since=since, wait=f"{wait:g}")
+        response = self._client.raw("GET", f"{P}/tasks/{task_id}", ctx=ctx, params=params,
+                                    read_timeout=wait + READ_MARGIN)
+        if response.status_code >= 400:
+            raise self._client.error(response)
+        return TaskWatch(dict(response.json() or {}), response.headers.get(VERSION_HEADER),
+                         busy=response.headers.get(WAITED_HEADER) == "busy")
 
     def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
         self._client.request("POST", f"{P}/tasks/{task_id}/terminate", ctx=ctx)

@@ -10,6 +10,7 @@ from typing import Any
 from common.context import RequestContext
 from common.errors import BadGateway, NotFound
 from common.status import status_body
+from shipyard_api.clients.ports import TaskWatch
 
 BMC_ACTIONS = ("power_off_nodes", "destroy_nodes", "prepare_nodes", "deploy_nodes")
 
@@ -106,6 +107,7 @@ class FakeDrydock:
 
     health: bool = True
     polls_to_finish: int = 1
+    versions: bool = False  # watch_task answers with versions (Drydock's long-poll)
     fail: set[tuple[str, str]] = field(default_factory=set)
     calls: list[Call] = field(default_factory=list)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -137,6 +139,13 @@ class FakeDrydock:
                                    "result": {"status": "incomplete"}}
             self._by_key[key] = task_id
             return dict(self.tasks[task_id])
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        """Answers at once (a fake task changes only as it is read): a version counting the
+        reads with `versions`, else none (the caller polls at its interval)."""
+        task = self.get_task(task_id, ctx=ctx)
+        return TaskWatch(task, str(self._reads.get(task_id, 0)) if self.versions else None)
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:

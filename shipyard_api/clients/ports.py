@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from common.context import RequestContext
@@ -22,6 +23,16 @@ class PromenadePort(Protocol):
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None: ...
 
 
+@dataclass(frozen=True)
+class TaskWatch:
+    """A task as a long-poll answered it; `version` is None when Drydock keeps no versions,
+    `busy` when too many long-polls waited there already (either way: poll at an interval)."""
+
+    task: dict[str, Any]
+    version: str | None
+    busy: bool = False
+
+
 class DrydockPort(Protocol):
     def healthy(self, ctx: RequestContext) -> bool: ...
 
@@ -30,6 +41,9 @@ class DrydockPort(Protocol):
                     key: str) -> dict[str, Any]: ...
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch: ...
 
     def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None: ...
 
