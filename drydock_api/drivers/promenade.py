@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 from common.context import RequestContext
@@ -28,6 +29,12 @@ class FakeLabeller:
         self.labels[node] = dict(labels)
 
 
+def is_ready(value: Any) -> bool:
+    """Promenade's `kubelet.ready` is the Ready condition's status, "True", "False" or
+    "Unknown" (a boolean is taken as it is)."""
+    return value is True or value == "True"
+
+
 class PromenadeJoin:
     """JoinChecker through Promenade's GET /nodes/{name} (kubelet readiness)."""
 
@@ -40,7 +47,7 @@ class PromenadeJoin:
                                         ctx=ctx)
         except NotFound:
             return None
-        return bool(((body or {}).get("kubelet") or {}).get("ready"))
+        return is_ready(((body or {}).get("kubelet") or {}).get("ready"))
 
 
 class FakeJoin:
