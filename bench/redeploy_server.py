@@ -104,6 +104,7 @@ def run_action(env: dict[str, str], node: str, poll: float) -> tuple[float, floa
     created = requests.post(url, headers=headers, timeout=60, json={
         "name": "redeploy_server", "parameters": {"target_nodes": [node]}})
     created.raise_for_status()
+    print(f"POST /actions answered in {time.time() - started:.2f} s")
     action_id = created.json()["id"]
     while True:
         view: dict[str, Any] = requests.get(f"{url}/{action_id}", headers=headers,

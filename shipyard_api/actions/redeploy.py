@@ -78,7 +78,7 @@ def admit(prepared: Prepared, services_: Any, ctx: RequestContext) -> None:
     problems = [f"{n['hostname']} is retired"
                 + (f" ({n['retired_reason']})" if n.get("retired_reason") else "")
                 + ": a retired node is never redeployed; unretire it first"
-                for n in svc.drydock.nodes(design_ref, ctx=ctx)
+                for n in svc.drydock.nodes(design_ref, ctx=ctx, retired=True)
                 if n.get("hostname") in targets and n.get("retired")]
     plans = svc.drydock.wipe_plan(design_ref, targets, destroy_options(prepared.parameters),
                                   ctx=ctx)

@@ -69,10 +69,14 @@ class DrydockClient:
                                       params={"subtaskerrors": "true", "layers": "-1"})
         return dict(result or {})
 
-    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
-        """Drydock's view of every node: MAAS status, power state, retirement."""
-        params = {"design_ref": design_ref} if design_ref else None
-        result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params)
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
+        """Drydock's view of every node (or only the (un)retired ones, whose BMCs alone are
+        asked): MAAS status, power state, retirement."""
+        params = {"design_ref": design_ref} if design_ref else {}
+        if retired is not None:
+            params["retired"] = "true" if retired else "false"
+        result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params or None)
         return [dict(n) for n in result or []]
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,

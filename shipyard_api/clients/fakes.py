@@ -194,9 +194,11 @@ class FakeDrydock:
                 raise NotFound(f"No task {task_id}")
             return {"init_task_id": task_id, task_id: dict(self.tasks[task_id])}
 
-    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
         self.calls.append(Call("nodes", None, design_ref, ctx.marker))
-        return [dict(n) for n in self.node_list]
+        return [dict(n) for n in self.node_list
+                if retired is None or bool(n.get("retired")) == retired]
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
                   ctx: RequestContext) -> list[dict[str, Any]]:
