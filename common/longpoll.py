@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any
 
@@ -46,6 +47,20 @@ class ChangeWaiters:
     def waiting(self) -> int:
         with self._cond:
             return self._waiting
+
+    @contextmanager
+    def slot(self) -> Iterator[bool]:
+        """Hold one of the `max_waiters` places (True) while waiting on something else (a
+        Kubernetes watch); False over the cap: answer at once."""
+        with self._cond:
+            free = self._waiting < self.max_waiters
+            self._waiting += free
+        try:
+            yield free
+        finally:
+            if free:
+                with self._cond:
+                    self._waiting -= 1
 
     def notify(self) -> None:
         """Something changed in this process: every waiter checks its condition again."""

@@ -126,7 +126,8 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         retries=conf.steps.step_retries, outage_window=conf.steps.outage_window,
         enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
-        deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout)
+        deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout,
+        long_poll_wait=conf.steps.long_poll_wait)
 
 
 def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,

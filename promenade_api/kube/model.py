@@ -20,6 +20,7 @@ class Node:
     ready: str = "True"  # the Ready condition's status: True | False | Unknown
     ready_since: str | None = None  # when the Ready condition last changed (RFC 3339)
     taints: tuple[Obj, ...] = ()
+    version: str = ""  # metadata.resourceVersion ("" when unknown: nothing to watch from)
 
     @classmethod
     def from_obj(cls, obj: Obj) -> Node:
@@ -34,7 +35,8 @@ class Node:
                    annotations=dict(meta.get("annotations") or {}),
                    unschedulable=bool(spec.get("unschedulable")),
                    ready=ready, ready_since=str(since) if since else None,
-                   taints=tuple(dict(t) for t in spec.get("taints") or []))
+                   taints=tuple(dict(t) for t in spec.get("taints") or []),
+                   version=str(meta.get("resourceVersion") or ""))
 
     def has_taint(self, key: str, effect: str) -> bool:
         return any(t.get("key") == key and t.get("effect") == effect for t in self.taints)

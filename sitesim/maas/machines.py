@@ -133,6 +133,7 @@ class MachineStore:
         itself: MAAS creates it as New after the boot, and the node powers off again."""
         if not on or self._model.boot_device(name) != "pxe" or self.by_hostname(name):
             return
+        self._model.record_operation("maas", "enlist", name, self._model.spec.timings.commission)
         self._model.scheduler.call_later(self._model.spec.timings.commission,
                                          lambda: self._pxe_enlist(name))
 
