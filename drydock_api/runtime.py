@@ -16,11 +16,12 @@ from common.designref import DesignResolver
 from common.errors import BerthError
 from common.httpclient import ServiceClient, peer_client
 from common.longpoll import ChangeWaiters, notify_on_commit
+from common.pgwake import Listener, notify
 from common.status import Message, health_message
 from drydock_api import db
 from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
-from drydock_api.db.store import TaskStore
+from drydock_api.db.store import CHANGES_CHANNEL, TASKS_CHANNEL, TaskStore
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
@@ -60,6 +61,7 @@ class Runtime:
     waiters: ChangeWaiters
     owner: str = ""
     workers: list[Worker] = field(default_factory=list)
+    listener: Listener | None = None
     reconciler_thread: threading.Thread | None = None
 
     def start_reconciler(self) -> threading.Thread:
@@ -79,14 +81,20 @@ class Runtime:
             worker = self.new_worker(f"{self.owner}-{i}" if self.owner else None)
             threading.Thread(target=worker.run, name=f"drydock-worker-{i}", daemon=True).start()
             self.workers.append(worker)
-        self.service.on_created = self.wake_workers
         return self.workers
 
     def wake_workers(self) -> None:
         for worker in self.workers:
             worker.wake()
 
+    def task_created(self) -> None:
+        """Wake this process's workers, and (PostgreSQL) those of other processes."""
+        self.wake_workers()
+        notify(self.store.engine, TASKS_CHANNEL)
+
     def stop(self, timeout: float = 5.0) -> None:
+        if self.listener is not None:
+            self.listener.stop()
         self.reconciler.stopping.set()
         if self.reconciler_thread is not None:
             self.reconciler_thread.join(timeout)
@@ -184,10 +192,15 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                        soft_timeout=conf.reboot.soft_timeout,
                        power_on_retry=conf.reboot.power_on_retry),
         f"{conf.worker.owner or default_owner()}-reboots", clock)
-    return Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
-                   orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
-                   worker_settings=settings, node_service=NodeService(inventory, nodes),
-                   reconciler=reconciler, waiters=waiters, owner=conf.worker.owner)
+    runtime = Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
+                      orchestrator=orchestrator, service=service, inventory=inventory,
+                      pool=pool, worker_settings=settings,
+                      node_service=NodeService(inventory, nodes), reconciler=reconciler,
+                      waiters=waiters, owner=conf.worker.owner)
+    service.on_created = runtime.task_created
+    runtime.listener = Listener(store.engine, {TASKS_CHANNEL: runtime.wake_workers,
+                                               CHANGES_CHANNEL: waiters.notify}).start()
+    return runtime
 
 
 def _timed(metrics: DrydockMetrics | None, driver: str, target: T) -> T:

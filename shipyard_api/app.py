@@ -6,6 +6,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
+from common.pgwake import Listener, notify
 from shipyard_api import config, policy
 from shipyard_api.actions import definitions
 from shipyard_api.actions.ports import ActionSettings, Services
@@ -35,6 +37,9 @@ from shipyard_api.workflow.worker import WorkerPool
 DEFAULT_DB = "sqlite:///shipyard.db"
 
 
+ACTIONS_CHANNEL = "berth_shipyard_actions"  # PostgreSQL: an action is due now
+
+
 @dataclass
 class Runtime:
     """The database-backed parts shared by the API and shipyard-worker processes."""
@@ -44,6 +49,7 @@ class Runtime:
     store: ActionStore
     services: Services
     workers: WorkerPool
+    wake: Callable[[], None]  # an action can run now: this process's and others' workers
 
 
 @dataclass
@@ -88,7 +94,8 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
     """Migrate the database, then build the store, the services and the engine workers."""
     url = conf.database.connection or DEFAULT_DB
     migrate(url)
-    sessions = session_factory(make_engine(url))
+    engine = make_engine(url)
+    sessions = session_factory(engine)
     docs = build_document_deps(conf, sessions)
     wf = conf.workflow
     services = Services(
@@ -110,8 +117,14 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
         return Engine(store, defs, services, owner=f"{prefix}:{n}", settings=settings,
                       observe=metrics.observe_step if metrics else None)
 
-    return Runtime(sessions, docs, store, services,
-                   WorkerPool(make, worker_count, wf.poll_interval))
+    pool = WorkerPool(make, worker_count, wf.poll_interval)
+    pool.listener = Listener(engine, {ACTIONS_CHANNEL: pool.wake})
+
+    def wake() -> None:
+        pool.wake()
+        notify(engine, ACTIONS_CHANNEL)
+
+    return Runtime(sessions, docs, store, services, pool, wake)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
@@ -119,7 +132,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     runtime = build_runtime(conf, conf.workflow.api_workers, metrics)
     metrics.watch(runtime.store)
     actions = ActionService(runtime.store, definitions(), runtime.documents.store,
-                            wake=runtime.workers.wake, services=runtime.services)
+                            wake=runtime.wake, services=runtime.services)
 
     def database() -> str:
         with runtime.sessions() as s:

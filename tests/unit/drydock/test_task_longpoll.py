@@ -98,7 +98,6 @@ def test_a_created_task_wakes_the_worker_of_this_process(api):
     rt = site.runtime
     worker = Worker(rt.store, rt.orchestrator, WorkerSettings(poll_interval=3600), "w")
     rt.workers.append(worker)
-    rt.service.on_created = rt.wake_workers
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     task_id = post(client, T, task_request(site)).json["task_id"]
