@@ -10,7 +10,7 @@ from typing import Any
 from common.context import RequestContext
 from common.errors import BadGateway, NotFound
 from common.status import status_body
-from shipyard_api.clients.ports import TaskWatch
+from shipyard_api.clients.ports import NodeWatch, TaskWatch
 
 BMC_ACTIONS = ("power_off_nodes", "destroy_nodes", "prepare_nodes", "deploy_nodes")
 
@@ -82,6 +82,11 @@ class FakePromenade:
             self.effects.append(("remove_from_cluster", node))
             self._answers[key] = answer
         return answer
+
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        """Answers at once, without a version (the caller polls at its interval)."""
+        return NodeWatch(self.node_status(node, ctx=ctx), None)
 
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
         """`views[node]` when set; else Ready until removed from the cluster, then Ready

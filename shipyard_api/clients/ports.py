@@ -22,6 +22,9 @@ class PromenadePort(Protocol):
 
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None: ...
 
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch: ...
+
 
 @dataclass(frozen=True)
 class TaskWatch:
@@ -29,6 +32,16 @@ class TaskWatch:
     `busy` when too many long-polls waited there already (either way: poll at an interval)."""
 
     task: dict[str, Any]
+    version: str | None
+    busy: bool = False
+
+
+@dataclass(frozen=True)
+class NodeWatch:
+    """Promenade's node view as a long-poll answered it (None: not known to Kubernetes);
+    `version` None or `busy`: poll at an interval instead."""
+
+    status: dict[str, Any] | None
     version: str | None
     busy: bool = False
 

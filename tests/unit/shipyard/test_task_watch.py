@@ -4,11 +4,12 @@ too busy to hold the request, the step polls at the interval."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from common.context import RequestContext
-from shipyard_api.clients.fakes import FakeDrydock
-from shipyard_api.clients.ports import TaskWatch
+from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
+from shipyard_api.clients.ports import NodeWatch, TaskWatch
 from tests.unit.shipyard.conftest import Harness
 from tests.unit.shipyard.design import design
 
@@ -24,10 +25,23 @@ class BusyDrydock(FakeDrydock):
         return TaskWatch(found.task, found.version, busy=True)
 
 
+@dataclass
+class WatchingPromenade(FakePromenade):
+    """Node views with a version (one per read), as Promenade's long-poll answers them."""
+
+    since: list[str | None] = field(default_factory=list)
+
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        self.since.append(since)
+        return NodeWatch(self.node_status(node, ctx=ctx), str(len(self.since)))
+
+
 def slow_design(harness: Harness) -> None:
     harness.commit(design(config={"physical_provisioner": {
         k: INTERVAL for k in ("destroy_interval", "prepare_node_interval", "deploy_interval",
-                              "relabel_nodes_interval")}}), tag="site-action-success")
+                              "relabel_nodes_interval")},
+        "kubernetes": {"node_status_interval": INTERVAL}}), tag="site-action-success")
 
 
 def redeploy(harness: Harness) -> dict[str, Any]:
@@ -64,3 +78,25 @@ def test_a_busy_drydock_is_polled_at_the_interval(harness: Harness) -> None:
     view = redeploy(harness)
     assert view["state"] == "complete"
     assert harness.clock() - start >= 4 * INTERVAL
+
+
+def test_the_join_wait_long_polls_promenade_from_the_last_version(harness: Harness) -> None:
+    harness.drydock.versions = True
+    promenade = WatchingPromenade(ready_after=3)
+    harness.promenade = harness.services.promenade = promenade
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() == start
+    assert promenade.since == [None, "1", "2"]  # each look waits from the previous answer
+
+
+def test_without_node_versions_the_join_wait_polls_at_the_interval(harness: Harness) -> None:
+    harness.drydock.versions = True
+    harness.promenade.ready_after = 2
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() - start >= INTERVAL
