@@ -2,6 +2,7 @@
 own time on the critical path, and the difference (Berth's overhead); idle CPU per service.
 
     .venv/bin/python bench/redeploy_server.py [--node node05] [--site etc/sites/demo.yaml]
+    .venv/bin/python bench/redeploy_server.py --postgres           # PostgreSQL, 2+2 processes
     .venv/bin/python bench/redeploy_server.py --env .berth/env     # a running `make run`
 
 Without `--env` it starts what `berth up` starts (the site, then shipyard-api, promenade-api and
@@ -36,6 +37,7 @@ from sitesim.up import Up  # noqa: E402
 
 TERMINAL = ("complete", "failed", "stopped")
 TICK = os.sysconf("SC_CLK_TCK")
+SETTLE = 3.0  # seconds before the idle CPU is first sampled
 
 
 def free_port() -> int:
@@ -130,6 +132,7 @@ def at(iso: str | None, start: float) -> str:
 
 def report(env: dict[str, str], services: dict[str, int], node: str, idle: float,
            poll: float) -> None:
+    time.sleep(SETTLE)  # worker processes finish starting (imports, first claims)
     print(f"idle CPU before (% of one core over {idle:g} s): " + ", ".join(
         f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
     start, end, view = run_action(env, node, poll)
@@ -155,6 +158,9 @@ def main() -> None:
     parser.add_argument("--node", default="node05")
     parser.add_argument("--site", default="etc/sites/demo.yaml")
     parser.add_argument("--env", type=Path, help="use a running `berth up` (its .berth/env)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="the production layout of `berth up --postgres`: PostgreSQL, two "
+                             "API processes and two worker processes of Shipyard and Drydock")
     parser.add_argument("--idle", type=float, default=3.0, help="seconds of idle CPU sampling")
     parser.add_argument("--poll", type=float, default=0.05,
                         help="how often the bench reads the action (s)")
@@ -168,9 +174,12 @@ def main() -> None:
         report(env, services, opts.node, opts.idle, opts.poll)
         return
     work = Path(tempfile.mkdtemp(prefix="bench-redeploy-"))
+    work.chmod(0o755)  # PostgreSQL runs as the postgres user and must reach its directory
     ports = {name: free_port() for name in ("shipyard", "promenade", "drydock")}
     load_site(opts.site)  # refuse a bad site file before starting anything
-    runner = Up(opts.site, work, SitePorts(), service_ports=ports)
+    runner = Up(opts.site, work, SitePorts(), service_ports=ports, postgres=opts.postgres,
+                second_ports={"shipyard": free_port(), "drydock": free_port()},
+                postgres_port=free_port())
     try:
         env = runner.start()
         services = {name: proc.pid for name, proc in runner.procs.items()}
