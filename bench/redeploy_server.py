@@ -119,7 +119,7 @@ def run_action(env: dict[str, str], node: str, poll: float) -> tuple[float, floa
 def site_time(env: dict[str, str], node: str, start: float, end: float
               ) -> tuple[float, list[dict[str, Any]]]:
     ops = requests.get(f"{env['SITESIM_URL']}/operations", params={
-        "node": node, "since": start}, timeout=30).json()["operations"]
+        "node": node, "since": str(start)}, timeout=30).json()["operations"]
     ops = [o for o in ops if o["start"] < end and o["end"] > start]
     return union([(max(o["start"], start), min(o["end"], end)) for o in ops]), ops
 
