@@ -1,7 +1,7 @@
 """One `redeploy_server` through the real services on the simulated site: wall time, the site's
 own time on the critical path, and the difference (Berth's overhead); idle CPU per service.
 
-    .venv/bin/python bench/redeploy_server.py [--node node05] [--site etc/sites/demo.yaml]
+    .venv/bin/python bench/redeploy_server.py [--node node05] [--runs 3]
     .venv/bin/python bench/redeploy_server.py --postgres           # PostgreSQL, 2+2 processes
     .venv/bin/python bench/redeploy_server.py --env .berth/env     # a running `make run`
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -131,10 +132,20 @@ def at(iso: str | None, start: float) -> str:
 
 
 def report(env: dict[str, str], services: dict[str, int], node: str, idle: float,
-           poll: float) -> None:
+           poll: float, runs: int) -> None:
     time.sleep(SETTLE)  # worker processes finish starting (imports, first claims)
     print(f"idle CPU before (% of one core over {idle:g} s): " + ", ".join(
         f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
+    overheads = [one_run(env, node, poll) for _ in range(runs)]
+    if runs > 1:
+        print(f"overhead over {runs} runs: median {statistics.median(overheads):.2f} s, "
+              f"min {min(overheads):.2f} s, max {max(overheads):.2f} s")
+    print(f"idle CPU after (% of one core over {idle:g} s): " + ", ".join(
+        f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
+
+
+def one_run(env: dict[str, str], node: str, poll: float) -> float:
+    """One redeploy of `node`, reported; its overhead (s)."""
     start, end, view = run_action(env, node, poll)
     wall = end - start
     site, ops = site_time(env, node, start, end)
@@ -148,8 +159,7 @@ def report(env: dict[str, str], services: dict[str, int], node: str, idle: float
     print(f"wall time: {wall:.2f} s   site's own time on the critical path: {site:.2f} s   "
           f"overhead: {wall - site:.2f} s (target <= 1 s; includes the bench's {poll:g} s "
           "polling of the action)")
-    print(f"idle CPU after (% of one core over {idle:g} s): " + ", ".join(
-        f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
+    return wall - site
 
 
 def main() -> None:
@@ -162,6 +172,8 @@ def main() -> None:
                         help="the production layout of `berth up --postgres`: PostgreSQL, two "
                              "API processes and two worker processes of Shipyard and Drydock")
     parser.add_argument("--idle", type=float, default=3.0, help="seconds of idle CPU sampling")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="redeploys of the node, one after the other on the same site")
     parser.add_argument("--poll", type=float, default=0.05,
                         help="how often the bench reads the action (s)")
     opts = parser.parse_args()
@@ -171,7 +183,7 @@ def main() -> None:
         services = {Path(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode())
                     .name: p for p in children(up_pid) if p != up_pid}
         services = {k: v for k, v in services.items() if k.endswith(("-api", "-worker"))}
-        report(env, services, opts.node, opts.idle, opts.poll)
+        report(env, services, opts.node, opts.idle, opts.poll, opts.runs)
         return
     work = Path(tempfile.mkdtemp(prefix="bench-redeploy-"))
     work.chmod(0o755)  # PostgreSQL runs as the postgres user and must reach its directory
@@ -183,7 +195,7 @@ def main() -> None:
     try:
         env = runner.start()
         services = {name: proc.pid for name, proc in runner.procs.items()}
-        report(env, services, opts.node, opts.idle, opts.poll)
+        report(env, services, opts.node, opts.idle, opts.poll, opts.runs)
     finally:
         runner.stop()
 
