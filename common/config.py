@@ -28,6 +28,16 @@ API_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("idempotency_wait", default=300.0, min=0,
                  help="Seconds a repeated request waits for the first one with its "
                       "Idempotency-Key to finish (then 409, retry later)."),
+    cfg.FloatOpt("long_poll_max_wait", default=20.0, min=0.0,
+                 help="Most seconds a long-poll (`?wait=`) holds its request before answering "
+                      "that nothing changed; keep it well below the clients' read timeouts."),
+    cfg.IntOpt("long_poll_waiters", default=4, min=0,
+               help="Most long-polls waiting at once per process (each holds a worker "
+                    "thread); a long-poll over the cap is answered at once."),
+    cfg.FloatOpt("long_poll_recheck", default=0.5, min=0.01,
+                 help="Seconds between a waiting long-poll's looks at the database, for "
+                      "changes written by other processes (this process's own writes wake it "
+                      "at once)."),
 ]
 AUTH_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("strategy", default="token", choices=["token", "keystone", "noauth"],

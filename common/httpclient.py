@@ -127,6 +127,10 @@ class ServiceClient:
         assert last_error is not None or attempts == 0
         raise last_error or ServiceUnavailable(f"{self.name} gave no answer")
 
+    def error(self, response: requests.Response) -> BerthError:
+        """The error a non-2xx answer of `raw` stands for (as `request` raises it)."""
+        return self._error(response)
+
     def _error(self, response: requests.Response) -> BerthError:
         try:
             body = response.json()

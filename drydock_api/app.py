@@ -58,7 +58,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/tasks", TasksResource(rt.service, rt.loader.check)),
         (f"{P}/tasks/preview", TaskPreviewResource(TaskPreview(
             rt.service, rt.loader.design, rt.inventory, rt.nodes, rt.ports.oob))),
-        (f"{P}/tasks/{{task_id}}", TaskResource(rt.service)),
+        (f"{P}/tasks/{{task_id}}", TaskResource(rt.service, rt.waiters,
+                                                 conf.api.long_poll_max_wait)),
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
         (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),
         (f"{P}/nodes", NodesResource(rt.inventory)),

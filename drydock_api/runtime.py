@@ -15,11 +15,13 @@ from sqlalchemy import text
 from common.designref import DesignResolver
 from common.errors import BerthError
 from common.httpclient import ServiceClient, peer_client
+from common.longpoll import ChangeWaiters, notify_on_commit
+from common.pgwake import Listener, notify
 from common.status import Message, health_message
 from drydock_api import db
 from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
-from drydock_api.db.store import TaskStore
+from drydock_api.db.store import CHANGES_CHANNEL, TASKS_CHANNEL, TaskStore
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
@@ -56,8 +58,10 @@ class Runtime:
     worker_settings: WorkerSettings
     node_service: NodeService
     reconciler: RebootReconciler
+    waiters: ChangeWaiters
     owner: str = ""
     workers: list[Worker] = field(default_factory=list)
+    listener: Listener | None = None
     reconciler_thread: threading.Thread | None = None
 
     def start_reconciler(self) -> threading.Thread:
@@ -79,12 +83,23 @@ class Runtime:
             self.workers.append(worker)
         return self.workers
 
+    def wake_workers(self) -> None:
+        for worker in self.workers:
+            worker.wake()
+
+    def task_created(self) -> None:
+        """Wake this process's workers, and (PostgreSQL) those of other processes."""
+        self.wake_workers()
+        notify(self.store.engine, TASKS_CHANNEL)
+
     def stop(self, timeout: float = 5.0) -> None:
+        if self.listener is not None:
+            self.listener.stop()
         self.reconciler.stopping.set()
         if self.reconciler_thread is not None:
             self.reconciler_thread.join(timeout)
         for worker in self.workers:
-            worker.stopping.set()
+            worker.stop()
         for worker in self.workers:
             worker.join(timeout)
 
@@ -119,7 +134,8 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         retries=conf.steps.step_retries, outage_window=conf.steps.outage_window,
         enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
-        deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout)
+        deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout,
+        long_poll_wait=conf.steps.long_poll_wait)
 
 
 def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
@@ -133,6 +149,9 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     if migrate:
         db.upgrade(url)
     store = TaskStore(db.make_engine(url), clock=clock)
+    waiters = ChangeWaiters(max_waiters=conf.api.long_poll_waiters,
+                            recheck=conf.api.long_poll_recheck)
+    notify_on_commit(store.engine, waiters)
     progress = ProgressStore(store)
     nodes = NodeStore(store.sessions, clock)
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf))
@@ -173,10 +192,15 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                        soft_timeout=conf.reboot.soft_timeout,
                        power_on_retry=conf.reboot.power_on_retry),
         f"{conf.worker.owner or default_owner()}-reboots", clock)
-    return Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
-                   orchestrator=orchestrator, service=service, inventory=inventory, pool=pool,
-                   worker_settings=settings, node_service=NodeService(inventory, nodes),
-                   reconciler=reconciler, owner=conf.worker.owner)
+    runtime = Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
+                      orchestrator=orchestrator, service=service, inventory=inventory,
+                      pool=pool, worker_settings=settings,
+                      node_service=NodeService(inventory, nodes), reconciler=reconciler,
+                      waiters=waiters, owner=conf.worker.owner)
+    service.on_created = runtime.task_created
+    runtime.listener = Listener(store.engine, {TASKS_CHANNEL: runtime.wake_workers,
+                                               CHANGES_CHANNEL: waiters.notify}).start()
+    return runtime
 
 
 def _timed(metrics: DrydockMetrics | None, driver: str, target: T) -> T:

@@ -18,6 +18,7 @@ from common.app import (
 )
 from common.designref import DesignResolver
 from common.health import callable_check
+from common.longpoll import ChangeWaiters
 from common.status import health_message
 from promenade_api import config, policy
 from promenade_api.etcd.client import Etcd3Port
@@ -74,10 +75,12 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     return Deps(promenade=svc, health_checks=[kubernetes_check(kube)], metrics=metrics)
 
 
-def routes(svc: Promenade) -> list[tuple[str, object]]:
+def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str, object]]:
     node = f"{API_PREFIX}/nodes/{{node_id}}"
+    waiters = None if conf is None else ChangeWaiters(
+        max_waiters=conf.api.long_poll_waiters, recheck=conf.api.long_poll_recheck)
     return [
-        (node, NodeResource(svc)),
+        (node, NodeResource(svc, waiters, conf.api.long_poll_max_wait if conf else 0.0)),
         (f"{node}/decommission", DecommissionResource(svc)),
         (f"{node}/decommission/cancel", DecommissionCancelResource(svc)),
         (f"{node}/decommission/preview", DecommissionPreviewResource(svc)),
@@ -95,7 +98,7 @@ def routes(svc: Promenade) -> list[tuple[str, object]]:
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     assert deps.promenade is not None, "Deps.promenade is required"
-    return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade),
+    return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade, conf),
                                            policy.list_rules(), deps.health_checks,
                                            registry=deps.metrics.registry))
 

@@ -221,6 +221,13 @@ class Promenade:
         except KubeNotFound as exc:
             raise NotFound(f"Node {node} is not known to Kubernetes") from exc
 
+    def node_version(self, node: str) -> str:
+        """The Node object's resourceVersion (404 when Kubernetes does not know the node)."""
+        try:
+            return self.kube.get_node(node).version
+        except KubeNotFound as exc:
+            raise NotFound(f"Node {node} is not known to Kubernetes") from exc
+
     def node_view(self, node: str, clusters: list[ClusterSpec] | None = None) -> dict[str, Any]:
         """The operator's view: labels, cordon, pods by owner kind, locks, etcd memberships."""
         try:

@@ -6,6 +6,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
+from common.pgwake import Listener, notify
 from shipyard_api import config, policy
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
@@ -41,6 +43,9 @@ from shipyard_api.workflow.worker import WorkerPool
 DEFAULT_DB = "sqlite:///shipyard.db"
 
 
+ACTIONS_CHANNEL = "berth_shipyard_actions"  # PostgreSQL: an action is due now
+
+
 @dataclass
 class Runtime:
     """The database-backed parts shared by the API and shipyard-worker processes."""
@@ -50,6 +55,7 @@ class Runtime:
     store: ActionStore
     services: Services
     workers: WorkerPool
+    wake: Callable[[], None]  # an action can run now: this process's and others' workers
 
 
 @dataclass
@@ -96,7 +102,8 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
     """Migrate the database, then build the store, the services and the engine workers."""
     url = conf.database.connection or DEFAULT_DB
     migrate(url)
-    sessions = session_factory(make_engine(url))
+    engine = make_engine(url)
+    sessions = session_factory(engine)
     docs = build_document_deps(conf, sessions)
     wf = conf.workflow
     services = Services(
@@ -105,7 +112,8 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
         documents=docs.store,
         settings=ActionSettings(public_url=docs.public_url, step_retries=wf.step_retries,
                                 step_backoff=wf.step_backoff, max_backoff=wf.max_backoff,
-                                outage_window=wf.peer_outage_window))
+                                outage_window=wf.peer_outage_window,
+                                long_poll_wait=wf.long_poll_wait))
     store = ActionStore(sessions)
     services.plans = PlanStore(sessions)
     settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
@@ -118,8 +126,14 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
         return Engine(store, defs, services, owner=f"{prefix}:{n}", settings=settings,
                       observe=metrics.observe_step if metrics else None)
 
-    return Runtime(sessions, docs, store, services,
-                   WorkerPool(make, worker_count, wf.poll_interval))
+    pool = WorkerPool(make, worker_count, wf.poll_interval)
+    pool.listener = Listener(engine, {ACTIONS_CHANNEL: pool.wake})
+
+    def wake() -> None:
+        pool.wake()
+        notify(engine, ACTIONS_CHANNEL)
+
+    return Runtime(sessions, docs, store, services, pool, wake)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
@@ -127,7 +141,7 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     runtime = build_runtime(conf, conf.workflow.api_workers, metrics)
     metrics.watch(runtime.store)
     actions = ActionService(runtime.store, definitions(), runtime.documents.store,
-                            wake=runtime.workers.wake, services=runtime.services)
+                            wake=runtime.wake, services=runtime.services)
     plans = PlanService(PlanStore(runtime.sessions), actions, ttl=conf.workflow.plan_ttl)
     actions.plans = plans
 

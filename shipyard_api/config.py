@@ -42,6 +42,11 @@ WORKFLOW_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("max_poll_interval", default=0.0, min=0.0,
                  help="Upper bound of the polling intervals read from DeploymentConfiguration "
                       "(s); 0 means no bound. Useful for simulated sites."),
+    cfg.FloatOpt("long_poll_wait", default=10.0, min=0.0,
+                 help="Seconds a step following a Drydock task asks Drydock to hold its "
+                      "request until the task changes (Drydock caps it at its [api] "
+                      "long_poll_max_wait). A stop or a step timeout is acted on after at most "
+                      "this. 0: poll at the DeploymentConfiguration intervals."),
 ]
 
 OPTS: list[tuple[str, list[cfg.Opt]]] = [("workflow", WORKFLOW_OPTS), *DOCUMENT_OPTS]

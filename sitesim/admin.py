@@ -29,6 +29,7 @@ URLS = Map([
     Rule("/nodes/<name>/bmc", endpoint="bmc", methods=["GET", "PUT"]),
     Rule("/nodes/<name>/bmc/ipmi", endpoint="ipmi", methods=["POST"]),
     Rule("/calls", endpoint="calls", methods=["GET"]),
+    Rule("/operations", endpoint="operations", methods=["GET"]),
     Rule("/faults", endpoint="faults", methods=["GET", "POST", "DELETE"]),
 ], strict_slashes=False)
 
@@ -150,6 +151,23 @@ class AdminApp:
         if problems:
             raise AdminError(400, "Invalid call-count query", problems)
         return {"count": self._model.call_count(system, args.get("op"), node)}, 200
+
+    def _operations(self, request: Request) -> tuple[Any, int]:
+        """The simulated work the site did (power, erase, MAAS, pods, kubelet), with its start
+        and end (epoch seconds), optionally of one node and ending after `since`."""
+        args = request.args
+        problems = [f"unknown query parameter {k!r}" for k in args if k not in ("node", "since")]
+        node = args.get("node")
+        if node is not None and node not in self._model.nodes:
+            problems.append(f"node {node!r} is not a node of this site")
+        try:
+            since = float(args.get("since", "0"))
+        except ValueError:
+            problems.append("since must be a number of seconds since the epoch")
+            since = 0.0
+        if problems:
+            raise AdminError(400, "Invalid operations query", problems)
+        return {"operations": self._model.operations(node, since)}, 200
 
     def _faults(self, request: Request) -> tuple[Any, int]:
         if request.method == "DELETE":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -14,6 +15,7 @@ from sitesim.scheduler import Scheduler
 from sitesim.siteconfig import FaultSpec, SiteSpec, parse_fault
 
 PowerListener = Callable[[str, bool], None]
+MAX_OPERATIONS = 10_000  # the operation log keeps the newest ones
 
 
 class KubePort(Protocol):
@@ -68,6 +70,7 @@ class SiteModel:
         self._lock = threading.RLock()
         self._fault_cond = threading.Condition(self._lock)
         self._calls: Counter[tuple[str, str, str | None]] = Counter()
+        self._operations: list[dict[str, Any]] = []
         self._faults: dict[tuple[str, str], FaultEffect] = {}
         self._power_listeners: list[PowerListener] = []
         self._fault_listeners: list[Callable[[FaultSpec | None], None]] = []
@@ -103,9 +106,22 @@ class SiteModel:
         with self._lock:
             self._calls[(system, op, node)] += 1
 
+    def record_operation(self, system: str, op: str, node: str | None, seconds: float) -> None:
+        start = time.time()
+        with self._lock:
+            self._operations.append({"system": system, "op": op, "node": node, "start": start,
+                                     "end": start + max(0.0, seconds)})
+            del self._operations[:-MAX_OPERATIONS]
+
     def fault(self, operation: str, node: str) -> FaultEffect | None:
         with self._lock:
             return self._faults.get((node, operation))
+
+    def operations(self, node: str | None = None, since: float = 0.0) -> list[dict[str, Any]]:
+        """Simulated work (oldest first) of `node` that ended after `since` (epoch seconds)."""
+        with self._lock:
+            return [dict(o) for o in self._operations
+                    if (node is None or o["node"] == node) and o["end"] > since]
 
     # --- calls and faults ------------------------------------------------------------------
     def call_count(self, system: str | None = None, op: str | None = None,
@@ -169,6 +185,7 @@ class SiteModel:
             listener(name, on)
 
     def set_power_later(self, name: str, on: bool, delay: float) -> None:
+        self.record_operation("bmc", "power_on" if on else "power_off", name, delay)
         self.scheduler.call_later(delay, lambda: self.set_power(name, on))
 
     def _kube_ready_if_on(self, name: str) -> None:

@@ -12,12 +12,15 @@ from sqlalchemy.orm import Session
 from ulid import ULID
 
 from common.errors import Conflict, NotFound
+from common.pgwake import notify_in
 from common.status import simple_message
 from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
 from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
 
 Clock = Callable[[], float]
+CHANGES_CHANNEL = "berth_drydock_changes"  # PostgreSQL: a task tree changed (payload: root)
+TASKS_CHANNEL = "berth_drydock_tasks"  # PostgreSQL: a task was created
 
 
 def new_task_id() -> str:
@@ -34,6 +37,7 @@ def touch_tree(s: Session, root_id: str) -> None:
     in the caller's transaction: every write to a task of the tree calls this."""
     s.execute(update(TaskRow).where(TaskRow.id == root_id)
               .values(changes=TaskRow.changes + 1))
+    notify_in(s, CHANGES_CHANNEL, root_id)  # PostgreSQL: long-polls of other processes
 
 
 class TaskStore:

@@ -32,11 +32,11 @@ class Inventory:
               retired: bool | None = None) -> list[dict[str, Any]]:
         """Every design node (or `names`, or only the (un)retired ones); without a design,
         the machines MAAS knows."""
-        found = self._nodes(ctx, design_ref, names)
+        found = self._nodes(ctx, design_ref, names, retired)
         return found if retired is None else [n for n in found if n["retired"] == retired]
 
-    def _nodes(self, ctx: RequestContext, design_ref: Any,
-               names: list[str] | None) -> list[dict[str, Any]]:
+    def _nodes(self, ctx: RequestContext, design_ref: Any, names: list[str] | None,
+               retired: bool | None = None) -> list[dict[str, Any]]:
         ref = design_ref or self._last_ref()
         design = self._designs(ref, ctx) if ref else None
         machines, maas_error = self._machines()
@@ -45,7 +45,8 @@ class Inventory:
             return [self._entry(None, m.hostname, m, records.get(m.hostname), None, maas_error)
                     for m in machines.values() if names is None or m.hostname in names]
         chosen = [design.nodes[n] for n in (names or list(design.nodes))
-                  if n in design.nodes]
+                  if n in design.nodes and (retired is None or retired == bool(
+                      records.get(n) and records[n].retired))]  # only their BMCs are asked
         with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, len(chosen) or 1))) as ex:
             powers = list(ex.map(self._power, chosen))
         return [self._entry(node, node.name, machines.get(node.name), records.get(node.name),

@@ -10,12 +10,15 @@ import falcon
 from common.body import read_json_object
 from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableEntity
 from common.httpclient import IDEMPOTENCY_HEADER
+from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize, check
 from drydock_api.tasks.actions import ALL_ACTIONS
 from drydock_api.tasks.preview import TaskPreview
 from drydock_api.tasks.service import TaskService
 
 MAX_LIMIT = 1000
+VERSION_HEADER = "X-Task-Version"
+WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answered at once)
 
 
 def _may_create_some_task(req: falcon.Request) -> None:
@@ -79,13 +82,27 @@ class TasksResource:
 
 
 class TaskResource:
-    def __init__(self, service: TaskService) -> None:
+    """A task; `?wait=S&since=V` answers as soon as the task's version (header
+    X-Task-Version) differs from V, or after S seconds (at most `max_wait`) with the task
+    unchanged."""
+
+    def __init__(self, service: TaskService, waiters: ChangeWaiters | None = None,
+                 max_wait: float = 0.0) -> None:
         self._service = service
+        self._waiters = waiters
+        self._max_wait = max_wait
 
     @authorize("drydock:get_task")
     def on_get(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
         layers = req.get_param_as_int("layers", min_value=-1) or 0
         errors = req.get_param_as_bool("subtaskerrors") or False
+        wait, since = wait_params(req.get_param("wait"), req.get_param("since"), self._max_wait)
+        version = self._service.version(task_id)
+        if since == version and wait > 0 and self._waiters is not None:
+            woken = self._waiters.wait(lambda: self._service.version(task_id) != since, wait)
+            resp.set_header(WAITED_HEADER, woken.value)
+            version = self._service.version(task_id)
+        resp.set_header(VERSION_HEADER, version)
         data, packed = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
         resp.content_type = falcon.MEDIA_JSON
         resp.vary = ("Accept-Encoding",)

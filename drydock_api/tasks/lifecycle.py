@@ -226,11 +226,16 @@ def join(ctx: NodeContext) -> Outcome:
     """Wait until the node's Kubernetes node is Ready (through Promenade)."""
     if ctx.ports.kube is None:
         return Done("Kubernetes join not checked here (left to the caller)")
-    ready = ctx.ports.kube.node_ready(ctx.node.name, ctx.request)
-    if ready:
+    answer = ctx.ports.kube.node_ready(ctx.node.name, ctx.request,
+                                       since=ctx.state.get("version"),
+                                       wait=ctx.settings.long_poll_wait)
+    if answer.ready:
         return Done("Kubernetes node Ready")
-    note = "not known to Kubernetes yet" if ready is None else "Kubernetes node not Ready"
-    return Retry(ctx.settings.maas_poll, note)
+    ctx.state["version"] = answer.version
+    note = "not known to Kubernetes yet" if answer.ready is None else "Kubernetes node not Ready"
+    if answer.version is None or ctx.settings.long_poll_wait <= 0:
+        return Retry(ctx.settings.maas_poll, note)
+    return Retry(0.0, note)  # the next look waits in Promenade until the node changes
 
 
 def mark_prepared(ctx: NodeContext) -> Outcome:

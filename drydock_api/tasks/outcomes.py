@@ -42,10 +42,21 @@ class Labeller(Protocol):
     def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None: ...
 
 
-class JoinChecker(Protocol):
-    """Is the node's Kubernetes node Ready? None when Kubernetes does not know it yet."""
+@dataclass(frozen=True)
+class JoinState:
+    """`ready`: None when Kubernetes does not know the node yet. `version`: the Node's
+    version, to wait from next time (None: the checker cannot wait; poll instead)."""
 
-    def node_ready(self, node: str, ctx: RequestContext) -> bool | None: ...
+    ready: bool | None
+    version: str | None = None
+
+
+class JoinChecker(Protocol):
+    """Is the node's Kubernetes node Ready? With `since` (a version of an earlier answer) the
+    answer may wait, at most `wait` seconds, until the node changes."""
+
+    def node_ready(self, node: str, ctx: RequestContext, *, since: str | None = None,
+                   wait: float = 0.0) -> JoinState: ...
 
 
 class NodeRecords(Protocol):
@@ -76,6 +87,7 @@ class StepSettings:
     commission_timeout: float = 3600.0
     deploy_timeout: float = 3600.0
     join_timeout: float = 1200.0
+    long_poll_wait: float = 10.0  # how long one look at a watched peer may wait (s)
 
 
 @dataclass

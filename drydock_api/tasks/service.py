@@ -65,6 +65,7 @@ class TaskService:
         self._designs = designs
         self._trees: OrderedDict[tuple[str, int], tuple[Any, bytes, bytes]] = OrderedDict()
         self._trees_lock = threading.Lock()
+        self.on_created: Callable[[], None] = lambda: None  # wakes this process's workers
 
     def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
         problems = [f"unknown field {k!r}" for k in body if k not in BODY_FIELDS]
@@ -102,6 +103,8 @@ class TaskService:
             node_filter=body.get("node_filter"), options=options, node_names=nodes,
             created_by=ctx.end_user or ctx.user, marker=ctx.marker,
             idempotency_key=idempotency_key, exclusive=action.exclusive)
+        if created:
+            self.on_created()
         return self.render(row), created
 
     def render(self, row: TaskRow, children: list[TaskRow] | None = None,
@@ -141,6 +144,12 @@ class TaskService:
             depth += 1
             level = children if (layers < 0 or depth < layers) else []
         return tree
+
+    def version(self, task_id: str) -> str:
+        """What changes whenever the task or any task of its tree, or their messages, change
+        (404: no such task); long-polls compare it with the caller's `since`."""
+        changes, last_message = self._progress.tree_key(task_id)
+        return f"{changes}.{last_message or 0}"
 
     def get_json(self, task_id: str, *, layers: int = 0,
                  subtask_errors: bool = False) -> tuple[bytes, bytes | None]:

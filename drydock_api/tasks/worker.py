@@ -39,7 +39,12 @@ class Worker:
         self._active: dict[str, Lease] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
+        self._wake = threading.Event()
         self.stopping = threading.Event()
+
+    def wake(self) -> None:
+        """Look for queued tasks now (one was created in this process, or a task ended)."""
+        self._wake.set()
 
     def active(self) -> list[str]:
         with self._lock:
@@ -77,6 +82,7 @@ class Worker:
             with self._lock:
                 self._active.pop(task.id, None)
                 self._threads.pop(task.id, None)
+            self.wake()  # room for another task
 
     def heartbeat_once(self) -> None:
         """Renew every lease we hold; a lease another worker took is marked lost."""
@@ -96,18 +102,23 @@ class Worker:
                                 daemon=True)
         beat.start()
         while not self.stopping.is_set():
+            self._wake.clear()
             try:
                 claimed = self.poll_once()
             except Exception:
                 LOG.exception("Polling for tasks failed")
                 claimed = 0
             if not claimed:
-                self.stopping.wait(self.settings.poll_interval)
+                self._wake.wait(self.settings.poll_interval)
 
     def _heartbeat_loop(self) -> None:
         interval = max(self.settings.lease_seconds / 3, 0.01)
         while not self.stopping.wait(interval):
             self.heartbeat_once()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._wake.set()
 
     def join(self, timeout: float | None = None) -> None:
         with self._lock:

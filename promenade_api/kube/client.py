@@ -225,6 +225,25 @@ class KubeClient:
                 remaining = self._poll_gone(node, remaining, deadline)
         return remaining
 
+    def watch_node(self, name: str, version: str, timeout: float) -> bool:
+        seconds = max(1, int(timeout))
+        query: list[tuple[str, Any]] = [("fieldSelector", f"metadata.name={name}"),
+                                        ("watch", "true"), ("resourceVersion", version),
+                                        ("timeoutSeconds", seconds),
+                                        ("allowWatchBookmarks", "false")]
+        try:
+            resp = self._request("GET", "/api/v1/nodes", query=query, stream=True,
+                                 timeout=(self._timeout, seconds + 5))
+            with contextlib.closing(resp):
+                for _ in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+                    return True  # any event (an ERROR such as 410 Gone too): look again
+        except (KubeApiError, ApiFailure, urllib3.exceptions.HTTPError, OSError,
+                ValueError) as exc:
+            LOG.info("node watch on %s failed (%s); waiting instead", name, exc)
+            time.sleep(min(self._poll, timeout))
+            return True
+        return False
+
     def _watch_pods(self, node: str, rv: str, timeout: float) -> Iterator[Obj]:
         seconds = max(1, int(timeout) + 1)
         query: list[tuple[str, Any]] = [("fieldSelector", f"spec.nodeName={node}"),

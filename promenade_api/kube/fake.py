@@ -30,6 +30,7 @@ class FakeKube:
         self.down = False
         self.eviction_supported = True
         self.on_wait: Callable[[], None] | None = None
+        self.on_watch: Callable[[float], None] | None = None
         self.on_taint: Callable[[str, dict[str, str]], None] | None = None
         self._uids = itertools.count(1)
         self._versions = itertools.count(1)
@@ -155,6 +156,15 @@ class FakeKube:
             self.on_wait()
         with self._lock:
             return {u for u in uids if u in self.pods}
+
+    def watch_node(self, name: str, version: str, timeout: float) -> bool:
+        """`on_watch(timeout)` stands for the wait (e.g. a fake clock's sleep); True when the
+        node's version is no longer `version`."""
+        self._check("watch_node", name)
+        if self.on_watch:
+            self.on_watch(timeout)
+        node = self.nodes.get(name)
+        return node is None or node.version != version
 
     def delete_node(self, name: str) -> None:
         self.get_node(name)

@@ -34,7 +34,7 @@ class KubeletStopper:
             raise ShutdownKubeletError(f"Could not label {node}: {exc.message}") from exc
         deadline = self._clock() + timeout
         while True:
-            how = self._stopped(node)
+            how, version = self._stopped(node)
             if how:
                 LOG.info("shutdown-kubelet %s: kubelet stopped (%s)", node, how)
                 return {"node": node, "evidence": how}
@@ -45,21 +45,26 @@ class KubeletStopper:
                         f"{node} still reports Ready and no kubelet-shutdown pod finished; "
                         "is the kubelet-shutdown DaemonSet deployed and schedulable there?")],
                     details={"node": node})
-            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+            wait = min(self._poll, max(0.0, deadline - self._clock()))
+            if version:  # woken as soon as the node changes (its Ready condition turns)
+                self._kube.watch_node(node, version, wait)
+            else:
+                self._sleep(wait)
 
-    def _stopped(self, node: str) -> str:
+    def _stopped(self, node: str) -> tuple[str, str]:
+        """How we know the kubelet stopped ("" while it runs), and the node's version."""
         try:
-            ready = self._kube.get_node(node).ready
+            current = self._kube.get_node(node)
             pods = self._kube.list_pods(node)
         except KubeNotFound:
-            return "node object gone"
+            return "node object gone", ""
         except KubeApiError as exc:
             LOG.info("shutdown-kubelet %s: API error while waiting: %s", node, exc.message)
-            return ""
-        if ready == "Unknown":
-            return "Ready condition Unknown"
+            return "", ""
+        if current.ready == "Unknown":
+            return "Ready condition Unknown", current.version
         key, value = self._pod_label
         for pod in pods:
             if pod.labels.get(key) == value and pod.phase == "Succeeded":
-                return f"pod {pod.key} completed"
-        return ""
+                return f"pod {pod.key} completed", current.version
+        return "", current.version

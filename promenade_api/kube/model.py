@@ -24,6 +24,7 @@ class Node:
     taints: tuple[Obj, ...] = ()
     cpu_m: int = 0  # allocatable CPU in millicores
     memory: int = 0  # allocatable memory in bytes
+    version: str = ""  # metadata.resourceVersion ("" when unknown: nothing to watch from)
 
     @classmethod
     def from_obj(cls, obj: Obj) -> Node:
@@ -41,7 +42,8 @@ class Node:
                    ready=ready, ready_since=str(since) if since else None,
                    taints=tuple(dict(t) for t in spec.get("taints") or []),
                    cpu_m=millicores(allocatable.get("cpu", 0)),
-                   memory=byte_count(allocatable.get("memory", 0)))
+                   memory=byte_count(allocatable.get("memory", 0)),
+                   version=str(meta.get("resourceVersion") or ""))
 
     def has_taint(self, key: str, effect: str) -> bool:
         return any(t.get("key") == key and t.get("effect") == effect for t in self.taints)

@@ -76,6 +76,11 @@ class KubePort(Protocol):
     def delete_node(self, name: str) -> None:
         """DELETE the Node object; KubeNotFound when it is already gone."""
 
+    def watch_node(self, name: str, version: str, timeout: float) -> bool:
+        """Wait until the Node changes after resourceVersion `version` (or is deleted), at
+        most `timeout` seconds (a watch); True when it changed. Never raises: on an API error
+        it waits `timeout` and answers True (look again)."""
+
     def get_lease(self, namespace: str, name: str) -> Lease | None:
         """The Lease, or None."""
 

@@ -8,12 +8,17 @@ from typing import Any
 import falcon
 
 from common.body import read_json
+from common.errors import BadRequest
+from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
 from common.status import Message, simple_message, status_body
 from promenade_api.decommission import DecommissionParams, decommission, request_cancel
 from promenade_api.preview import PreviewParams, preview
 from promenade_api.resources.params import Query, design_ref_body
 from promenade_api.service import Promenade
+
+VERSION_HEADER = "X-Node-Version"
+WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answered at once)
 
 
 def render(resp: falcon.Response, message: str, messages: list[Message] | None = None,
@@ -32,17 +37,35 @@ def _drain_rules(svc: Promenade, timeout: int | None, grace: int | None,
 
 
 class NodeResource:
-    """GET /nodes/{node_id}: the operator's view of one node."""
+    """GET /nodes/{node_id}: the operator's view of one node. `?wait=S&since=V` answers as
+    soon as the Node object's version (header X-Node-Version) differs from V (a Kubernetes
+    watch), or after S seconds unchanged; over the waiter cap at once (X-Long-Poll busy)."""
 
-    def __init__(self, svc: Promenade) -> None:
+    def __init__(self, svc: Promenade, waiters: ChangeWaiters | None = None,
+                 max_wait: float = 0.0) -> None:
         self._svc = svc
+        self._waiters = waiters or ChangeWaiters(max_waiters=0, recheck=1.0)
+        self._max_wait = max_wait
 
     @authorize("promenade:get_node")
     def on_get(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
-        Query(req, ["design_ref"]).check()
+        query = Query(req, ["design_ref", "wait", "since"])
+        wait, since = 0.0, None
+        try:
+            wait, since = wait_params(req.get_param("wait"), req.get_param("since"),
+                                      self._max_wait)
+        except BadRequest as exc:
+            query.problems += [str(m["message"]) for m in exc.messages]
+        query.check()
         ref = req.get_param("design_ref")
         clusters = self._svc.clusters(ref, req.context.berth, required=False) if ref else []
+        if since is not None and wait > 0 and self._svc.node_version(node_id) == since:
+            with self._waiters.slot() as free:
+                changed = free and self._svc.kube.watch_node(node_id, since, wait)
+            resp.set_header(WAITED_HEADER, "busy" if not free else
+                            "changed" if changed else "timeout")
         resp.media = self._svc.node_view(node_id, clusters)
+        resp.set_header(VERSION_HEADER, self._svc.node_version(node_id))
 
 
 class DrainResource:

@@ -42,6 +42,7 @@ class ActionSettings:
     max_backoff: float = 300.0
     outage_window: float = 300.0
     progress_interval: float = 2.0  # how often a running step reads its peer's progress
+    long_poll_wait: float = 10.0
 
     def policy(self, timeout: float) -> StepPolicy:
         return StepPolicy(timeout=float(timeout), retries=self.step_retries,

@@ -78,7 +78,7 @@ def admit(prepared: Prepared, services_: Any, ctx: RequestContext) -> None:
     problems = [f"{n['hostname']} is retired"
                 + (f" ({n['retired_reason']})" if n.get("retired_reason") else "")
                 + ": a retired node is never redeployed; unretire it first"
-                for n in svc.drydock.nodes(design_ref, ctx=ctx)
+                for n in svc.drydock.nodes(design_ref, ctx=ctx, retired=True)
                 if n.get("hostname") in targets and n.get("retired")]
     plans = svc.drydock.wipe_plan(design_ref, targets, destroy_options(prepared.parameters),
                                   ctx=ctx)
@@ -188,11 +188,20 @@ def deploy_node(ctx: StepContext) -> Outcome:
 
 
 def wait_ready(ctx: StepContext) -> Outcome:
-    status = services(ctx).promenade.node_status(_node(ctx), ctx=ctx.request_context())
+    """Until the Kubernetes node is Ready: each attempt long-polls Promenade (answered when
+    the Node changes); a Promenade that cannot is asked every node_status_interval."""
+    svc = services(ctx)
+    since = ctx.memo.get("version")
+    watch = svc.promenade.watch_node(_node(ctx), since=None if since is None else str(since),
+                                     wait=svc.settings.long_poll_wait,
+                                     ctx=ctx.request_context())
+    status = watch.status
     if node_ready(status):
         return done(details={"node": status or {}}, note="The Kubernetes node is Ready")
-    return retry_after(steps.config_value(ctx, "kubernetes", "node_status_interval"),
-                       details={"node": status or {}})
+    if watch.version is None or watch.busy or svc.settings.long_poll_wait <= 0:
+        return retry_after(steps.config_value(ctx, "kubernetes", "node_status_interval"),
+                           memo={"version": None}, details={"node": status or {}})
+    return retry_after(0, memo={"version": watch.version}, details={"node": status or {}})
 
 
 def relabel(ctx: StepContext) -> Outcome:

@@ -83,7 +83,9 @@ def config_value(ctx: StepContext, section: str, key: str) -> float:
 
 def drydock_task(ctx: StepContext, action: str, node_filter: dict[str, Any] | None,
                  options: Mapping[str, Any], interval: float) -> Outcome:
-    """Create the Drydock task once (idempotency key), then poll it until it ends."""
+    """Create the Drydock task once (idempotency key), then follow it until it ends: each
+    attempt long-polls Drydock (answered as soon as the task changes, or after
+    `long_poll_wait` seconds); `interval` is the polling interval of a Drydock without."""
     svc = services(ctx)
     rc = ctx.request_context()
     task_id = ctx.memo.get("task_id")
@@ -91,14 +93,22 @@ def drydock_task(ctx: StepContext, action: str, node_filter: dict[str, Any] | No
         task = svc.drydock.create_task(action, str(design(ctx)["design_ref"]), node_filter,
                                        options, ctx=rc, key=ctx.key())
         task_id = str(task.get("task_id"))
-        return retry_after(interval, memo={"task_id": task_id}, details={"task": task},
+        return retry_after(0, memo={"task_id": task_id}, details={"task": task},
                            note=f"Drydock {action} task {task_id} created")
-    task = svc.drydock.get_task(str(task_id), ctx=rc)
+    since = ctx.memo.get("version")
+    watch = svc.drydock.watch_task(str(task_id), since=None if since is None else str(since),
+                                   wait=svc.settings.long_poll_wait, ctx=rc)
+    task = watch.task
     status = str(task.get("status", ""))
     result = task.get("result")
     outcome = str(result.get("status") if isinstance(result, dict) else result or "")
     if status not in FINISHED:
-        return retry_after(interval, details={"task": task})
+        if watch.version is None or watch.busy or svc.settings.long_poll_wait <= 0:
+            # a Drydock without long-polls, or too busy to hold one: poll at the interval
+            return retry_after(interval, memo={"version": watch.version},
+                               details={"task": task})
+        # the next attempt waits in Drydock until the task changes (no sleep here)
+        return retry_after(0, memo={"version": watch.version}, details={"task": task})
     details = {"task": task, "tree": _tree(svc, str(task_id), rc)}
     if outcome == "success":
         return done({"task_id": task_id}, details=details,

@@ -7,8 +7,12 @@ from typing import Any
 
 from common.context import RequestContext
 from common.httpclient import ServiceClient
+from shipyard_api.clients.ports import TaskWatch
 
 P = "/api/v1.0"
+VERSION_HEADER = "X-Task-Version"
+WAITED_HEADER = "X-Long-Poll"
+READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
 
 
 class DrydockClient:
@@ -36,6 +40,20 @@ class DrydockClient:
                                       params={"subtaskerrors": "true"})
         return dict(result or {})
 
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        """The task once its version differs from `since` (Drydock's long-poll), or after
+        `wait` seconds unchanged; at once without `since`."""
+        params = {"subtaskerrors": "true"}
+        if since is not None and wait > 0:
+            params.update(since=since, wait=f"{wait:g}")
+        response = self._client.raw("GET", f"{P}/tasks/{task_id}", ctx=ctx, params=params,
+                                    read_timeout=wait + READ_MARGIN)
+        if response.status_code >= 400:
+            raise self._client.error(response)
+        return TaskWatch(dict(response.json() or {}), response.headers.get(VERSION_HEADER),
+                         busy=response.headers.get(WAITED_HEADER) == "busy")
+
     def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
         self._client.request("POST", f"{P}/tasks/{task_id}/terminate", ctx=ctx)
 
@@ -51,10 +69,14 @@ class DrydockClient:
                                       params={"subtaskerrors": "true", "layers": "-1"})
         return dict(result or {})
 
-    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
-        """Drydock's view of every node: MAAS status, power state, retirement."""
-        params = {"design_ref": design_ref} if design_ref else None
-        result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params)
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
+        """Drydock's view of every node (or only the (un)retired ones, whose BMCs alone are
+        asked): MAAS status, power state, retirement."""
+        params = {"design_ref": design_ref} if design_ref else {}
+        if retired is not None:
+            params["retired"] = "true" if retired else "false"
+        result = self._client.request("GET", f"{P}/nodes", ctx=ctx, params=params or None)
         return [dict(n) for n in result or []]
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,

@@ -10,6 +10,7 @@ from typing import Any
 from common.context import RequestContext
 from common.errors import BadGateway, NotFound
 from common.status import status_body
+from shipyard_api.clients.ports import NodeWatch, TaskWatch
 
 BMC_ACTIONS = ("power_off_nodes", "destroy_nodes", "prepare_nodes", "deploy_nodes")
 
@@ -83,6 +84,11 @@ class FakePromenade:
             self._answers[key] = answer
         return answer
 
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        """Answers at once, without a version (the caller polls at its interval)."""
+        return NodeWatch(self.node_status(node, ctx=ctx), None)
+
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
         """`views[node]` when set; else Ready until removed from the cluster, then Ready
         from the `ready_after`-th read on (the redeployed node joining)."""
@@ -121,6 +127,7 @@ class FakeDrydock:
 
     health: bool = True
     polls_to_finish: int = 1
+    versions: bool = False  # watch_task answers with versions (Drydock's long-poll)
     fail: set[tuple[str, str]] = field(default_factory=set)
     calls: list[Call] = field(default_factory=list)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -152,6 +159,13 @@ class FakeDrydock:
                                    "result": {"status": "incomplete"}}
             self._by_key[key] = task_id
             return dict(self.tasks[task_id])
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        """Answers at once (a fake task changes only as it is read): a version counting the
+        reads with `versions`, else none (the caller polls at its interval)."""
+        task = self.get_task(task_id, ctx=ctx)
+        return TaskWatch(task, str(self._reads.get(task_id, 0)) if self.versions else None)
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:
@@ -200,9 +214,11 @@ class FakeDrydock:
                 raise NotFound(f"No task {task_id}")
             return {"init_task_id": task_id, task_id: dict(self.tasks[task_id])}
 
-    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
         self.calls.append(Call("nodes", None, design_ref, ctx.marker))
-        return [dict(n) for n in self.node_list]
+        return [dict(n) for n in self.node_list
+                if retired is None or bool(n.get("retired")) == retired]
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
                   ctx: RequestContext) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from common.context import RequestContext
@@ -24,6 +25,29 @@ class PromenadePort(Protocol):
     def decommission_preview(self, node: str, design_ref: str, *, fenced: bool,
                              leaving: list[str], ctx: RequestContext) -> dict[str, Any]: ...
 
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch: ...
+
+
+@dataclass(frozen=True)
+class TaskWatch:
+    """A task as a long-poll answered it; `version` is None when Drydock keeps no versions,
+    `busy` when too many long-polls waited there already (either way: poll at an interval)."""
+
+    task: dict[str, Any]
+    version: str | None
+    busy: bool = False
+
+
+@dataclass(frozen=True)
+class NodeWatch:
+    """Promenade's node view as a long-poll answered it (None: not known to Kubernetes);
+    `version` None or `busy`: poll at an interval instead."""
+
+    status: dict[str, Any] | None
+    version: str | None
+    busy: bool = False
+
 
 class DrydockPort(Protocol):
     def healthy(self, ctx: RequestContext) -> bool: ...
@@ -34,13 +58,17 @@ class DrydockPort(Protocol):
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
 
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch: ...
+
     def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None: ...
 
     def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]: ...
 
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
 
-    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]: ...
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]: ...
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
                   ctx: RequestContext) -> list[dict[str, Any]]: ...

@@ -8,6 +8,7 @@ from typing import Any
 from common.context import RequestContext
 from common.errors import NotFound
 from common.httpclient import ServiceClient
+from shipyard_api.clients.ports import NodeWatch
 
 P = "/api/v1.0"
 DECOMMISSION_PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
@@ -47,6 +48,20 @@ class PromenadeClient:
         result = self._client.request("POST", f"{P}/nodes/{node}/remove-from-cluster", ctx=ctx,
                                       idempotency_key=key)
         return dict(result or {})
+
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        """The node view once the Node changed after `since` (Promenade's long-poll on a
+        Kubernetes watch), or after `wait` seconds unchanged; at once without `since`."""
+        params = {"since": since, "wait": f"{wait:g}"} if since and wait > 0 else None
+        response = self._client.raw("GET", f"{P}/nodes/{node}", ctx=ctx, params=params,
+                                    read_timeout=wait + 30.0)
+        if response.status_code == 404:
+            return NodeWatch(None, None)
+        if response.status_code >= 400:
+            raise self._client.error(response)
+        return NodeWatch(dict(response.json() or {}), response.headers.get("X-Node-Version"),
+                         busy=response.headers.get("X-Long-Poll") == "busy")
 
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
         try:

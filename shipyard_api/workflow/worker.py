@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from common.pgwake import Listener
 from shipyard_api.workflow.engine import Engine
 
 LOG = logging.getLogger(__name__)
@@ -22,8 +23,11 @@ class WorkerPool:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.listener: Listener | None = None  # wakes us on other processes' news
 
     def start(self) -> None:
+        if self._count and self.listener is not None:
+            self.listener.start()
         for n in range(self._count):
             engine = self._make_engine(n)
             thread = threading.Thread(target=self._loop, args=(engine,), daemon=True,
@@ -36,6 +40,8 @@ class WorkerPool:
         self._wake.set()
 
     def stop(self, timeout: float = 10.0) -> None:
+        if self.listener is not None:
+            self.listener.stop()
         self._stop.set()
         self._wake.set()
         for thread in self._threads:

@@ -80,6 +80,8 @@ class RedfishBackend:
         task = EraseTask(f"erase-{uuidlib.uuid4().hex[:12]}", node.name, drive, fail)
         with self._lock:
             self.tasks[task.id] = task
+        self.model.record_operation("bmc", "secure_erase", node.name,
+                                    self.model.spec.timings.erase)
         self.model.scheduler.call_later(self.model.spec.timings.erase,
                                         lambda: self._finish(task))
         return task

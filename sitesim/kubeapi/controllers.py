@@ -106,9 +106,13 @@ def _kubelet(cluster: KubeCluster, name: str, blocked: bool) -> None:
             sim.shutdown_at = None
         elif sim.shutdown_at is None:
             sim.shutdown_at = now + cluster.timings.kubelet_shutdown_delay
+            cluster.hooks.record_operation("kube", "kubelet_shutdown", name,
+                                           cluster.timings.kubelet_shutdown_delay)
         elif now >= sim.shutdown_at:
             sim.kubelet_running, sim.shutdown_at = False, None
             sim.unknown_at = now + cluster.timings.not_ready_delay
+            cluster.hooks.record_operation("kube", "node_not_ready", name,
+                                           cluster.timings.not_ready_delay)
     elif sim.unknown_at is not None and now >= sim.unknown_at:
         sim.unknown_at = None
         sim.ready = False

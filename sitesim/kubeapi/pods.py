@@ -68,6 +68,8 @@ def delete_pod(cluster: KubeCluster, pod: Obj, grace: int | None, *,
         cluster.timers.stuck.add(meta["uid"])
     else:
         cluster.timers.terminate_at[meta["uid"]] = due
+        cluster.hooks.record_operation("kube", "pod_termination", pod["spec"].get("nodeName"),
+                                       delay)
     return cluster.store.replace(PODS, pod, check_rv=False)
 
 

@@ -96,6 +96,7 @@ class MachineStore:
         itself: MAAS creates it as New after the boot, and the node powers off again."""
         if not on or self._model.boot_device(name) != "pxe" or self.by_hostname(name):
             return
+        self._model.record_operation("maas", "enlist", name, self._model.spec.timings.commission)
         self._model.scheduler.call_later(self._model.spec.timings.commission,
                                          lambda: self._pxe_enlist(name))
 
@@ -250,6 +251,7 @@ class MachineStore:
 
     def _schedule(self, machine: Machine, op: Operation, generation: int, failed: bool) -> None:
         delay = getattr(self._model.spec.timings, op.duration or "", 0.0)
+        self._model.record_operation("maas", op.name, machine.hostname, delay)
         self._model.scheduler.call_later(
             delay, lambda: self._complete(machine, op, generation, failed=failed))
 
@@ -302,6 +304,8 @@ class MachineStore:
             kube.add_node(name, {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                  "kubernetes.io/arch": "amd64"},
                           ready=False, control_plane=spec.control_plane)
+        self._model.record_operation("kube", "node_ready", name,
+                                     self._model.spec.timings.kube_ready)
         self._model.scheduler.call_later(
             self._model.spec.timings.kube_ready,
             lambda: kube.set_ready(name, True) if self._model.is_on(name) else None)

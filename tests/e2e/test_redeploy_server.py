@@ -130,8 +130,9 @@ def test_killed_worker_is_replaced_and_no_destructive_call_is_repeated(
     counts = effects(berth, "node05")
     faults("node05", "maas.release")  # Drydock's destroy hangs in MAAS release
     action = create(berth, "redeploy_server", target_nodes="node05")
-    wait_for(lambda: berth.api("GET", f"/actions/{action['id']}/steps/destroy_nodes.node05")
-             .json()["state"] == "waiting", 60, "Shipyard polling the destroy task")
+    wait_for(lambda: any("created" in n["message"] for n in berth.api(
+        "GET", f"/actions/{action['id']}/steps/destroy_nodes.node05").json()["notes"]),
+        60, "Shipyard following the destroy task")
     berth.worker.kill()  # SIGKILL: no chance to release the lease
     berth.worker.start()
     faults.clear()

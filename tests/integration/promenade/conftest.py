@@ -58,6 +58,9 @@ class CountingHooks:
     def record_call(self, system: str, op: str, node: str | None) -> None:
         self.calls[(op, node)] += 1
 
+    def record_operation(self, system: str, op: str, node: str | None, seconds: float) -> None:
+        return None
+
     def fault(self, operation: str, node: str) -> Any:
         return self.faults.get((operation, node))
 

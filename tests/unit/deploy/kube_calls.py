@@ -55,6 +55,8 @@ def _answer(method: str, url: str) -> tuple[int, bytes]:
     path, query = parts.path, parse_qs(parts.query)
     if path == "/version":
         body: Any = {"gitVersion": "v1.31.0"}
+    elif path == "/api/v1/nodes" and query.get("watch") == ["true"]:
+        return 200, json.dumps({"type": "MODIFIED", "object": NODE}).encode() + b"\n"
     elif "/nodes/" in path:
         body = NODE
     elif path == "/api/v1/pods" and query.get("watch") == ["true"]:
@@ -94,6 +96,7 @@ def port_calls() -> dict[str, Callable[[KubePort], object]]:
         "delete_pod": lambda k: k.delete_pod(pod, 30),
         "wait_pods_gone": lambda k: k.wait_pods_gone("node01", {"uid-1"}, 5.0),
         "delete_node": lambda k: k.delete_node("node01"),
+        "watch_node": lambda k: k.watch_node("node01", "7", 5.0),
         "get_lease": lambda k: k.get_lease("berth", "etcd-kubernetes"),
         "create_lease": lambda k: k.create_lease("berth", lease),
         "update_lease": lambda k: k.update_lease("berth", lease),

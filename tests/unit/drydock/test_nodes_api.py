@@ -63,6 +63,15 @@ def test_retire_a_deployed_node_and_list_by_retirement(api):
     assert back.status_code == 200 and back.json["retired_reason"] is None
 
 
+def test_listing_the_retired_nodes_asks_only_their_bmcs(api):
+    client, site = api
+    patch(client, site, "n2", {"retired": True})
+    site.oob.calls.clear()
+    retired = call(client, "GET", "/nodes", site, retired="true").json
+    assert [(n["hostname"], n["power_state"]) for n in retired] == [("n2", "on")]
+    assert [op for op, _ in site.oob.calls.elements()] == ["power_state"]
+
+
 def test_retiring_a_node_a_task_holds_is_409_and_changes_nothing(api):
     client, site = api
     resp = post(client, f"{P}/tasks", {"action": "prepare_nodes", "design_ref": site.href,

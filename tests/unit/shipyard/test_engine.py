@@ -200,6 +200,7 @@ def test_other_worker_cannot_claim_an_action_being_run(harness: Harness) -> None
 def test_engine_hands_back_an_action_waiting_longer_than_hold(harness: Harness) -> None:
     harness.commit(design(config={"physical_provisioner": {"destroy_interval": 60}}),
                    tag="site-action-success")
+    harness.drydock.polls_to_finish = 2  # the task still runs at the first look
     action = harness.create("redeploy_server", {"target_nodes": "node01"})
     engine = harness.engine()
     engine.run_once()

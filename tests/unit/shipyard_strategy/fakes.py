@@ -28,8 +28,10 @@ class StrategyDrydock(FakeDrydock):
                                 (), None) for n in self.site}
         return select_nodes(node_filter, defs)
 
-    def nodes(self, design_ref: str | None, *, ctx: RequestContext) -> list[dict[str, Any]]:
-        return [{"hostname": n.name, "retired": n.name in self.retired} for n in self.site]
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
+        return [{"hostname": n.name, "retired": n.name in self.retired} for n in self.site
+                if retired is None or (n.name in self.retired) == retired]
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         task = self.tasks.get(task_id)

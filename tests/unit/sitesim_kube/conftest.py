@@ -26,6 +26,9 @@ class RecordingHooks:
     def record_call(self, system: str, op: str, node: str | None) -> None:
         self.calls[(system, op, node)] += 1
 
+    def record_operation(self, system: str, op: str, node: str | None, seconds: float) -> None:
+        return None
+
     def fault(self, operation: str, node: str):  # type: ignore[no-untyped-def]
         return self.faults.get((operation, node))
 

@@ -1,0 +1,204 @@
+"""One `redeploy_server` through the real services on the simulated site: wall time, the site's
+own time on the critical path, and the difference (Berth's overhead); idle CPU per service.
+
+    .venv/bin/python bench/redeploy_server.py [--node node05] [--runs 3]
+    .venv/bin/python bench/redeploy_server.py --postgres           # PostgreSQL, 2+2 processes
+    .venv/bin/python bench/redeploy_server.py --env .berth/env     # a running `make run`
+
+Without `--env` it starts what `berth up` starts (the site, then shipyard-api, promenade-api and
+drydock-api under gunicorn with the settings `berth up` writes) on free ports in a temporary
+directory, and stops it all at the end. The site's own time is the union of the simulated work
+it reports for the node at `GET $SITESIM_URL/operations` (BMC power changes and erases, MAAS
+release/erase/commission/deploy, pods terminating, the kubelet stopping, the node turning
+NotReady and Ready) between the action's creation and its end: the time the redeploy would take
+if every service reacted at once. Idle CPU is read from /proc (utime + stime of each service
+process and its children) over `--idle` seconds with nothing to do, before and after the action.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sitesim.site import SitePorts  # noqa: E402
+from sitesim.siteconfig import load_site  # noqa: E402
+from sitesim.up import Up  # noqa: E402
+
+TERMINAL = ("complete", "failed", "stopped")
+TICK = os.sysconf("SC_CLK_TCK")
+SETTLE = 3.0  # seconds before the idle CPU is first sampled
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def read_env(path: Path) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def children(pid: int) -> list[int]:
+    """`pid` and its descendants (gunicorn master and workers)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1]
+                                               .split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo += [c for c, parent in parents.items() if parent == p]
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICK
+
+
+def idle_cpu(services: dict[str, int], seconds: float) -> dict[str, float]:
+    """Per service, CPU used over `seconds` with nothing to do, in % of one core."""
+    pids = {name: children(pid) for name, pid in services.items()}
+    before = {name: cpu_seconds(p) for name, p in pids.items()}
+    time.sleep(seconds)
+    return {name: 100 * (cpu_seconds(p) - before[name]) / seconds for name, p in pids.items()}
+
+
+def union(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(intervals):
+        if stop <= end:
+            continue
+        total += stop - max(start, end)
+        end = stop
+    return total
+
+
+def run_action(env: dict[str, str], node: str, poll: float) -> tuple[float, float, dict[str, Any]]:
+    """Create the action, follow it; (start, end) in epoch seconds, and its last view."""
+    url = env["SHIPYARD_URL"] + "/api/v1.0/actions"
+    headers = {"X-Auth-Token": env["BERTH_TOKEN"]}
+    started = time.time()
+    created = requests.post(url, headers=headers, timeout=60, json={
+        "name": "redeploy_server", "parameters": {"target_nodes": [node]}})
+    created.raise_for_status()
+    print(f"POST /actions answered in {time.time() - started:.2f} s")
+    action_id = created.json()["id"]
+    while True:
+        view: dict[str, Any] = requests.get(f"{url}/{action_id}", headers=headers,
+                                            timeout=60).json()
+        if view["state"] in TERMINAL:
+            return started, time.time(), view
+        time.sleep(poll)
+
+
+def site_time(env: dict[str, str], node: str, start: float, end: float
+              ) -> tuple[float, list[dict[str, Any]]]:
+    ops = requests.get(f"{env['SITESIM_URL']}/operations", params={
+        "node": node, "since": str(start)}, timeout=30).json()["operations"]
+    ops = [o for o in ops if o["start"] < end and o["end"] > start]
+    return union([(max(o["start"], start), min(o["end"], end)) for o in ops]), ops
+
+
+def at(iso: str | None, start: float) -> str:
+    if not iso:
+        return "      -"
+    return f"{datetime.fromisoformat(iso).timestamp() - start:7.2f}"
+
+
+def report(env: dict[str, str], services: dict[str, int], node: str, idle: float,
+           poll: float, runs: int) -> None:
+    time.sleep(SETTLE)  # worker processes finish starting (imports, first claims)
+    print(f"idle CPU before (% of one core over {idle:g} s): " + ", ".join(
+        f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
+    overheads = [one_run(env, node, poll) for _ in range(runs)]
+    if runs > 1:
+        print(f"overhead over {runs} runs: median {statistics.median(overheads):.2f} s, "
+              f"min {min(overheads):.2f} s, max {max(overheads):.2f} s")
+    print(f"idle CPU after (% of one core over {idle:g} s): " + ", ".join(
+        f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
+
+
+def one_run(env: dict[str, str], node: str, poll: float) -> float:
+    """One redeploy of `node`, reported; its overhead (s)."""
+    start, end, view = run_action(env, node, poll)
+    wall = end - start
+    site, ops = site_time(env, node, start, end)
+    print(f"redeploy_server {node}: {view['state']} ({view.get('message', '')})")
+    for step in view.get("steps", []):
+        print(f"  {step['id']:<30} {step['state']:<8} attempts {step.get('attempts', '?'):<3}"
+              f"{at(step.get('start'), start)} .. {at(step.get('end'), start)}")
+    print("site operations (s from the action's creation):")
+    for o in ops:
+        print(f"  {o['system']}.{o['op']:<18} {o['start'] - start:7.2f} .. {o['end'] - start:7.2f}")
+    print(f"wall time: {wall:.2f} s   site's own time on the critical path: {site:.2f} s   "
+          f"overhead: {wall - site:.2f} s (target <= 1 s; includes the bench's {poll:g} s "
+          "polling of the action)")
+    return wall - site
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--node", default="node05")
+    parser.add_argument("--site", default="etc/sites/demo.yaml")
+    parser.add_argument("--env", type=Path, help="use a running `berth up` (its .berth/env)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="the production layout of `berth up --postgres`: PostgreSQL, two "
+                             "API processes and two worker processes of Shipyard and Drydock")
+    parser.add_argument("--idle", type=float, default=3.0, help="seconds of idle CPU sampling")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="redeploys of the node, one after the other on the same site")
+    parser.add_argument("--poll", type=float, default=0.05,
+                        help="how often the bench reads the action (s)")
+    opts = parser.parse_args()
+    if opts.env:
+        env = read_env(opts.env)
+        up_pid = int((opts.env.parent / "berth-up.pid").read_text())
+        services = {Path(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode())
+                    .name: p for p in children(up_pid) if p != up_pid}
+        services = {k: v for k, v in services.items() if k.endswith(("-api", "-worker"))}
+        report(env, services, opts.node, opts.idle, opts.poll, opts.runs)
+        return
+    work = Path(tempfile.mkdtemp(prefix="bench-redeploy-"))
+    work.chmod(0o755)  # PostgreSQL runs as the postgres user and must reach its directory
+    ports = {name: free_port() for name in ("shipyard", "promenade", "drydock")}
+    load_site(opts.site)  # refuse a bad site file before starting anything
+    runner = Up(opts.site, work, SitePorts(), service_ports=ports, postgres=opts.postgres,
+                second_ports={"shipyard": free_port(), "drydock": free_port()},
+                postgres_port=free_port())
+    try:
+        env = runner.start()
+        services = {name: proc.pid for name, proc in runner.procs.items()}
+        report(env, services, opts.node, opts.idle, opts.poll, opts.runs)
+    finally:
+        runner.stop()
+
+
+if __name__ == "__main__":
+    main()

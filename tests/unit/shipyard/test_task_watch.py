@@ -1,0 +1,102 @@
+"""Steps that follow a Drydock task long-poll it: each answer (a change) is acted on at once,
+without sleeping the DeploymentConfiguration interval; without versions, or when Drydock is
+too busy to hold the request, the step polls at the interval."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.context import RequestContext
+from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
+from shipyard_api.clients.ports import NodeWatch, TaskWatch
+from tests.unit.shipyard.conftest import Harness
+from tests.unit.shipyard.design import design
+
+INTERVAL = 60
+
+
+class BusyDrydock(FakeDrydock):
+    """Versions, but every long-poll is refused as over the cap."""
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        found = super().watch_task(task_id, since=since, wait=wait, ctx=ctx)
+        return TaskWatch(found.task, found.version, busy=True)
+
+
+@dataclass
+class WatchingPromenade(FakePromenade):
+    """Node views with a version (one per read), as Promenade's long-poll answers them."""
+
+    since: list[str | None] = field(default_factory=list)
+
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        self.since.append(since)
+        return NodeWatch(self.node_status(node, ctx=ctx), str(len(self.since)))
+
+
+def slow_design(harness: Harness) -> None:
+    harness.commit(design(config={"physical_provisioner": {
+        k: INTERVAL for k in ("destroy_interval", "prepare_node_interval", "deploy_interval",
+                              "relabel_nodes_interval")},
+        "kubernetes": {"node_status_interval": INTERVAL}}), tag="site-action-success")
+
+
+def redeploy(harness: Harness) -> dict[str, Any]:
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    return harness.drive(action["id"])
+
+
+def test_a_watched_task_is_followed_without_sleeping_the_interval(harness: Harness) -> None:
+    harness.drydock.versions = True
+    harness.drydock.polls_to_finish = 3
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() == start  # no step waited on the fake clock
+    destroy = harness.step(view["id"], "destroy_nodes.node01")
+    assert destroy["attempts"] == 4  # create, then one attempt per answer of Drydock
+
+
+def test_without_versions_the_step_polls_at_the_interval(harness: Harness) -> None:
+    harness.drydock.polls_to_finish = 2
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() - start >= 4 * INTERVAL  # each of the four tasks waited once
+
+
+def test_a_busy_drydock_is_polled_at_the_interval(harness: Harness) -> None:
+    harness.drydock = BusyDrydock(versions=True, polls_to_finish=2)
+    harness.services.drydock = harness.drydock
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() - start >= 4 * INTERVAL
+
+
+def test_the_join_wait_long_polls_promenade_from_the_last_version(harness: Harness) -> None:
+    harness.drydock.versions = True
+    promenade = WatchingPromenade(ready_after=3)
+    harness.promenade = harness.services.promenade = promenade
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() == start
+    assert promenade.since == [None, "1", "2"]  # each look waits from the previous answer
+
+
+def test_without_node_versions_the_join_wait_polls_at_the_interval(harness: Harness) -> None:
+    harness.drydock.versions = True
+    harness.promenade.ready_after = 2
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    assert harness.clock() - start >= INTERVAL
