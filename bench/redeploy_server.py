@@ -32,8 +32,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sitesim.up import Up  # noqa: E402
-
+from berth_launcher.up import Up  # noqa: E402
 from sitesim.site import SitePorts  # noqa: E402
 from sitesim.siteconfig import load_site  # noqa: E402
 
