@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from common.context import RequestContext
 from common.httpclient import ServiceClient
-from drydock_api.tasks.outcomes import JoinState
+from drydock_api.drivers.ports import JoinState
 
 
 class PromenadeLabeller:

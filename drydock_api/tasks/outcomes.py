@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.context import RequestContext
-from drydock_api.drivers.ports import OobDriver, Provisioner
+from drydock_api.drivers.ports import JoinState, OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
 
 
@@ -40,15 +40,6 @@ class Labeller(Protocol):
     """Promenade's node-labels endpoint."""
 
     def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None: ...
-
-
-@dataclass(frozen=True)
-class JoinState:
-    """`ready`: None when Kubernetes does not know the node yet. `version`: the Node's
-    version, to wait from next time (None: the checker cannot wait; poll instead)."""
-
-    ready: bool | None
-    version: str | None = None
 
 
 class JoinChecker(Protocol):
