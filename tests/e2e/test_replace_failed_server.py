@@ -159,13 +159,21 @@ def test_bmc_killed_during_teardown_fails_naming_it_and_the_rerun_completes(
     assert effects(berth, "node03") == {k: v + 1 for k, v in counts.items()}
 
 
+def following(berth: Berth, step_url: str) -> bool:
+    """The step created its Drydock task and follows it (by long-poll: mostly running, at
+    times waiting)."""
+    step = berth.api("GET", step_url).json()
+    return step["state"] in ("running", "waiting") and any(
+        "created" in n["message"] for n in step["notes"])
+
+
 def test_drydock_stopped_for_ten_seconds_during_destroy_is_ridden_out(
         berth: Berth, successful_revision: int, faults: Any) -> None:
     counts = effects(berth, "node04")
     faults("node04", "maas.release")  # keep the destroy task busy in MAAS
     action = create(berth, "redeploy_server", target_nodes="node04")
-    wait_for(lambda: berth.api("GET", f"/actions/{action['id']}/steps/destroy_nodes.node04")
-             .json()["state"] == "waiting", 60, "Shipyard polling the destroy task")
+    wait_for(lambda: following(berth, f"/actions/{action['id']}/steps/destroy_nodes.node04"),
+             60, "Shipyard following the destroy task")
     drydock = berth.procs["drydock"]
     drydock.stop()
     time.sleep(10)
@@ -227,9 +235,9 @@ def test_stop_during_a_long_drain_cancels_it_and_terminates_the_drydock_task(
     faults("node06", "maas.release")  # the destroy task stays busy
     action = create(berth, "redeploy_server", target_nodes=["node05", "node06"])
     url = f"/actions/{action['id']}/steps"
-    wait_for(lambda: berth.api("GET", f"{url}/destroy_nodes.node06").json()["state"]
-             == "waiting" and berth.api("GET", f"{url}/decommission.node05").json()["state"]
-             == "running", 60, "node06 in destroy while node05 drains")
+    wait_for(lambda: following(berth, f"{url}/destroy_nodes.node06") and berth.api(
+        "GET", f"{url}/decommission.node05").json()["state"] == "running", 60,
+        "node06 in destroy while node05 drains")
     task_id = berth.api("GET", f"{url}/destroy_nodes.node06").json()["details"]["task"][
         "task_id"]
     assert berth.cli("stop", f"action/{action['id']}").exit_code == 0
