@@ -159,7 +159,7 @@ def _install_drivers() -> Any:
     """Put the site-aware drivers into the emulator app (once per process); return the app."""
     from sushy_tools.emulator import main as emulator
 
-    from sitesim.bmc.sushy_drivers import SiteDrives, SiteStorage, SiteSystems
+    from sitesim.bmc.sushy_drivers import SiteDrives, SiteIndicators, SiteStorage, SiteSystems
 
     app = emulator.app
     with _INSTALL_LOCK:
@@ -169,7 +169,8 @@ def _install_drivers() -> Any:
             cache = app.__dict__.setdefault("_cache", {})
             for prop, driver in (("systems", SiteSystems()),
                                  ("storage", SiteStorage(app.config, app.logger)),
-                                 ("drives", SiteDrives(app.config, app.logger))):
+                                 ("drives", SiteDrives(app.config, app.logger)),
+                                 ("indicators", SiteIndicators(app.config, app.logger))):
                 method = getattr(type(app), prop).fget.__wrapped__
                 cache.setdefault(method, {})[(frozenset(), frozenset())] = driver
     return app

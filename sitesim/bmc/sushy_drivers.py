@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import flask
-from sushy_tools.emulator.resources import drives, storage
+from sushy_tools.emulator.resources import drives, indicators, storage
 from sushy_tools.emulator.resources.systems.base import AbstractSystemsDriver
 
 from sitesim.bmc.redfish import ENVIRON_KEY, REDFISH_BOOT, RedfishBackend
@@ -74,3 +74,12 @@ class SiteStorage(storage.StaticDriver):  # type: ignore[misc]
 class SiteDrives(drives.StaticDriver):  # type: ignore[misc]
     def get_drives(self, identity: str, storage_id: str) -> list[dict[str, Any]]:
         return _backend().drives(identity, storage_id)
+
+
+class SiteIndicators(indicators.StaticDriver):  # type: ignore[misc]
+    """Indicator LEDs in memory: the emulator's own driver keeps them in an SQLite file that
+    hundreds of concurrent System GETs lock ("database is locked", a 500)."""
+
+    def __init__(self, config: Any, logger: Any) -> None:
+        super(indicators.StaticDriver, self).__init__(config, logger)
+        self._indicators: dict[str, str] = dict(config.get("SUSHY_EMULATOR_INDICATOR_LEDS", {}))
