@@ -45,6 +45,10 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
                  help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
     cfg.IntOpt("retries", default=2, min=0, help="Retries of a failed BMC request."),
+    cfg.IntOpt("list_power_limit", default=100, min=0,
+               help="GET /nodes asks each node's BMC for its power state when it lists at "
+                    "most this many nodes; a longer list shows the power state MAAS (else "
+                    "Drydock) last saw. GET /nodes/{name} always asks the BMC."),
 ]
 STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,

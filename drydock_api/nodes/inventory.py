@@ -1,4 +1,10 @@
-"""GET /nodes: the design's nodes merged with MAAS state, BMC power state and node records."""
+"""GET /nodes: the design's nodes merged with MAAS state, BMC power state and node records.
+
+Power states: up to `live_power_limit` nodes are asked of their BMCs (in parallel); a longer
+list reports the power state MAAS last saw (MAAS, like Ironic's power sync, keeps it up to
+date itself), else the one Drydock last saw, so listing 10,000 nodes does not make 10,000
+BMC requests. One node (GET /nodes/{name}) is always asked of its BMC.
+"""
 
 from __future__ import annotations
 
@@ -19,13 +25,14 @@ class Inventory:
                  records: Callable[[], dict[str, NodeRecord]],
                  last_design_ref: Callable[[], Any],
                  designs: Callable[[Any, RequestContext], Design],
-                 parallel: int = 32) -> None:
+                 parallel: int = 32, live_power_limit: int = 100) -> None:
         self._maas = maas
         self._oob = oob
         self._records = records
         self._last_ref = last_design_ref
         self._designs = designs
         self._parallel = parallel
+        self._live_power_limit = live_power_limit
 
     def nodes(self, ctx: RequestContext, design_ref: Any = None,
               names: list[str] | None = None,
@@ -46,10 +53,18 @@ class Inventory:
                     for m in machines.values() if names is None or m.hostname in names]
         chosen = [design.nodes[n] for n in (names or list(design.nodes))
                   if n in design.nodes]
-        with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, len(chosen) or 1))) as ex:
-            powers = list(ex.map(self._power, chosen))
+        powers = self._powers(chosen, machines, records)
         return [self._entry(node, node.name, machines.get(node.name), records.get(node.name),
                             power, maas_error) for node, power in zip(chosen, powers, strict=True)]
+
+    def _powers(self, nodes: list[NodeDef], machines: dict[str, Machine],
+                records: dict[str, NodeRecord]) -> list[tuple[str | None, str | None]]:
+        """Live from the BMCs for a short list; what MAAS (or Drydock) last saw for a long one."""
+        if len(nodes) > self._live_power_limit:
+            return [(_seen_power(machines.get(n.name), records.get(n.name)), None)
+                    for n in nodes]
+        with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, len(nodes) or 1))) as ex:
+            return list(ex.map(self._power, nodes))
 
     def node(self, ctx: RequestContext, name: str, design_ref: Any = None) -> dict[str, Any]:
         found = self.nodes(ctx, design_ref, [name])
@@ -107,6 +122,12 @@ class Inventory:
             "last_task_id": record.last_task_id if record else None,
             "reboot_error": record.reboot_error if record else None,
         }
+
+
+def _seen_power(machine: Machine | None, record: NodeRecord | None) -> str | None:
+    if machine is not None and machine.power_state in ("on", "off"):
+        return machine.power_state
+    return record.power_state if record is not None else None
 
 
 def _iso(ts: float | None) -> str | None:

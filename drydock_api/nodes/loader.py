@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from common.context import RequestContext
@@ -11,8 +12,15 @@ from drydock_api.nodes.design import Design, parse_design
 
 
 class DesignLoader:
-    def __init__(self, resolver: DesignResolver) -> None:
+    """Documents come from the resolver's cache; the design parsed from a cached list of
+    documents is kept beside it, so a 10,000-node design is parsed once per fetch, not once
+    per request."""
+
+    def __init__(self, resolver: DesignResolver, cache_size: int = 8) -> None:
         self._resolver = resolver
+        self._cache_size = cache_size
+        self._parsed: list[tuple[list[Document], Design]] = []
+        self._lock = threading.Lock()
 
     def check(self, ref: Any) -> str:
         """The href of `ref` when design references may point there (400 otherwise); nothing
@@ -23,4 +31,12 @@ class DesignLoader:
         return self._resolver.resolve(ref, ctx)
 
     def design(self, ref: Any, ctx: RequestContext | None = None) -> Design:
-        return parse_design(self.documents(ref, ctx))
+        docs = self.documents(ref, ctx)
+        with self._lock:
+            for seen, design in self._parsed:
+                if seen is docs:
+                    return design
+        design = parse_design(docs)
+        with self._lock:
+            self._parsed = [(docs, design), *self._parsed][:self._cache_size]
+        return design
