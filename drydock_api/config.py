@@ -45,10 +45,16 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
                  help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
     cfg.IntOpt("retries", default=2, min=0, help="Retries of a failed BMC request."),
-    cfg.IntOpt("list_power_limit", default=100, min=0,
-               help="GET /nodes asks each node's BMC for its power state when it lists at "
-                    "most this many nodes; a longer list shows the power state MAAS (else "
-                    "Drydock) last saw. GET /nodes/{name} always asks the BMC."),
+]
+INVENTORY_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt("live_limit", default=100, min=0,
+               help="GET /nodes looks each node up live (its machine in MAAS, its power "
+                    "state at its BMC) when it lists at most this many nodes; a longer list "
+                    "reads the last MAAS listing and the power state MAAS (else Drydock) last "
+                    "saw. GET /nodes/{name} is always live."),
+    cfg.FloatOpt("listing_max_age", default=10.0, min=0.0,
+                 help="Seconds a MAAS machine listing serves long node lists before it is "
+                      "refreshed (in the background; the older one is served meanwhile)."),
 ]
 STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,
@@ -101,7 +107,7 @@ SITE_DESIGN_OPTS: list[cfg.Opt] = [
 ]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
-    ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS),
+    ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS), ("inventory", INVENTORY_OPTS),
 ]
 
 

@@ -28,10 +28,11 @@ from sitesim.berthconfig import (
     write_tokens,
 )
 from sitesim.dbcli import db, upgrader
+from sitesim.generate import generate_site
 from sitesim.pgcluster import PgCluster, PgClusterError
 from sitesim.processes import stop_event_on_signals, terminate
 from sitesim.site import Site, SitePorts
-from sitesim.siteconfig import SiteConfigError, load_site
+from sitesim.siteconfig import SiteConfigError, SiteSpec, load_site, parse_site
 
 PID_FILE = "berth-up.pid"
 
@@ -176,13 +177,14 @@ class Up:
     under berth_dir/postgres, and run as two API processes each (the second on
     `second_ports`) plus two worker processes each."""
 
-    def __init__(self, site_file: str, berth_dir: Path, ports: SitePorts,
+    def __init__(self, site_file: str | SiteSpec, berth_dir: Path, ports: SitePorts,
                  with_services: bool = True, service_ports: dict[str, int] | None = None,
                  postgres: bool = False, second_ports: dict[str, int] | None = None,
                  postgres_port: int = POSTGRES_PORT) -> None:
         self.berth_dir = berth_dir
         self.service_ports = dict(service_ports or SERVICES)
-        self.site = Site(load_site(site_file), ports=ports, workdir=berth_dir / "site")
+        spec = site_file if isinstance(site_file, SiteSpec) else load_site(site_file)
+        self.site = Site(spec, ports=ports, workdir=berth_dir / "site")
         self.with_services = with_services
         self.postgres = postgres
         self.second_ports = dict(second_ports or SECOND_API_PORTS) if postgres else {}
@@ -299,12 +301,19 @@ def main() -> None:
               help="Shipyard and Drydock on a throwaway PostgreSQL cluster under DIR/postgres, "
                    "two API processes (second ones on 9010 and 9012) and two workers each.")
 @click.option("--postgres-port", default=POSTGRES_PORT, show_default=True)
+@click.option("--nodes", type=click.IntRange(min=1), default=None,
+              help="Instead of --site: a generated site of this many deployed nodes "
+                   "(`sitesim generate`; every 10th node an IPMI BMC, the rest Redfish).")
+@click.option("--racks", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Racks of the generated site (with --nodes).")
 def up(site_file: str, berth_dir: str, no_services: bool, postgres: bool,
-       postgres_port: int) -> None:
+       postgres_port: int, nodes: int | None, racks: int) -> None:
     """Start the site and the three services; Ctrl-C, SIGTERM or `berth down` stops them."""
     directory = Path(berth_dir).resolve()
     try:
-        runner = Up(site_file, directory, SitePorts.standard(), with_services=not no_services,
+        site: str | SiteSpec = site_file if nodes is None else \
+            parse_site(generate_site(nodes, min(racks, nodes), min(3, nodes)))
+        runner = Up(site, directory, SitePorts.standard(), with_services=not no_services,
                     postgres=postgres, postgres_port=postgres_port)
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc

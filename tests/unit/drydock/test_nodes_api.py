@@ -216,7 +216,7 @@ def test_bad_retired_filter_is_400(api):
 
 def test_a_long_node_list_shows_the_power_state_maas_saw_without_asking_each_bmc(
         make_site: SiteFactory, tmp_path: Any):
-    site = make_site(["n1", "n2", "n3"], oob={"list_power_limit": 2})
+    site = make_site(["n1", "n2", "n3"], inventory={"live_limit": 2})
     app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
     app.berth_spec.authenticator = TOKENS
     client = falcon.testing.TestClient(app)
