@@ -35,6 +35,7 @@ from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, SiteSpec, load_site, parse_site
 
 PID_FILE = "berth-up.pid"
+CHUNK_BYTES = 8 * 1024 * 1024
 
 
 class UpError(Exception):
@@ -144,12 +145,18 @@ def commit_design(shipyard_url: str, token: str, design: str, deployed: bool) ->
     target is the last successful site action (redeploy_server) work on a fresh `berth up`."""
     api = f"{shipyard_url}/api/v1.0"
     headers = {"X-Auth-Token": token}
-    staged = requests.post(f"{api}/configdocs/site?buffermode=replace", data=design.encode(),
-                           headers={**headers, "Content-Type": "application/x-yaml"}, timeout=60)
-    committed = requests.post(f"{api}/commitconfigdocs", headers=headers, timeout=300)
-    if staged.status_code != 201 or committed.status_code != 200:
+    for index, chunk in enumerate(design_chunks(design)):
+        collection, mode = ("site", "replace") if index == 0 else (f"site-{index + 1}", "append")
+        staged = requests.post(f"{api}/configdocs/{collection}?buffermode={mode}",
+                               data=chunk.encode(), timeout=300,
+                               headers={**headers, "Content-Type": "application/x-yaml"})
+        if staged.status_code != 201:
+            raise click.ClickException(f"staging the site design in Shipyard failed: "
+                                       f"{staged.text}")
+    committed = requests.post(f"{api}/commitconfigdocs", headers=headers, timeout=600)
+    if committed.status_code != 200:
         raise click.ClickException(
-            f"committing the site design into Shipyard failed: {staged.text} {committed.text}")
+            f"committing the site design into Shipyard failed: {committed.text}")
     revisions = requests.get(f"{api}/revisions", headers=headers, timeout=30).json()["results"]
     newest = max(revisions, key=lambda r: int(r["id"]))
     design_ref = f"deckhand+{api}/revisions/{newest['id']}/rendered-documents"
@@ -160,6 +167,23 @@ def commit_design(shipyard_url: str, token: str, design: str, deployed: bool) ->
     if tagged.status_code not in (200, 201):
         raise click.ClickException(f"tagging the site design failed: {tagged.text}")
     return design_ref
+
+
+def design_chunks(design: str, limit: int = CHUNK_BYTES) -> list[str]:
+    """The multi-document design in pieces under `limit` bytes (Shipyard refuses request
+    bodies over 10 MiB; a 10,000-node design is about 14 MB), cut between documents."""
+    docs = [f"---\n{d.rstrip()}\n" for d in design.removeprefix("---\n").split("\n---\n")]
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for doc in docs:
+        if current and size + len(doc) > limit:
+            chunks.append("".join(current))
+            current, size = [], 0
+        current.append(doc)
+        size += len(doc)
+    chunks.append("".join(current))
+    return chunks
 
 
 def clear_previous_state(berth_dir: Path) -> None:
