@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, or_, select, update
+from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from ulid import ULID
@@ -149,6 +149,13 @@ class TaskStore:
     def node_records(self) -> dict[str, NodeRecord]:
         with self.reads() as s:
             return {r.name: r for r in s.scalars(select(NodeRecord))}
+
+    def node_records_key(self) -> tuple[int, float]:
+        """(records, latest `updated`): changes whenever a field node views show does (every
+        write of one sets `updated`)."""
+        with self.reads() as s:
+            count, latest = s.execute(select(func.count(), func.max(NodeRecord.updated))).one()
+        return int(count), float(latest or 0.0)
 
     # --- leases ----------------------------------------------------------------------------
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[TaskRow]:

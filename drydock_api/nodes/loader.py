@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from common.context import RequestContext
-from common.designref import DesignResolver
+from common.designref import DesignResolver, href_of
 from common.documents import Document
 from drydock_api.nodes.design import Design, parse_design
 
@@ -19,7 +20,7 @@ class DesignLoader:
     def __init__(self, resolver: DesignResolver, cache_size: int = 8) -> None:
         self._resolver = resolver
         self._cache_size = cache_size
-        self._parsed: list[tuple[list[Document], Design]] = []
+        self._parsed: OrderedDict[str, tuple[list[Document], Design]] = OrderedDict()
         self._lock = threading.Lock()
 
     def check(self, ref: Any) -> str:
@@ -31,12 +32,16 @@ class DesignLoader:
         return self._resolver.resolve(ref, ctx)
 
     def design(self, ref: Any, ctx: RequestContext | None = None) -> Design:
-        docs = self.documents(ref, ctx)
+        docs, href = self.documents(ref, ctx), href_of(ref)
         with self._lock:
-            for seen, design in self._parsed:
-                if seen is docs:
-                    return design
+            hit = self._parsed.get(href)
+            if hit is not None and hit[0] is docs:
+                self._parsed.move_to_end(href)
+                return hit[1]
         design = parse_design(docs)
-        with self._lock:
-            self._parsed = [(docs, design), *self._parsed][:self._cache_size]
+        with self._lock:  # one design per href: a fetched-again design replaces the old one
+            self._parsed[href] = (docs, design)
+            self._parsed.move_to_end(href)
+            while len(self._parsed) > self._cache_size:
+                self._parsed.popitem(last=False)
         return design
