@@ -72,6 +72,18 @@ class ActionStore:
                 raise NotFound(f"No action {action_id}")
             return row
 
+    def with_details(self, action_id: str) -> tuple[ActionRow, list[StepRow], list[AuditRow]]:
+        """The action, its steps and its audit trail, read in one session."""
+        with self._sessions() as s:
+            row = s.get(ActionRow, action_id)
+            if row is None:
+                raise NotFound(f"No action {action_id}")
+            steps = list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
+                                   .order_by(StepRow.position)).all())
+            audit = list(s.scalars(select(AuditRow).where(AuditRow.action_id == action_id)
+                                   .order_by(AuditRow.id)).all())
+            return row, steps, audit
+
     def all(self) -> list[ActionRow]:
         with self._sessions() as s:
             return list(s.scalars(select(ActionRow).order_by(ActionRow.created_at,
