@@ -287,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                         default="wrk" if shutil.which("wrk") else "python",
                         help="Load generator: wrk (the default when installed) or Python "
                              "threads (which share the two cores with the server).")
+    parser.add_argument("--only", default="",
+                        help="Only the targets whose name contains this text.")
     parser.add_argument("--keep", action="store_true", help="Keep the work directory.")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="berth-api-load-"))
@@ -330,6 +332,8 @@ def run_all(args: argparse.Namespace, work: Path, procs: list[Proc], site: Any) 
         ("tree", f"drydock GET /tasks/{{id}}?layers=-1 ({args.nodes})",
          f"{P}/tasks/{task_id}?layers=-1"),
         ("nodes", f"drydock GET /nodes ({args.site_nodes})", f"{P}/nodes?design_ref={design}")]}
+    targets = {svc: [t for t in paths if args.only in t[1]] for svc, paths in targets.items()}
+    targets = {svc: paths for svc, paths in targets.items() if paths}
     results = []
     for service, paths in targets.items():
         url = run_server(service_cmd(service, work / f"{service}.conf", args), work, procs)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from ulid import ULID
 
 from common.errors import Conflict, NotFound
+from common.prepared import PreparedRead
 from common.status import simple_message
 from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
@@ -46,6 +47,8 @@ class TaskStore:
         self.reads = read_session_factory(engine)
         self.clock = clock
         self.new_id = new_id
+        self._records_key = PreparedRead(engine, select(func.count(),
+                                                        func.max(NodeRecord.updated)))
 
     # --- creation --------------------------------------------------------------------------
     def create_task(self, *, action: str, design_ref: Any, node_filter: Any,
@@ -153,9 +156,9 @@ class TaskStore:
     def node_records_key(self) -> tuple[int, float]:
         """(records, latest `updated`): changes whenever a field node views show does (every
         write of one sets `updated`)."""
-        with self.reads() as s:
-            count, latest = s.execute(select(func.count(), func.max(NodeRecord.updated))).one()
-        return int(count), float(latest or 0.0)
+        row = self._records_key.one()  # asked on every long node list (see PreparedRead)
+        assert row is not None  # an aggregate without GROUP BY has one row
+        return int(row[0]), float(row[1] or 0.0)
 
     # --- leases ----------------------------------------------------------------------------
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[TaskRow]:
