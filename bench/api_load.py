@@ -1,12 +1,13 @@
-"""API load: Shipyard's action list, Drydock's 200-node task tree and a bare Falcon app.
+"""API load: Shipyard's action list and one action, Drydock's task tree and node list.
 
-Starts each server by itself under the same gunicorn settings (`common.server.run`: the
-gthread-based worker of common/worker.py, `--workers` processes of `--threads` threads):
-Shipyard with `--actions` finished actions stored through its ActionStore (ten steps each),
-Drydock with one task of `--nodes` nodes
-(five step subtasks and two messages per node) stored through its TaskStore, and a bare
-Falcon app that answers a small JSON body at /hello and, at /same/NAME, the very bytes each
-service sent. Then `--clients` connections call one target as fast as they can for
+Starts each server by itself with the services' default gunicorn settings (`common.server.run`:
+the gthread-based worker of common/worker.py with its slow-client protections, 1 process of
+8 threads; `--workers`/`--threads` override) and their default configuration: Shipyard with
+`--actions` finished actions stored through its ActionStore (ten steps each), Drydock with
+one task of `--nodes` nodes (five step subtasks and two messages per node) stored through its
+TaskStore and a simulated site of `--site-nodes` nodes (MAAS, BMCs) for its node list; and a
+bare Falcon app that answers a small JSON body at /hello and, at /same/NAME, the very bytes
+each endpoint sent. Then `--clients` connections call one target as fast as they can for
 `--duration` seconds, from wrk (Debian `wrk`, the default when installed) or from Python
 threads with a requests.Session each (`--load python`); targets run one after the other so
 they do not share the two cores. Prints requests per second, p50/p99 latency and errors side
@@ -14,7 +15,7 @@ by side, and whether the targets are met: zero errors, p99 under 100 ms, and eac
 endpoint at least half the throughput of the bare app sending the same bytes (its ratio to
 the bare /hello is printed too).
 
-    .venv/bin/python bench/api_load.py [--duration 60] [--clients 100] [--workers 1] [--threads 1]
+    .venv/bin/python bench/api_load.py [--duration 60] [--clients 100] [--workers N] [--threads N]
 """
 
 from __future__ import annotations
@@ -136,9 +137,27 @@ def serve_bare(argv: list[str]) -> None:
     run("bare", load, 9999, argv)
 
 
+def server_args(args: argparse.Namespace) -> list[str]:
+    """--workers/--threads only when given: otherwise the services' own defaults."""
+    out = ["--workers", str(args.workers)] if args.workers is not None else []
+    return out + (["--threads", str(args.threads)] if args.threads is not None else [])
+
+
 def service_cmd(service: str, conf: Path, args: argparse.Namespace) -> list[str]:
-    return [str(BIN / f"{service}-api"), "--workers", str(args.workers), "--threads",
-            str(args.threads), "--config-file", str(conf)]
+    return [str(BIN / f"{service}-api"), *server_args(args), "--config-file", str(conf)]
+
+
+def start_site(nodes: int, work: Path) -> Any:
+    """A simulated site of `nodes` nodes (MAAS, BMCs) for Drydock's node list."""
+    from sitesim.generate import generate_site
+    from sitesim.site import Site
+    from sitesim.siteconfig import parse_site
+
+    raw = generate_site(nodes, max(1, nodes // 20), 0)
+    raw["workloads"] = False
+    site = Site(parse_site(raw)).start()
+    (work / "design.yaml").write_text(site.design_yaml())
+    return site
 
 
 # -- load ------------------------------------------------------------------------------------
@@ -254,11 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--actions", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=1,
-                        help="gunicorn processes of every server (wrk takes the other core).")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="Threads per process (the services run 8 by default, for calls "
-                             "that wait on peers; CPU-bound requests contend for the GIL).")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="gunicorn processes of every server (default: the services' "
+                             "default, 1; wrk takes the other core).")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="Threads per process (default: the services' default, 8).")
+    parser.add_argument("--site-nodes", type=int, default=200,
+                        help="Nodes of the simulated site behind Drydock's GET /nodes.")
     parser.add_argument("--accept-encoding", default="gzip, deflate",
                         help="What the clients accept (requests' default; 'identity' for "
                              "uncompressed bodies).")
@@ -266,53 +287,66 @@ def main(argv: list[str] | None = None) -> int:
                         default="wrk" if shutil.which("wrk") else "python",
                         help="Load generator: wrk (the default when installed) or Python "
                              "threads (which share the two cores with the server).")
+    parser.add_argument("--only", default="",
+                        help="Only the targets whose name contains this text.")
     parser.add_argument("--keep", action="store_true", help="Keep the work directory.")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="berth-api-load-"))
     procs: list[Proc] = []
+    site = start_site(args.site_nodes, work)
     try:
-        return 0 if run_all(args, work, procs) else 1
+        return 0 if run_all(args, work, procs, site) else 1
     finally:
         for proc in procs:
             proc.stop()
+        site.stop()
         if args.keep:
             print(f"work directory: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def run_all(args: argparse.Namespace, work: Path, procs: list[Proc]) -> bool:
+def run_all(args: argparse.Namespace, work: Path, procs: list[Proc], site: Any) -> bool:
     tokens = write_tokens(work / "tokens.yaml")
     auth = {"token_file": work / "tokens.yaml"}
     print(f"storing {args.actions} actions and a {args.nodes}-node task ...", flush=True)
     fill_shipyard(f"sqlite:///{work}/shipyard.db", args.actions)
     task_id = fill_drydock(f"sqlite:///{work}/drydock.db", args.nodes)
-    write_conf(work / "shipyard.conf", {"auth": auth, "workflow": {"api_workers": 0},
+    write_conf(work / "shipyard.conf", {"auth": auth,
                                         "database": {"connection": f"sqlite:///{work}/shipyard.db"},
                                         "logging": {"level": "WARNING"}})
-    write_conf(work / "drydock.conf", {"auth": auth, "worker": {"threads": 0},
-                                       "reboot": {"enabled": "false"},
+    write_conf(work / "drydock.conf", {"auth": auth,
                                        "database": {"connection": f"sqlite:///{work}/drydock.db"},
+                                       "maas": {"url": site.urls["maas"],
+                                                "api_key": site.spec.maas_api_key},
+                                       "site_design": {"source": "tasks"},
                                        "logging": {"level": "WARNING"}})
     reader = {"X-Auth-Token": tokens["reader"], "Accept-Encoding": args.accept_encoding}
     bodies = work / "bodies"
     bodies.mkdir()
-    services = [("shipyard", f"shipyard GET /actions ({args.actions})", f"{P}/actions"),
-                ("drydock", f"drydock GET /tasks/{{id}}?layers=-1 ({args.nodes})",
-                 f"{P}/tasks/{task_id}?layers=-1")]
+    design = f"file://{work}/design.yaml"
+    targets = {"shipyard": [
+        ("actions", f"shipyard GET /actions ({args.actions})", f"{P}/actions"),
+        ("action", "shipyard GET /actions/{id}", f"{P}/actions/{args.actions // 2:026d}")],
+        "drydock": [
+        ("tree", f"drydock GET /tasks/{{id}}?layers=-1 ({args.nodes})",
+         f"{P}/tasks/{task_id}?layers=-1"),
+        ("nodes", f"drydock GET /nodes ({args.site_nodes})", f"{P}/nodes?design_ref={design}")]}
+    targets = {svc: [t for t in paths if args.only in t[1]] for svc, paths in targets.items()}
+    targets = {svc: paths for svc, paths in targets.items() if paths}
     results = []
-    for service, name, path in services:
+    for service, paths in targets.items():
         url = run_server(service_cmd(service, work / f"{service}.conf", args), work, procs)
-        bodies.joinpath(service).write_bytes(wire_bytes(url + path, reader))
-        results.append(measure(args, name, url + path, reader))
+        for key, name, path in paths:
+            bodies.joinpath(key).write_bytes(wire_bytes(url + path, reader))
+            results.append(measure(args, name, url + path, reader))
         procs.pop().stop()
-    bare = [sys.executable, str(Path(__file__).resolve()), "serve-bare", "--workers",
-            str(args.workers), "--threads", str(args.threads)]
+    bare = [sys.executable, str(Path(__file__).resolve()), "serve-bare", *server_args(args)]
     url = run_server(bare, work, procs, env={"BARE_BODIES": str(bodies)})
     plain = {"Accept-Encoding": args.accept_encoding}
     hello = measure(args, BARE_HELLO, url + "/hello", plain)
-    same = {name: measure(args, f"bare falcon, {service}'s bytes", f"{url}/same/{service}", plain)
-            for service, name, _ in services}
+    same = {name: measure(args, f"bare falcon, the bytes of {name}", f"{url}/same/{key}", plain)
+            for paths in targets.values() for key, name, _ in paths}
     print()
     return report(results, hello, same)
 

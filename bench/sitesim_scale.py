@@ -40,7 +40,7 @@ def main() -> None:
         nodes = requests.get(site.urls["sitesim"] + "/nodes", timeout=60).json()
         list_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        for name in ("node001", f"node{opts.nodes // 2:03d}"):
+        for name in (spec.nodes[0].name, spec.nodes[len(spec.nodes) // 2].name):
             requests.get(f"{site.urls['sitesim']}/nodes/{name}", timeout=10).raise_for_status()
         one_ms = (time.perf_counter() - t0) / 2 * 1000
         print(f"nodes: {len(nodes)}  redfish: {sum(n.bmc.type == 'redfish' for n in spec.nodes)}"

@@ -35,11 +35,13 @@ from berth_launcher.services import (
     stop_process,
     wait_healthy,
 )
+from sitesim.generate import generate_site
 from sitesim.processes import stop_event_on_signals
 from sitesim.site import Site, SitePorts
-from sitesim.siteconfig import SiteConfigError, load_site
+from sitesim.siteconfig import SiteConfigError, SiteSpec, load_site, parse_site
 
 PID_FILE = "berth-up.pid"
+CHUNK_BYTES = 8 * 1024 * 1024
 
 
 def running_summary(site: Site, services: dict[str, int]) -> list[str]:
@@ -94,12 +96,18 @@ def commit_design(shipyard_url: str, token: str, design: str, deployed: bool) ->
     target is the last successful site action (redeploy_server) work on a fresh `berth up`."""
     api = f"{shipyard_url}/api/v1.0"
     headers = {"X-Auth-Token": token}
-    staged = requests.post(f"{api}/configdocs/site?buffermode=replace", data=design.encode(),
-                           headers={**headers, "Content-Type": "application/x-yaml"}, timeout=60)
-    committed = requests.post(f"{api}/commitconfigdocs", headers=headers, timeout=300)
-    if staged.status_code != 201 or committed.status_code != 200:
+    for index, chunk in enumerate(design_chunks(design)):
+        collection, mode = ("site", "replace") if index == 0 else (f"site-{index + 1}", "append")
+        staged = requests.post(f"{api}/configdocs/{collection}?buffermode={mode}",
+                               data=chunk.encode(), timeout=300,
+                               headers={**headers, "Content-Type": "application/x-yaml"})
+        if staged.status_code != 201:
+            raise click.ClickException(f"staging the site design in Shipyard failed: "
+                                       f"{staged.text}")
+    committed = requests.post(f"{api}/commitconfigdocs", headers=headers, timeout=600)
+    if committed.status_code != 200:
         raise click.ClickException(
-            f"committing the site design into Shipyard failed: {staged.text} {committed.text}")
+            f"committing the site design into Shipyard failed: {committed.text}")
     revisions = requests.get(f"{api}/revisions", headers=headers, timeout=30).json()["results"]
     newest = max(revisions, key=lambda r: int(r["id"]))
     design_ref = f"deckhand+{api}/revisions/{newest['id']}/rendered-documents"
@@ -110,6 +118,23 @@ def commit_design(shipyard_url: str, token: str, design: str, deployed: bool) ->
     if tagged.status_code not in (200, 201):
         raise click.ClickException(f"tagging the site design failed: {tagged.text}")
     return design_ref
+
+
+def design_chunks(design: str, limit: int = CHUNK_BYTES) -> list[str]:
+    """The multi-document design in pieces under `limit` bytes (Shipyard refuses request
+    bodies over 10 MiB; a 10,000-node design is about 14 MB), cut between documents."""
+    docs = [f"---\n{d.rstrip()}\n" for d in design.removeprefix("---\n").split("\n---\n")]
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for doc in docs:
+        if current and size + len(doc) > limit:
+            chunks.append("".join(current))
+            current, size = [], 0
+        current.append(doc)
+        size += len(doc)
+    chunks.append("".join(current))
+    return chunks
 
 
 def clear_previous_state(berth_dir: Path) -> None:
@@ -127,13 +152,14 @@ class Up:
     under berth_dir/postgres, and run as two API processes each (the second on
     `second_ports`) plus two worker processes each."""
 
-    def __init__(self, site_file: str, berth_dir: Path, ports: SitePorts,
+    def __init__(self, site_file: str | SiteSpec, berth_dir: Path, ports: SitePorts,
                  with_services: bool = True, service_ports: dict[str, int] | None = None,
                  postgres: bool = False, second_ports: dict[str, int] | None = None,
                  postgres_port: int = POSTGRES_PORT) -> None:
         self.berth_dir = berth_dir
         self.service_ports = dict(service_ports or SERVICES)
-        self.site = Site(load_site(site_file), ports=ports, workdir=berth_dir / "site")
+        spec = site_file if isinstance(site_file, SiteSpec) else load_site(site_file)
+        self.site = Site(spec, ports=ports, workdir=berth_dir / "site")
         self.with_services = with_services
         self.postgres = postgres
         self.second_ports = dict(second_ports or SECOND_API_PORTS) if postgres else {}
@@ -250,12 +276,19 @@ def main() -> None:
               help="Shipyard and Drydock on a throwaway PostgreSQL cluster under DIR/postgres, "
                    "two API processes (second ones on 9010 and 9012) and two workers each.")
 @click.option("--postgres-port", default=POSTGRES_PORT, show_default=True)
+@click.option("--nodes", type=click.IntRange(min=1), default=None,
+              help="Instead of --site: a generated site of this many deployed nodes "
+                   "(`sitesim generate`; every 10th node an IPMI BMC, the rest Redfish).")
+@click.option("--racks", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Racks of the generated site (with --nodes).")
 def up(site_file: str, berth_dir: str, no_services: bool, postgres: bool,
-       postgres_port: int) -> None:
+       postgres_port: int, nodes: int | None, racks: int) -> None:
     """Start the site and the three services; Ctrl-C, SIGTERM or `berth down` stops them."""
     directory = Path(berth_dir).resolve()
     try:
-        runner = Up(site_file, directory, SitePorts.standard(), with_services=not no_services,
+        site: str | SiteSpec = site_file if nodes is None else \
+            parse_site(generate_site(nodes, min(racks, nodes), min(3, nodes)))
+        runner = Up(site, directory, SitePorts.standard(), with_services=not no_services,
                     postgres=postgres, postgres_port=postgres_port)
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc

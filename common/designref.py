@@ -12,6 +12,7 @@ redirects are never followed."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 import time
@@ -118,6 +119,10 @@ class RefPolicy:
         return self.token_url is not None and _under(urlsplit(url), self.token_url)
 
 
+# A Shipyard (Deckhand) revision's rendered documents: immutable once committed.
+IMMUTABLE = re.compile(r"/revisions/\d+/rendered-documents/?$")
+
+
 class DesignResolver:
     """Fetches and parses design documents, with a small TTL cache keyed by href."""
 
@@ -185,9 +190,12 @@ class DesignResolver:
         return docs
 
     def _cached(self, href: str) -> list[Document] | None:
+        """A cached answer younger than the TTL; a committed revision's rendered documents
+        never change (revisions are immutable), so those stay until evicted by size."""
         with self._lock:
             hit = self._cache.get(href)
-            if hit is None or self._clock() - hit[0] > self._ttl:
+            if hit is None or (self._clock() - hit[0] > self._ttl
+                               and not IMMUTABLE.search(urlsplit(href).path)):
                 return None
             self._cache.move_to_end(href)
             return hit[1]

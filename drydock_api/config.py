@@ -24,8 +24,10 @@ WORKER_OPTS: list[cfg.Opt] = [
                     "drydock-worker processes run tasks)."),
     cfg.IntOpt("max_tasks", default=8, min=1,
                help="Top-level tasks one worker runs at the same time."),
-    cfg.IntOpt("node_pool_size", default=64, min=1,
-               help="Per-node steps one worker runs at the same time."),
+    cfg.IntOpt("node_pool_size", default=1024, min=1,
+               help="Nodes one worker drives at the same time (threads, started as needed). "
+                    "A node waiting for its BMC or MAAS holds its thread, so nodes beyond this "
+                    "queue behind the others: keep it at least the largest task's node count."),
     cfg.FloatOpt("lease_seconds", default=30.0, min=0.1,
                  help="Lease on a claimed task; renewed while working, taken over by another "
                       "worker once expired."),
@@ -43,6 +45,16 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
                  help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
     cfg.IntOpt("retries", default=2, min=0, help="Retries of a failed BMC request."),
+]
+INVENTORY_OPTS: list[cfg.Opt] = [
+    cfg.IntOpt("live_limit", default=100, min=0,
+               help="GET /nodes looks each node up live (its machine in MAAS, its power "
+                    "state at its BMC) when it lists at most this many nodes; a longer list "
+                    "reads the last MAAS listing and the power state MAAS (else Drydock) last "
+                    "saw. GET /nodes/{name} is always live."),
+    cfg.FloatOpt("listing_max_age", default=10.0, min=0.0,
+                 help="Seconds a MAAS machine listing serves long node lists before it is "
+                      "refreshed (in the background; the older one is served meanwhile)."),
 ]
 STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,
@@ -99,7 +111,7 @@ SITE_DESIGN_OPTS: list[cfg.Opt] = [
 ]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
-    ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS),
+    ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS), ("inventory", INVENTORY_OPTS),
 ]
 
 

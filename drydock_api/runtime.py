@@ -182,7 +182,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                       read_timeout=min(conf.peers.read_timeout, 10.0), retries=0)
         if conf.site_design.source == "shipyard" else None,
         conf.peers.shipyard_url, store.latest_design_ref, ttl=conf.site_design.ttl)
-    inventory = Inventory(maas, oob, store.node_records, site_design, loader.design)
+    inventory = Inventory(maas, oob, store.node_records, site_design, loader.design,
+                          live_limit=conf.inventory.live_limit,
+                          listing_max_age=conf.inventory.listing_max_age,
+                          records_key=store.node_records_key)
     settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
                               lease_seconds=conf.worker.lease_seconds,
                               poll_interval=conf.worker.poll_interval)

@@ -11,7 +11,7 @@ import yaml
 from sitesim.generate import generate_site
 from sitesim.processes import stop_event_on_signals
 from sitesim.site import Site, SitePorts
-from sitesim.siteconfig import SiteConfigError, load_site
+from sitesim.siteconfig import SiteConfigError, load_site, parse_site
 
 
 @click.group()
@@ -25,10 +25,16 @@ def main() -> None:
 @click.option("--free-ports", is_flag=True, help="Use free ports instead of 7000/6443/5240/...")
 @click.option("--design", "design_out", type=click.Path(dir_okay=False),
               help="Also write the site's design documents to this file.")
-def run(site_file: str, free_ports: bool, design_out: str | None) -> None:
+@click.option("--nodes", type=click.IntRange(min=1), default=None,
+              help="Instead of --site: a generated site of this many nodes (see generate).")
+@click.option("--racks", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Racks of the generated site (with --nodes).")
+def run(site_file: str, free_ports: bool, design_out: str | None, nodes: int | None,
+        racks: int) -> None:
     """Serve the site until SIGTERM or Ctrl-C."""
     try:
-        spec = load_site(site_file)
+        spec = load_site(site_file) if nodes is None else \
+            parse_site(generate_site(nodes, min(racks, nodes), min(3, nodes)))
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     site = Site(spec, ports=SitePorts() if free_ports else SitePorts.standard()).start()

@@ -93,7 +93,8 @@ class NodeStore:
         with self.sessions.begin() as s:
             res = s.execute(delete(RebootRow).where(RebootRow.node == name))
             s.execute(update(NodeRecord).where(NodeRecord.name == name).values(
-                pending_reboot_since=None, shutdown_mode=None, shutdown_started=None))
+                pending_reboot_since=None, shutdown_mode=None, shutdown_started=None,
+                updated=self.clock()))
             return int(res.rowcount)  # type: ignore[attr-defined]
 
     # --- the reconciler's view --------------------------------------------------------------

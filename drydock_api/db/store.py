@@ -6,13 +6,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, or_, select, update
+from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from ulid import ULID
 
 from common.errors import Conflict, NotFound
 from common.pgwake import notify_in
+from common.prepared import PreparedRead
 from common.status import simple_message
 from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
@@ -50,6 +51,8 @@ class TaskStore:
         self.reads = read_session_factory(engine)
         self.clock = clock
         self.new_id = new_id
+        self._records_key = PreparedRead(engine, select(func.count(),
+                                                        func.max(NodeRecord.updated)))
 
     # --- creation --------------------------------------------------------------------------
     def create_task(self, *, action: str, design_ref: Any, node_filter: Any,
@@ -153,6 +156,13 @@ class TaskStore:
     def node_records(self) -> dict[str, NodeRecord]:
         with self.reads() as s:
             return {r.name: r for r in s.scalars(select(NodeRecord))}
+
+    def node_records_key(self) -> tuple[int, float]:
+        """(records, latest `updated`): changes whenever a field node views show does (every
+        write of one sets `updated`)."""
+        row = self._records_key.one()  # asked on every long node list (see PreparedRead)
+        assert row is not None  # an aggregate without GROUP BY has one row
+        return int(row[0]), float(row[1] or 0.0)
 
     # --- leases ----------------------------------------------------------------------------
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[TaskRow]:

@@ -43,8 +43,15 @@ class NodesResource:
     @authorize("drydock:list_nodes")
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         retired = bool_param(req, "retired")
-        resp.media = self._inventory.nodes(req.context.berth, req.get_param("design_ref"),
-                                           retired=retired)
+        data, packed = self._inventory.nodes_json(req.context.berth, req.get_param("design_ref"),
+                                                  retired=retired)
+        resp.content_type = falcon.MEDIA_JSON
+        resp.vary = ("Accept-Encoding",)
+        if packed is not None and "gzip" in (req.get_header("Accept-Encoding") or "").lower():
+            resp.set_header("Content-Encoding", "gzip")
+            resp.data = packed
+        else:
+            resp.data = data
 
 
 class NodeResource:

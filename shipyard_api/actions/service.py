@@ -101,8 +101,7 @@ class ActionService:
         return data, packed
 
     def get(self, action_id: str) -> dict[str, Any]:
-        row = self.store.get(action_id)
-        return action_view(row, self.store.steps(action_id), self.store.audit(action_id))
+        return action_view(*self.store.with_details(action_id))
 
     def step(self, action_id: str, sid: str) -> dict[str, Any]:
         self.store.get(action_id)

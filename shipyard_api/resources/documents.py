@@ -8,7 +8,7 @@ import falcon
 import yaml
 
 from common.body import YAML_TYPES, limits, loads_checked, read_raw
-from common.documents import load_yaml, parse_documents
+from common.documents import dump_yaml_all, load_yaml, parse_documents
 from common.errors import BadRequest, Forbidden, NotFound, UnsupportedMediaType
 from common.inputcheck import require_safe
 from common.policy import authorize, check
@@ -51,7 +51,7 @@ def _send_docs(req: falcon.Request, resp: falcon.Response, docs: list[dict[str, 
         resp.media = docs
         return
     resp.content_type = YAML_TYPE
-    resp.text = yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True) if docs else ""
+    resp.text = dump_yaml_all(docs) if docs else ""
 
 
 def _send_status(resp: falcon.Response, body: dict[str, Any]) -> None:

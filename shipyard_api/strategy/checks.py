@@ -9,6 +9,7 @@ from typing import Any, TypeGuard
 import networkx as nx
 
 from common.status import Message, validation_message
+from shipyard_api.strategy.order import ordered_by_dependencies
 
 CHECK = "DeploymentStrategy"
 
@@ -74,6 +75,9 @@ def _check_dependencies(groups: list[tuple[int, dict[str, Any]]], msgs: _Message
                          "group of this strategy", f"groups/{i}/depends_on/{j}")
             elif isinstance(group.get("name"), str):
                 graph.add_edge(dep, group["name"])
+    if ordered_by_dependencies({n: i for i, n in enumerate(graph)},
+                               {n: list(graph.predecessors(n)) for n in graph}) is not None:
+        return  # no cycle: the costly search below is for naming the cycles
     for component in sorted(nx.strongly_connected_components(graph), key=sorted):
         members = sorted(component)
         if len(members) == 1 and not graph.has_edge(members[0], members[0]):

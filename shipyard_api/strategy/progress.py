@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from shipyard_api.strategy.criteria import missed_criteria
@@ -50,10 +51,8 @@ class Deployment:
         self.groups = {g.name: g for g in strategy.groups}
         self.order = processing_order(strategy)
         self.members = {g: list(membership.get(g, ())) for g in self.order}
-        self.nodes: dict[str, str] = {}
-        for g in self.order:
-            for n in self.members[g]:
-                self.nodes.setdefault(n, NOT_STARTED)
+        self.nodes: dict[str, str] = dict.fromkeys(
+            chain.from_iterable(self.members[g] for g in self.order), NOT_STARTED)
         self.status = {g: PENDING for g in self.order}
         self.reason: dict[str, str | None] = {g: None for g in self.order}
         self.current: tuple[str, str] | None = None

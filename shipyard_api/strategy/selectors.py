@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,9 @@ def node_filter(group: Group) -> dict[str, Any] | None:
             "filter_set": [selector_filter(s) for s in group.selectors]}
 
 
+_EMPTY: set[int] = set()
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """What selection looks at on a node of the design."""
@@ -43,58 +47,81 @@ class NodeInfo:
 
 
 class NodeIndex:
-    """Nodes indexed by name, tag, rack and label so selection costs set operations only.
+    """Nodes by position in the design, with racks, tags and labels indexed on first use.
 
     Semantics match Drydock's node filter: within a criterion any listed name, tag or rack
     matches; every listed label must match; a selector is the intersection of its criteria.
+    A selector starts from its smallest criterion and intersects it with the others, so each
+    set operation costs about the size of the selection, not of the site. Sets hold design
+    positions, so a selection is put in design order by sorting plain integers.
     """
 
     def __init__(self, nodes: Iterable[NodeInfo]) -> None:
-        self.order: list[str] = []
-        self.by_tag: dict[str, set[str]] = {}
-        self.by_rack: dict[str, set[str]] = {}
-        self.by_label: dict[tuple[str, str], set[str]] = {}
-        self.retired: set[str] = set()
-        for node in nodes:
-            self.order.append(node.name)
-            for tag in node.tags:
-                self.by_tag.setdefault(tag, set()).add(node.name)
-            if node.rack is not None:
-                self.by_rack.setdefault(node.rack, set()).add(node.name)
-            for pair in node.labels.items():
-                self.by_label.setdefault(pair, set()).add(node.name)
-            if node.retired:
-                self.retired.add(node.name)
-        self.names = set(self.order)
-        self._position = {n: i for i, n in enumerate(self.order)}
+        self.nodes: list[NodeInfo] = list(nodes)
+        self.order: list[str] = [n.name for n in self.nodes]
+        self.retired: set[int] = {i for i, n in enumerate(self.nodes) if n.retired}
+        self._indexes: dict[str, dict[Any, set[int]]] = {}
+        self._position: dict[str, int] | None = None
 
-    def _selector(self, s: Selector) -> set[str]:
-        chosen: set[str] | None = None
-        parts: list[set[str]] = []
+    def _positions(self, names: Iterable[str]) -> set[int]:
+        if self._position is None:
+            self._position = {n: i for i, n in enumerate(self.order)}
+        return {self._position[n] for n in names if n in self._position}
+
+    def _index(self, kind: str) -> dict[Any, set[int]]:
+        """Node positions by rack, by tag, or by the value of one label key ("label:<key>");
+        each built once, on first use."""
+        index = self._indexes.get(kind)
+        if index is None:
+            built: defaultdict[Any, set[int]] = defaultdict(set)
+            if kind == "rack":
+                for i, node in enumerate(self.nodes):
+                    built[node.rack].add(i)
+            elif kind == "tag":
+                for i, node in enumerate(self.nodes):
+                    for tag in node.tags:
+                        built[tag].add(i)
+            else:
+                key = kind.removeprefix("label:")
+                for i, node in enumerate(self.nodes):
+                    value = node.labels.get(key)
+                    if value is not None:
+                        built[value].add(i)
+            index = self._indexes[kind] = dict(built)
+        return index
+
+    def _criteria(self, s: Selector) -> list[list[set[int]]]:
+        """Each criterion of the selector as the sets of which a node must be in one."""
+        out: list[list[set[int]]] = []
         if s.node_names:
-            parts.append(self.names & set(s.node_names))
-        if s.node_tags:
-            parts.append(set().union(*(self.by_tag.get(t, set()) for t in s.node_tags)))
-        if s.rack_names:
-            parts.append(set().union(*(self.by_rack.get(r, set()) for r in s.rack_names)))
-        for pair in s.node_labels:
-            parts.append(self.by_label.get(pair, set()))
-        for part in sorted(parts, key=len):
-            chosen = set(part) if chosen is None else chosen & part
+            out.append([self._positions(s.node_names)])
+        for kind, keys in (("rack", s.rack_names), ("tag", s.node_tags)):
+            if keys:
+                index = self._index(kind)
+                out.append([index.get(k, _EMPTY) for k in keys])
+        out.extend([self._index(f"label:{key}").get(value, _EMPTY)]
+                   for key, value in s.node_labels)
+        return out
+
+    def _selector(self, s: Selector) -> set[int]:
+        criteria = sorted(self._criteria(s), key=lambda sets: sum(map(len, sets)))
+        if not criteria:
+            return set(range(len(self.order)))
+        chosen: set[int] = set().union(*criteria[0])
+        for sets in criteria[1:]:
             if not chosen:
                 break
-        return set(self.names) if chosen is None else chosen
+            chosen = chosen & sets[0] if len(sets) == 1 else \
+                set().union(*(chosen & part for part in sets))
+        return chosen
 
     def select(self, group: Group) -> list[str]:
         """The group's nodes in design order, retired nodes left out."""
         if group.selects_all:
-            chosen = set(self.names)
-        else:
-            chosen = set().union(*(self._selector(s) for s in group.selectors))
-        return self.ordered(chosen - self.retired)
-
-    def ordered(self, names: Iterable[str]) -> list[str]:
-        return sorted(names, key=lambda n: self._position.get(n, len(self._position)))
+            return [n for i, n in enumerate(self.order) if i not in self.retired]
+        chosen: set[int] = set().union(*(self._selector(s) for s in group.selectors))
+        order = self.order
+        return [order[i] for i in sorted(chosen - self.retired)]
 
 
 def without_retired(selected: Sequence[str], retired: Iterable[str]) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import func, or_, select, text, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
 from common.prepared import PreparedRead
@@ -77,6 +77,19 @@ class ActionStore:
             if row is None:
                 raise NotFound(f"No action {action_id}")
             return row
+
+    def with_details(self, action_id: str) -> tuple[ActionRow, list[StepRow], list[AuditRow]]:
+        """The action, its steps and its audit trail, read in one session."""
+        with self._sessions() as s:
+            row = s.get(ActionRow, action_id)
+            if row is None:
+                raise NotFound(f"No action {action_id}")
+            steps = list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
+                                   .options(defer(StepRow.memo))  # not shown; can be large
+                                   .order_by(StepRow.position)).all())
+            audit = list(s.scalars(select(AuditRow).where(AuditRow.action_id == action_id)
+                                   .order_by(AuditRow.id)).all())
+            return row, steps, audit
 
     def all(self) -> list[ActionRow]:
         with self._sessions() as s:

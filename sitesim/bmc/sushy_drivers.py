@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import flask
-from sushy_tools.emulator.resources import drives, storage
+from sushy_tools.emulator.resources import drives, indicators, storage
 from sushy_tools.emulator.resources.systems.base import AbstractSystemsDriver
 
 from sitesim.bmc.redfish import ENVIRON_KEY, REDFISH_BOOT, RedfishBackend
@@ -93,7 +93,17 @@ def install_drivers() -> Any:
             cache = app.__dict__.setdefault("_cache", {})
             for prop, driver in (("systems", SiteSystems()),
                                  ("storage", SiteStorage(app.config, app.logger)),
-                                 ("drives", SiteDrives(app.config, app.logger))):
+                                 ("drives", SiteDrives(app.config, app.logger)),
+                                 ("indicators", SiteIndicators(app.config, app.logger))):
                 method = getattr(type(app), prop).fget.__wrapped__
                 cache.setdefault(method, {})[(frozenset(), frozenset())] = driver
     return app
+
+
+class SiteIndicators(indicators.StaticDriver):  # type: ignore[misc]
+    """Indicator LEDs in memory: the emulator's own driver keeps them in an SQLite file that
+    hundreds of concurrent System GETs lock ("database is locked", a 500)."""
+
+    def __init__(self, config: Any, logger: Any) -> None:
+        super(indicators.StaticDriver, self).__init__(config, logger)
+        self._indicators: dict[str, str] = dict(config.get("SUSHY_EMULATOR_INDICATOR_LEDS", {}))

@@ -6,6 +6,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from sitesim.kubeapi import factories, pods
+from sitesim.kubeapi.errors import KubeAlreadyExists
 from sitesim.kubeapi.resources import BY_GROUP_PLURAL
 from sitesim.kubeapi.scheduling import pick_node, random_suffix, repels, selector_fits
 
@@ -50,6 +51,18 @@ def create_pod(cluster: KubeCluster, owner: Obj, name: str, node: str | None) ->
     pod["status"] = factories.pending_pod_status(cluster.now())
     pods.on_create(cluster, pod)
     cluster.store.create(PODS, pod)
+
+
+def create_generated_pod(cluster: KubeCluster, owner: Obj, node: str | None) -> None:
+    """A pod named after its owner plus a random suffix; a suffix already taken (likely
+    among thousands of pods) is drawn again, as the API server retries generated names."""
+    for attempt in range(8):
+        try:
+            create_pod(cluster, owner, f"{owner['metadata']['name']}-{random_suffix()}", node)
+            return
+        except KubeAlreadyExists:
+            if attempt == 7:
+                raise
 
 
 def _fill_due(cluster: KubeCluster, owner: Obj, deficit: bool) -> bool:
@@ -120,7 +133,7 @@ def reconcile_replicaset(cluster: KubeCluster, rs: Obj) -> None:
     if _fill_due(cluster, rs, len(active) < replicas):
         for _ in range(replicas - len(active)):
             node = pick_node(cluster, rs["spec"]["template"].get("spec") or {}, active)
-            create_pod(cluster, rs, f"{rs['metadata']['name']}-{random_suffix()}", node)
+            create_generated_pod(cluster, rs, node)
             active = _active(owned_pods(cluster, rs))
     ready = sum(1 for p in active if factories.is_pod_ready(p))
     _write_status(cluster, REPLICASETS, rs, {
@@ -165,7 +178,7 @@ def reconcile_daemonset(cluster: KubeCluster, ds: Obj) -> None:
         else:
             placed.add(node)
     for node in sorted(eligible - placed):
-        create_pod(cluster, ds, f"{ds['metadata']['name']}-{random_suffix()}", node)
+        create_generated_pod(cluster, ds, node)
     active = [p for p in _active(owned_pods(cluster, ds)) if p["spec"].get("nodeName") in eligible]
     ready = sum(1 for p in active if factories.is_pod_ready(p))
     _write_status(cluster, DAEMONSETS, ds, {

@@ -146,3 +146,18 @@ def test_unparseable_url_is_400_not_a_gateway_error(ref):
     with pytest.raises(BadRequest) as info:
         resolver().resolve(ref)
     assert info.value.instance_reason in ("InvalidDesignRef", "DesignRefNotAllowed")
+
+
+def test_a_committed_revision_stays_cached_after_the_ttl_other_documents_do_not(server):
+    host, seen = server
+    now = [0.0]
+    cached = resolver(host, cache_ttl=30.0, clock=lambda: now[0])
+    revision = f"deckhand+http://{host}/api/v1.0/revisions/7/rendered-documents"
+    other = f"http://{host}/changing.yaml"
+    for ref in (revision, other):
+        cached.resolve(ref)
+    now[0] = 31.0
+    for ref in (revision, other):
+        cached.resolve(ref)
+    assert sum(p == "/api/v1.0/revisions/7/rendered-documents" for p, _ in seen) == 1
+    assert sum(p == "/changing.yaml" for p, _ in seen) == 2

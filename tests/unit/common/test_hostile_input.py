@@ -253,3 +253,17 @@ def test_the_replay_cache_is_bounded_and_keeps_running_requests():
     assert len(cache._entries) == 3 and running in cache._entries
     with pytest.raises(Conflict):  # still known as running
         cache.begin(running, "f")
+
+
+def test_documents_without_anchors_load_through_libyaml_and_aliases_are_still_refused() -> None:
+    import yaml as _yaml
+
+    from common import documents
+
+    plain = "---\na: 1\nb: [x, y]\n---\nc: {d: 'e & f'}\n"  # '&' inside a string: slow path
+    assert documents._fast("---\na: 1\n") and not documents._fast(plain)
+    assert documents.load_yaml_all(plain) == [{"a": 1, "b": ["x", "y"]}, {"c": {"d": "e & f"}}]
+    with pytest.raises(_yaml.YAMLError):
+        documents.load_yaml_all("a: &x [1]\nb: *x\n")
+    assert documents.load_yaml_all(documents.dump_yaml_all([{"k": "v"}, {"n": [1]}])) == [
+        {"k": "v"}, {"n": [1]}]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
 from typing import Any
 
@@ -220,3 +222,45 @@ def test_bad_retired_filter_is_400(api):
     client, site = api
     resp = call(client, "GET", "/nodes", site, retired="maybe")
     assert resp.status_code == 400 and "retired must be true or false" in resp.text
+
+
+def test_a_long_node_list_shows_the_power_state_maas_saw_without_asking_each_bmc(
+        make_site: SiteFactory, tmp_path: Any):
+    site = make_site(["n1", "n2", "n3"], inventory={"live_limit": 2})
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    client = falcon.testing.TestClient(app)
+    site.oob.power[site.address("n2")] = "off"  # the BMC knows; MAAS has not seen it yet
+    site.maas.machines["id-n3"] = dataclasses.replace(site.maas.machines["id-n3"],
+                                                      power_state="off")
+    listed = {n["name"]: n["power_state"] for n in call(client, "GET", "/nodes", site).json}
+    assert listed == {"n1": "on", "n2": "on", "n3": "off"}
+    assert not any(op == "power_state" for op, _ in site.oob.calls)
+    assert call(client, "GET", "/nodes/n2", site).json["power_state"] == "off"
+    short = call(client, "GET", "/nodes", site, retired="false")  # still 3 nodes: MAAS's view
+    assert {n["name"]: n["power_state"] for n in short.json}["n2"] == "on"
+
+
+def test_a_design_is_parsed_once_while_its_documents_are_cached(make_site: SiteFactory):
+    site = make_site(["n1"])
+    first = site.runtime.loader.design(site.href)
+    assert site.runtime.loader.design(site.href) is first
+
+
+def test_a_long_node_list_is_encoded_again_once_a_node_record_changes(
+        make_site: SiteFactory, tmp_path: Any):
+    site = make_site(["n1", "n2", "n3"], inventory={"live_limit": 2})
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    client = falcon.testing.TestClient(app)
+    first = call(client, "GET", "/nodes", site)
+    assert [n["retired"] for n in first.json] == [False, False, False]
+    assert call(client, "GET", "/nodes", site).content == first.content
+    site.runtime.nodes.update("n2", retired=True, retired_reason="bench")
+    again = call(client, "GET", "/nodes", site).json
+    assert [n["retired"] for n in again] == [False, True, False]
+    assert [n["name"] for n in call(client, "GET", "/nodes", site, retired="true").json] == ["n2"]
+    zipped = client.simulate_get(f"{P}/nodes", params={"design_ref": site.href}, headers={
+        "X-Auth-Token": "admin", "Accept-Encoding": "gzip"})
+    assert zipped.headers["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(zipped.content)) == again

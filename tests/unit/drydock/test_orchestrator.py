@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -317,3 +318,24 @@ def test_a_bmc_gone_for_good_fails_the_node_naming_the_bmc_and_the_tries(
     assert task["result"]["status"] == "failure"
     failure = [m for m in messages(task, "n1") if "did not answer" in m]
     assert failure and "(3 tries" in failure[0] and site.address("n1") in failure[0]
+
+
+def test_with_the_default_pool_every_node_of_a_200_node_task_waits_at_the_same_time(
+        make_site: SiteFactory):
+    """A node waiting on its BMC holds a pool thread; the default pool must not queue a
+    large task's nodes behind each other (each power-off here returns only once all 200
+    nodes have asked for theirs)."""
+    nodes = [f"n{i:03d}" for i in range(200)]
+    site = make_site(nodes)
+    barrier = threading.Barrier(200, timeout=10)
+    power_off = site.oob.power_off
+
+    def all_at_once(bmc: Any, *, graceful: bool) -> None:
+        barrier.wait()
+        power_off(bmc, graceful=graceful)
+
+    site.oob.power_off = all_at_once  # type: ignore[method-assign]
+    task = run_task(site, "power_off_nodes", names(*nodes))
+    assert task["result"]["status"] == "success"
+    assert len(task["result"]["successes"]) == 200
+    assert not barrier.broken

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from shipyard_api.workflow.states import ActionState
 from tests.unit.shipyard.conftest import Harness
 
@@ -56,3 +58,25 @@ def test_actions_are_listed_in_creation_order_with_ulid_ids(any_harness: Harness
     ids = [a["id"] for a in h.api.list()]
     assert ids == [first["id"], second["id"]]
     assert all(len(i) == 26 for i in ids)
+
+
+def test_an_action_is_read_with_its_steps_and_audit_in_one_go(tmp_path) -> None:
+    from common.errors import NotFound
+    from shipyard_api.db import make_engine, session_factory, upgrade
+    from shipyard_api.workflow.definitions import PlannedStep
+    from shipyard_api.workflow.models import ActionRow
+    from shipyard_api.workflow.store import ActionStore
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    upgrade(url)
+    store = ActionStore(session_factory(make_engine(url)))
+    row = ActionRow(id="a1", name="redeploy_server", parameters={}, state="pending",
+                    marker="m", user="admin", created_at=1.0, updated_at=1.0, next_run_at=1.0,
+                    revision_id=1, site_wide=False, target_nodes=["n1"], validations=[])
+    store.create(row, [PlannedStep("first", "first", None, ()),
+                       PlannedStep("second", "second", "n1", ("first",))], lambda active: None)
+    action, steps, audit = store.with_details("a1")
+    assert action.id == "a1" and [s.step_id for s in steps] == ["first", "second"]
+    assert [a.command for a in audit] == ["create"]
+    with pytest.raises(NotFound):
+        store.with_details("nope")

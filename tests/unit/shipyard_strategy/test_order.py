@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shipyard_api.strategy.model import (
     default_strategy,
@@ -10,7 +13,11 @@ from shipyard_api.strategy.model import (
     strategy_data,
     strategy_of,
 )
-from shipyard_api.strategy.order import CircularDependency, processing_order
+from shipyard_api.strategy.order import (
+    CircularDependency,
+    ordered_by_dependencies,
+    processing_order,
+)
 from tests.unit.shipyard_strategy.example import example_data, example_strategy
 
 
@@ -51,3 +58,21 @@ def test_without_a_strategy_all_nodes_form_one_critical_group_needing_100_percen
     [group] = strategy.groups
     assert group.critical and group.selects_all and not group.depends_on
     assert group.success_criteria.percent_successful_nodes == 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), max_size=3), min_size=1, max_size=8))
+def test_the_order_is_networkx_lexicographical_topological_order(
+        deps: list[list[int]]) -> None:
+    names = [f"g{i}" for i in range(len(deps))]
+    depends = {n: [f"g{d}" for d in ds] for n, ds in zip(names, deps, strict=True)}
+    graph: nx.DiGraph = nx.DiGraph()
+    graph.add_nodes_from(names)
+    graph.add_edges_from((d, n) for n, ds in depends.items() for d in ds if d in names)
+    position = {n: i for i, n in enumerate(names)}
+    try:
+        expected: list[str] | None = list(
+            nx.lexicographical_topological_sort(graph, key=position.__getitem__))
+    except nx.NetworkXUnfeasible:
+        expected = None
+    assert ordered_by_dependencies(position, depends) == expected

@@ -93,3 +93,13 @@ def test_local_selection_agrees_with_drydocks_node_filter(
     infos = [NodeInfo(name, tags, rack, labels) for name, (tags, rack, labels)
              in zip(NAMES, nodes, strict=True)]
     assert NodeIndex(infos).select(group) == select_nodes(node_filter(group), defs)
+
+
+def test_a_label_selects_only_nodes_having_that_key_with_that_value() -> None:
+    nodes = [NodeInfo("a", labels={"x": "1"}), NodeInfo("b", labels={"y": "1"}),
+             NodeInfo("c", rack="r1", labels={"x": "1"}), NodeInfo("d", rack="r1")]
+    index = NodeIndex(nodes)
+    assert index.select(g([{"node_labels": [{"x": "1"}]}])) == ["a", "c"]
+    assert index.select(g([{"rack_names": ["r1"], "node_labels": [{"x": "1"}]}])) == ["c"]
+    assert index.select(g([{"node_names": ["d", "zz"]}, {"node_labels": [{"y": "1"}]}])) \
+        == ["b", "d"]

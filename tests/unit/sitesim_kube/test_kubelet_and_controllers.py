@@ -5,7 +5,7 @@ from __future__ import annotations
 import kubernetes
 import pytest
 
-from sitesim.kubeapi import KubeCluster, KubeTimings
+from sitesim.kubeapi import KubeCluster, KubeTimings, seed_workloads
 from tests.unit.sitesim_kube.conftest import RecordingHooks, wait_for
 
 DECOMMISSION = {"metadata": {"labels": {"promenade-decomission": "enabled"}}}
@@ -209,3 +209,24 @@ def test_out_of_service_taint_on_a_ready_node_lets_its_kubelet_finish_terminatio
     wait_for(lambda: not _pods_of(core, "web-", "node05")
              and not [p for p in core.list_namespaced_pod("demo").items
                       if p.spec.node_name == "node05"])
+
+
+def test_a_generated_pod_name_already_taken_is_drawn_again(
+        cluster: KubeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    import itertools
+
+    from sitesim.kubeapi import workloads
+    from sitesim.kubeapi.api import ListQuery
+    from sitesim.kubeapi.resources import BY_GROUP_PLURAL
+    from tests.unit.sitesim_kube.conftest import COMPUTE, CONTROL
+
+    counter = itertools.count()
+    monkeypatch.setattr(workloads, "random_suffix", lambda: f"{next(counter) // 2:05d}")
+    seed_workloads(cluster, CONTROL, COMPUTE)  # every other suffix collides with the last
+
+    def agents() -> set[str]:
+        items = cluster.api.list(BY_GROUP_PLURAL[("", "pods")], None, ListQuery())["items"]
+        return {p["spec"].get("nodeName") for p in items
+                if p["metadata"]["name"].startswith("node-agent-")}
+
+    wait_for(lambda: agents() == set(CONTROL + COMPUTE))

@@ -1,0 +1,142 @@
+"""A 10,000-node site under the three services: what Drydock answers about it, and memory.
+
+Starts a generated site (`berth up --nodes N` does the same on the standard ports; here every
+port is free) and the three services with the configuration `berth up` writes (the services'
+defaults plus the site's endpoints), commits the design in Shipyard, then prints:
+
+- `GET /nodes` of Drydock over every node (the first call fetches and parses the design;
+  the median of the next `--repeat` is the figure; target <= 300 ms),
+- `POST /nodefilter` selecting among all nodes (racks x tag; target <= 100 ms),
+- an idle reboot-reconciler pass with a node record for every node (run in this process on
+  Drydock's database with Drydock's code; target <= 50 ms),
+- resident memory of each service (gunicorn master plus workers) and of the simulated site.
+
+    .venv/bin/python bench/site_10k.py [--nodes 10000] [--racks 100] [--repeat 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+from sqlalchemy import insert
+
+from berth_launcher.berthconfig import SERVICES
+from berth_launcher.up import Up
+from drydock_api import config as drydock_config
+from drydock_api.db.models import NodeRecord
+from drydock_api.runtime import build_runtime
+from sitesim.generate import generate_site
+from sitesim.ports import free_port
+from sitesim.site import SitePorts
+from sitesim.siteconfig import parse_site
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (gunicorn workers), in MB."""
+    total = 0.0
+    with open(f"/proc/{pid}/status") as status:
+        total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        total += sum(rss_mb(int(child)) * 1024 for child in children)
+    return total / 1024
+
+
+def timed(call: Callable[[], requests.Response], repeat: int) -> tuple[float, float, Any]:
+    """Median and worst wall time (ms) of `repeat` calls, and the last body."""
+    times, body = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        resp = call()
+        times.append((time.perf_counter() - started) * 1000)
+        resp.raise_for_status()
+        body = resp.json()
+    return statistics.median(times), max(times), body
+
+
+def reconciler_pass(conf_file: Path, names: list[str], repeat: int) -> tuple[float, float]:
+    """Median and worst idle pass (ms) with a node record for every node."""
+    conf = drydock_config.load(str(conf_file))
+    runtime = build_runtime(conf, migrate=False)
+    try:
+        with runtime.store.engine.begin() as conn:
+            conn.execute(insert(NodeRecord), [
+                {"name": n, "retired": False, "torn_down": False, "updated": time.time(),
+                 "power_state": "on"} for n in names])
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            acted = runtime.reconciler.pass_once()
+            times.append((time.perf_counter() - started) * 1000)
+            assert acted == 0
+        return statistics.median(times), max(times)
+    finally:
+        runtime.store.engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--racks", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=10)
+    opts = parser.parse_args()
+    spec = parse_site(generate_site(opts.nodes, opts.racks, 3))
+    work = Path(tempfile.mkdtemp(prefix="site-10k-"))
+    ports = {name: free_port() for name in SERVICES}
+    started = time.perf_counter()
+    up = Up(spec, work, SitePorts(), service_ports=ports)
+    try:
+        env = up.start()
+        print(f"site of {len(spec.nodes)} nodes ({len(up.site.ipmi_ports)} IPMI BMCs, the rest "
+              f"Redfish on one endpoint) and the services up, design committed: "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        measure(env, work, [n.name for n in spec.nodes], opts)
+        for name, proc in up.procs.items():
+            print(f"resident memory {name}: {rss_mb(proc.pid):.0f} MB")
+        print(f"resident memory simulated site (this process): {rss_mb_self():.0f} MB")
+    finally:
+        up.stop()
+
+
+def rss_mb_self() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+def measure(env: dict[str, str], work: Path, names: list[str], opts: Any) -> None:
+    url, ref = f"{env['DRYDOCK_URL']}/api/v1.0", env["DESIGN_REF"]
+    session = requests.Session()
+    session.headers["X-Auth-Token"] = env["BERTH_TOKEN"]
+
+    def nodes() -> requests.Response:
+        return session.get(f"{url}/nodes", params={"design_ref": ref}, timeout=600)
+
+    cold, _, listed = timed(nodes, 1)
+    median, worst, listed = timed(nodes, opts.repeat)
+    print(f"GET /nodes ({len(listed)} nodes): {median:.0f} ms median of {opts.repeat} "
+          f"(worst {worst:.0f} ms; first call, fetching and parsing the design: {cold:.0f} ms)"
+          f" target <= 300 ms", flush=True)
+    racks = sorted({f"rack{i + 1:02d}" for i in range(0, opts.racks, 2)})
+    body = {"design_ref": ref, "node_filter": {"filter_set_type": "union", "filter_set": [
+        {"filter_type": "intersection", "rack_names": racks, "node_tags": ["compute"]}]}}
+
+    def node_filter() -> requests.Response:
+        return session.post(f"{url}/nodefilter", json=body, timeout=600)
+
+    median, worst, chosen = timed(node_filter, opts.repeat)
+    print(f"POST /nodefilter over {len(names)} nodes ({len(chosen)} selected): {median:.0f} ms "
+          f"median (worst {worst:.0f} ms) target <= 100 ms", flush=True)
+    median, worst = reconciler_pass(work / "drydock.conf", names, opts.repeat * 2)
+    print(f"idle reboot-reconciler pass, {len(names)} node records: {median:.1f} ms median "
+          f"(worst {worst:.1f} ms) target <= 50 ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()

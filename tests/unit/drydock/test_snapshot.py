@@ -1,0 +1,56 @@
+"""The MAAS listing behind long node lists: waited for once, then refreshed in the background."""
+
+from __future__ import annotations
+
+import threading
+
+from drydock_api.drivers.ports import MaasError, Machine
+from drydock_api.nodes.snapshot import MachineSnapshot
+
+
+class Maas:
+    def __init__(self) -> None:
+        self.status = "Deployed"
+        self.calls = 0
+        self.gate = threading.Event()
+        self.gate.set()
+        self.fail = False
+
+    def list_machines(self) -> list[Machine]:
+        self.gate.wait(10)
+        self.calls += 1
+        if self.fail:
+            raise MaasError("MAAS unreachable", transient=True)
+        return [Machine("id-n1", "n1", self.status)]
+
+
+def test_the_first_listing_is_waited_for_then_reused_while_young() -> None:
+    maas, now = Maas(), [100.0]
+    snap = MachineSnapshot(maas.list_machines, 10.0, lambda: now[0])
+    assert snap.get().machines["n1"].status_name == "Deployed"
+    maas.status = "Releasing"
+    now[0] += 5
+    assert snap.get().machines["n1"].status_name == "Deployed" and maas.calls == 1
+
+
+def test_an_old_listing_is_served_while_one_refresh_runs_in_the_background() -> None:
+    maas, now = Maas(), [100.0]
+    snap = MachineSnapshot(maas.list_machines, 10.0, lambda: now[0])
+    snap.get()
+    maas.status, now[0] = "Releasing", now[0] + 11
+    maas.gate.clear()  # MAAS is slow now: nobody waits for it
+    assert snap.get().machines["n1"].status_name == "Deployed"
+    assert snap.get().machines["n1"].status_name == "Deployed"  # no second refresh started
+    maas.gate.set()
+    for _ in range(1000):
+        if snap.get().machines["n1"].status_name == "Releasing":
+            break
+        threading.Event().wait(0.01)
+    assert snap.get().machines["n1"].status_name == "Releasing" and maas.calls == 2
+
+
+def test_a_failed_listing_carries_the_maas_error() -> None:
+    maas = Maas()
+    maas.fail = True
+    listing = MachineSnapshot(maas.list_machines, 10.0, lambda: 0.0).get()
+    assert listing.machines == {} and listing.error == "MAAS unreachable"
