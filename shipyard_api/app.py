@@ -15,6 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
+from common.clients.drydock import DrydockClient
+from common.clients.promenade import PromenadeClient
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
 from common.pgwake import Listener, notify
@@ -23,8 +25,6 @@ from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
 from shipyard_api.catalog import definitions
-from shipyard_api.clients.drydock import DrydockClient
-from shipyard_api.clients.promenade import PromenadeClient
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.documents.deps import DocumentDeps, build_document_deps
 from shipyard_api.metrics import ShipyardMetrics

@@ -69,7 +69,7 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
 
 
 def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fenced: bool,
-                targets: list[str]) -> dict[str, Any]:
+                targets: list[str]) -> Mapping[str, Any]:
     """Promenade's decommission preview of the node: pods, budgets, capacity, etcd."""
     node = str(entry["node"])
     try:
