@@ -42,7 +42,6 @@ OOB_OPTS: list[cfg.Opt] = [
                  help="Seconds between power-state polls."),
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
                  help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
-    cfg.IntOpt("retries", default=2, min=0, help="Retries of a failed BMC request."),
 ]
 STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,

@@ -7,14 +7,8 @@ from typing import Any
 
 from oslo_config import cfg
 
-from common.app import (
-    API_PREFIX,
-    HealthCheck,
-    ServiceApp,
-    create_service_app,
-    service_spec,
-    wsgi_entry,
-)
+from common.api import API_PREFIX
+from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.longpoll import ChangeWaiters
 from promenade_api import config, policy
 from promenade_api.metrics import PromenadeMetrics

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from common.api import API_PREFIX
 from common.context import RequestContext
 from common.errors import BerthError
 
@@ -56,7 +57,7 @@ class SiteDesign:
     def _ask(self) -> tuple[str | None, str | None]:
         assert self._shipyard is not None
         try:
-            revisions = self._shipyard.request("GET", "/api/v1.0/revisions",
+            revisions = self._shipyard.request("GET", f"{API_PREFIX}/revisions",
                                                ctx=RequestContext()) or []
         except BerthError as exc:
             LOG.info("Shipyard's committed design unknown: %s", exc.message)

@@ -7,6 +7,7 @@ from typing import Any
 
 import falcon
 
+from common.api import API_PREFIX
 from common.body import read_json_object
 from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableEntity
 from common.httpclient import IDEMPOTENCY_HEADER
@@ -63,7 +64,7 @@ class TasksResource:
                 f"{IDEMPOTENCY_HEADER} {key} was used for task {task['task_id']} with a "
                 "different request; use a new key", reason="IdempotencyKeyReused")
         resp.status = falcon.HTTP_201 if created else falcon.HTTP_200
-        resp.set_header("Location", f"/api/v1.0/tasks/{task['task_id']}")
+        resp.set_header("Location", f"{API_PREFIX}/tasks/{task['task_id']}")
         resp.media = task
 
     @authorize("drydock:list_tasks")
