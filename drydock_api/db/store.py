@@ -211,7 +211,7 @@ class TaskStore:
                 raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
             now = self.clock()
             held = row.lease_expires is not None and row.lease_expires >= now
-            if row.status in ("requested", "queued") and not held:
+            if row.status in (TaskStatus.REQUESTED, TaskStatus.QUEUED) and not held:
                 target = TaskStatus.TERMINATED
                 row.completed = now
             else:

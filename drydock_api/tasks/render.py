@@ -7,6 +7,7 @@ from typing import Any
 
 from common.status import Message
 from drydock_api.db.models import TaskRow
+from drydock_api.tasks.states import TaskStatus
 
 
 def iso(ts: float | None) -> str | None:
@@ -47,7 +48,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
         "created_by": row.created_by,
         "updated": iso(row.updated),
         "completed": iso(row.completed),
-        "terminated": iso(row.completed) if row.status == "terminated" else None,
+        "terminated": iso(row.completed) if row.status == TaskStatus.TERMINATED else None,
         "terminated_by": row.terminated_by,
         "terminate": bool(row.terminate_requested),
         "request_context": {"context_marker": row.context_marker, "end_user": row.created_by},

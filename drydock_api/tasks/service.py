@@ -21,7 +21,7 @@ from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import CRITERIA, check_filter, select_nodes
 from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
 from drydock_api.tasks.render import task_body
-from drydock_api.tasks.states import TaskStatus
+from drydock_api.tasks.states import FINAL, TaskResult, TaskStatus
 
 BODY_FIELDS = ("action", "design_ref", "node_filter", "options")
 TREE_CACHE = 8  # encoded task trees kept per process
@@ -111,13 +111,14 @@ class TaskService:
                tree: TreeMessages | None = None) -> dict[str, Any]:
         subs = children if children is not None else self._store.children([row.id])
         nodes = [s for s in subs if s.step is None]
-        if row.parent_id is None and row.status not in ("complete", "terminated"):
-            ok = sorted(str(s.node) for s in nodes if s.result == "success")
-            bad = sorted(str(s.node) for s in nodes if s.result == "failure")
+        if row.parent_id is None and row.status not in FINAL:
+            ok = sorted(str(s.node) for s in nodes if s.result == TaskResult.SUCCESS)
+            bad = sorted(str(s.node) for s in nodes if s.result == TaskResult.FAILURE)
         else:
             ok, bad = list(row.successes or []), list(row.failures or [])
         skipped = sorted(str(s.node) for s in nodes
-                         if s.status == "complete" and s.result == "incomplete")
+                         if s.status == TaskStatus.COMPLETE
+                         and s.result == TaskResult.INCOMPLETE)
         messages = tree.messages(row) if tree is not None else self._progress.messages(row)
         return task_body(row, messages=messages,
                          subtask_ids=[s.id for s in subs], successes=ok, failures=bad,

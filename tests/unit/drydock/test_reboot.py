@@ -142,6 +142,7 @@ def test_node_view_carries_reboot_timestamps(make_site: SiteFactory):
 def test_reboot_phase_table_allows_only_the_reboot_cycle():
     import pytest
 
+    from common.workflow import IllegalTransition
     from drydock_api.nodes.reboot import TRANSITIONS, Phase, enter
 
     values: dict[str, Any] = {}
@@ -150,9 +151,9 @@ def test_reboot_phase_table_allows_only_the_reboot_cycle():
         enter(current, target, values, 1.0)
     assert values == {"shutdown_mode": None, "shutdown_started": None}
     assert Phase.ON not in TRANSITIONS[Phase.SOFT] | TRANSITIONS[Phase.HARD]
-    with pytest.raises(ValueError):
+    with pytest.raises(IllegalTransition):
         enter(Phase.HARD, Phase.SOFT, values, 1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(IllegalTransition):
         enter(Phase.IDLE, Phase.ON, values, 1.0)
 
 
