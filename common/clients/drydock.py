@@ -12,8 +12,6 @@ VERSION_HEADER = "X-Task-Version"
 WAITED_HEADER = "X-Long-Poll"
 READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
 
-TaskStatus = Literal["requested", "queued", "running", "terminating", "terminated", "complete"]
-ResultStatus = Literal["incomplete", "success", "partial_success", "failure"]
 
 
 class FilterItem(TypedDict, total=False):
@@ -30,42 +28,50 @@ class NodeFilter(TypedDict):
     filter_set: list[FilterItem]
 
 
-class DetailMessage(TypedDict):
-    message: str
-    error: bool
-
-
 class MessageDetails(TypedDict):
     errorCount: int
-    messageList: list[DetailMessage]
+    messageList: list[dict[str, Any]]  # each with message and error; steps add their keys
 
 
 class TaskResult(TypedDict, total=False):
-    status: ResultStatus
+    Kind: str
+    apiVersion: str
+    metadata: dict[str, Any]
+    status: str  # incomplete, success, partial_success or failure
+    message: str
+    reason: str
     successes: list[str]
     failures: list[str]
     skipped: list[str]
+    links: list[Any]
     details: MessageDetails
 
 
 class Task(TypedDict):
     """GET /tasks/{task_id} (one task)."""
 
+    Kind: NotRequired[str]
+    apiVersion: NotRequired[str]
     task_id: str
     action: str
     parent_task_id: NotRequired[str | None]
     subtask_id_list: list[str]
-    status: TaskStatus
+    status: str  # requested, queued, running, terminating, terminated or complete
     node: NotRequired[str | None]
     step: NotRequired[str | None]
     result: TaskResult
     design_ref: NotRequired[Any]
-    node_filter: NotRequired[NodeFilter | None]
+    node_filter: NotRequired[dict[str, Any] | None]  # a NodeFilter
     options: NotRequired[dict[str, Any]]
-    created: NotRequired[str]
-    updated: NotRequired[str]
-    completed: NotRequired[str | None]
+    created: NotRequired[str | None]
     created_by: NotRequired[str | None]
+    updated: NotRequired[str | None]
+    completed: NotRequired[str | None]
+    terminated: NotRequired[str | None]
+    terminated_by: NotRequired[str | None]
+    terminate: NotRequired[bool]
+    request_context: NotRequired[dict[str, Any]]
+    retry: NotRequired[dict[str, Any]]
 
 
 class Node(TypedDict, total=False):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
+from common.clients.drydock import Task
 from common.status import Message
 from drydock_api.db.models import TaskRow
 from drydock_api.tasks.states import TaskStatus
@@ -16,7 +16,7 @@ def iso(ts: float | None) -> str | None:
 
 def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
               successes: list[str], failures: list[str],
-              skipped: list[str] | None = None) -> dict[str, Any]:
+              skipped: list[str] | None = None) -> Task:
     return {
         "Kind": "Task",
         "apiVersion": "v1.0",

@@ -31,7 +31,6 @@ WHERE: dict[Any, tuple[str, tuple[str, ...]]] = {
     drydock.Task: ("drydock", TASK),
     drydock.TaskResult: ("drydock", (*TASK, "properties", "result")),
     drydock.MessageDetails: ("drydock", DETAILS),
-    drydock.DetailMessage: ("drydock", (*DETAILS, "properties", "messageList", "items")),
     drydock.Node: ("drydock", ("components", "schemas", "Node")),
     drydock.NodeFilter: ("drydock", FILTER),
     drydock.FilterItem: ("drydock", (*FILTER, "properties", "filter_set", "items")),
