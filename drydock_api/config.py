@@ -41,7 +41,8 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("poll_interval", default=2.0, min=0.001,
                  help="Seconds between power-state polls."),
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
-                 help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
+                 help="Timeout of one Redfish BMC request (s); IPMI sessions keep pyghmi's "
+                      "own retransmit timers (pyghmi's Command takes no timeout)."),
 ]
 STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,
