@@ -10,7 +10,7 @@ from typing import Any, is_typeddict
 import pytest
 
 from common.app import load_openapi
-from common.clients import drydock, promenade
+from common.clients import drydock, promenade, shipyard
 
 NODE = ("paths", "/api/v1.0/nodes/{node_id}", "get", "responses", "200", "content",
         "application/json", "schema")
@@ -19,6 +19,8 @@ PREVIEW = ("paths", "/api/v1.0/nodes/{node_id}/decommission/preview", "post", "r
 TASK = ("components", "schemas", "Task")
 DETAILS = ("components", "schemas", "MessageDetails")
 FILTER = ("components", "schemas", "NodeFilter")
+REVISIONS = ("paths", "/api/v1.0/revisions", "get", "responses", "200", "content",
+             "application/json", "schema")
 
 # wire type -> (service, where its schema is in the service's OpenAPI document)
 WHERE: dict[Any, tuple[str, tuple[str, ...]]] = {
@@ -34,6 +36,8 @@ WHERE: dict[Any, tuple[str, tuple[str, ...]]] = {
     drydock.Node: ("drydock", ("components", "schemas", "Node")),
     drydock.NodeFilter: ("drydock", FILTER),
     drydock.FilterItem: ("drydock", (*FILTER, "properties", "filter_set", "items")),
+    shipyard.Revisions: ("shipyard", REVISIONS),
+    shipyard.Revision: ("shipyard", (*REVISIONS, "properties", "results", "items")),
 }
 
 
@@ -66,6 +70,6 @@ def test_wire_type_matches_the_openapi_document(wire: Any) -> None:
     assert set(wire.__required_keys__) == set(schema.get("required", []))
 
 
-@pytest.mark.parametrize("module", [promenade, drydock], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [promenade, drydock, shipyard], ids=lambda m: m.__name__)
 def test_every_wire_type_is_checked(module: ModuleType) -> None:
     assert set(_wire_types(module)) <= set(WHERE)
