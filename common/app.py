@@ -16,6 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from common import policy
+from common.api import API_PREFIX
 from common.auth import Authenticator
 from common.context import (
     END_USER_HEADER,
@@ -35,7 +36,6 @@ from common.status import Message, status_body
 
 LOG = logging.getLogger(__name__)
 ACCESS_LOG = logging.getLogger("berth.access")
-API_PREFIX = "/api/v1.0"
 
 HealthCheck = Callable[[], Message]
 

@@ -25,12 +25,13 @@ from urllib.parse import SplitResult, unquote, urlsplit
 import requests
 import urllib3
 
+from common.api import API_PREFIX
 from common.context import RequestContext
 from common.documents import DEFAULT_MAX_BYTES, Document, parse_documents
 from common.errors import BadGateway, BadRequest, NotFound, PayloadTooLarge, Timeout
 
 SCHEMES = ("deckhand+http", "deckhand+https", "http", "https", "file")
-REVISIONS_PATH = "/api/v1.0/revisions/"
+REVISIONS_PATH = f"{API_PREFIX}/revisions/"
 MAX_HREF = 2048
 
 

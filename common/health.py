@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from common.api import API_PREFIX
 from common.httpclient import ServiceClient
 from common.status import Message, health_message
 
@@ -16,7 +17,7 @@ def peer_check(name: str, client: ServiceClient) -> HealthCheck:
 
     def check() -> Message:
         try:
-            resp = client.raw("GET", "/api/v1.0/health", read_timeout=5.0)
+            resp = client.raw("GET", f"{API_PREFIX}/health", read_timeout=5.0)
         except Exception as exc:  # any failure to reach the peer is an unhealthy dependency
             return health_message(name, f"{name} unreachable: {exc}", error=True)
         ok = resp.status_code == 204

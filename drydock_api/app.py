@@ -7,6 +7,7 @@ from typing import Any
 
 from oslo_config import cfg
 
+from common.api import API_PREFIX as P
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from drydock_api import config, policy
 from drydock_api.metrics import DrydockMetrics
@@ -30,8 +31,6 @@ from drydock_api.resources.tasks import (
 )
 from drydock_api.runtime import Runtime, build_runtime
 from drydock_api.tasks.preview import TaskPreview
-
-P = "/api/v1.0"
 
 
 @dataclass

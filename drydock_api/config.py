@@ -43,8 +43,8 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("poll_interval", default=2.0, min=0.001,
                  help="Seconds between power-state polls."),
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
-                 help="Timeout of one BMC request (Redfish HTTP / IPMI session) (s)."),
-    cfg.IntOpt("retries", default=2, min=0, help="Retries of a failed BMC request."),
+                 help="Timeout of one Redfish BMC request (s); IPMI sessions keep pyghmi's "
+                      "own retransmit timers (pyghmi's Command takes no timeout)."),
 ]
 INVENTORY_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("live_limit", default=100, min=0,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from oslo_policy import policy
 
+from common.api import API_PREFIX as P
 from common.policy import ADMIN, READER, rule
 
-P = "/api/v1.0"
 ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes", "prepare_nodes",
            "deploy_nodes", "destroy_nodes", "relabel_nodes", "power_off_nodes")
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from oslo_config import cfg
 from sqlalchemy import text
 
+from common.clients.shipyard import ShipyardClient
 from common.designref import DesignResolver
 from common.errors import BerthError
 from common.httpclient import ServiceClient, peer_client
@@ -176,10 +177,11 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                                 pool, StepEngine(clock=clock, sleep=sleep), clock)
     service = TaskService(store, progress, actions, loader.design)
     site_design = SiteDesign(
-        ServiceClient(conf.peers.shipyard_url, name="Shipyard",
-                      token=conf.auth.service_token or None,
-                      connect_timeout=min(conf.peers.connect_timeout, 5.0),
-                      read_timeout=min(conf.peers.read_timeout, 10.0), retries=0)
+        ShipyardClient(ServiceClient(conf.peers.shipyard_url, name="Shipyard",
+                                     token=conf.auth.service_token or None,
+                                     connect_timeout=min(conf.peers.connect_timeout, 5.0),
+                                     read_timeout=min(conf.peers.read_timeout, 10.0),
+                                     retries=0))
         if conf.site_design.source == "shipyard" else None,
         conf.peers.shipyard_url, store.latest_design_ref, ttl=conf.site_design.ttl)
     inventory = Inventory(maas, oob, store.node_records, site_design, loader.design,

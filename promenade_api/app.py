@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from oslo_config import cfg
 
-from common.app import (
-    API_PREFIX,
-    HealthCheck,
-    ServiceApp,
-    create_service_app,
-    service_spec,
-    wsgi_entry,
-)
-from common.designref import DesignResolver
-from common.health import callable_check
+from common.api import API_PREFIX
+from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.longpoll import ChangeWaiters
-from common.status import health_message
 from promenade_api import config, policy
-from promenade_api.etcd.client import Etcd3Port
-from promenade_api.kube.client import KubeClient, load_api_client
 from promenade_api.metrics import PromenadeMetrics
 from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
 from promenade_api.resources.nodes import (
@@ -37,42 +25,24 @@ from promenade_api.resources.nodes import (
     RemoveFromClusterResource,
     ShutdownKubeletResource,
 )
-from promenade_api.service import Promenade, settings_from_conf
+from promenade_api.runtime import build_runtime
+from promenade_api.service import Promenade
 
 
 @dataclass
 class Deps:
     """Promenade's collaborators, built from config by `build_deps` or given by tests."""
 
-    promenade: Promenade | None = None
+    promenade: Promenade
     health_checks: list[HealthCheck] = field(default_factory=list)
     metrics: PromenadeMetrics = field(default_factory=PromenadeMetrics)
 
 
-def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
-    """The KubePort for `[kubernetes]` (kubeconfig, else $KUBECONFIG; api_url overrides)."""
-    k = conf.kubernetes
-    kubeconfig = k.kubeconfig or os.environ.get("KUBECONFIG", "")
-    return KubeClient(load_api_client(kubeconfig, k.api_url), k.request_timeout,
-                      k.poll_interval)
-
-
-def kubernetes_check(kube: KubeClient) -> HealthCheck:
-    """Kubernetes API reachable; an unconfigured API is reported, not counted as a failure."""
-    if not kube.configured:
-        return lambda: health_message(
-            "kubernetes", "Kubernetes API not configured ([kubernetes] kubeconfig, api_url or "
-            "$KUBECONFIG); node operations will fail", error=False)
-    return callable_check("kubernetes", lambda: f"Kubernetes API {kube.ping()} reachable")
-
-
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
-    kube = build_kube(conf)
-    resolver = DesignResolver.from_conf(conf)
     metrics = PromenadeMetrics()
-    svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
-                    settings_from_conf(conf), observe=metrics.operation)
-    return Deps(promenade=svc, health_checks=[kubernetes_check(kube)], metrics=metrics)
+    runtime = build_runtime(conf, metrics)
+    return Deps(promenade=runtime.promenade, health_checks=runtime.health_checks,
+                metrics=metrics)
 
 
 def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str, object]]:
@@ -97,7 +67,6 @@ def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
-    assert deps.promenade is not None, "Deps.promenade is required"
     return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade, conf),
                                            policy.list_rules(), deps.health_checks,
                                            registry=deps.metrics.registry))

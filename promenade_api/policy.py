@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from oslo_policy import policy
 
+from common.api import API_PREFIX as P
 from common.policy import ADMIN, READER, rule
-
-P = "/api/v1.0"
 
 
 def list_rules() -> list[policy.RuleDefault]:

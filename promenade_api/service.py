@@ -10,6 +10,7 @@ from typing import Any
 
 from oslo_config import cfg
 
+from common.clients.promenade import NodeView
 from common.context import RequestContext, current_marker
 from common.designref import DesignResolver
 from common.documents import Document, select
@@ -228,7 +229,7 @@ class Promenade:
         except KubeNotFound as exc:
             raise NotFound(f"Node {node} is not known to Kubernetes") from exc
 
-    def node_view(self, node: str, clusters: list[ClusterSpec] | None = None) -> dict[str, Any]:
+    def node_view(self, node: str, clusters: list[ClusterSpec] | None = None) -> NodeView:
         """The operator's view: labels, cordon, pods by owner kind, locks, etcd memberships."""
         try:
             current = self.kube.get_node(node)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from oslo_policy import policy
 
+from common.api import API_PREFIX as P
 from common.policy import ADMIN, READER, rule
 
-P = "/api/v1.0"
 ACTIONS = ("redeploy_server", "relabel_nodes", "deploy_site", "update_site")
 
 

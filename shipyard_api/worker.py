@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.config_file:
         os.environ["SHIPYARD_CONFIG_FILE"] = os.path.abspath(args.config_file)
     from shipyard_api import config
-    from shipyard_api.app import build_runtime
+    from shipyard_api.runtime import build_runtime
 
     conf = config.load()
     setup_logging(conf.logging.level, conf.logging.json)

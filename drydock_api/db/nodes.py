@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from common.lease import Lease
 from drydock_api.db.models import NodeRecord, RebootRow, TaskRow
 from drydock_api.tasks.states import ACTIVE
 
+LEASE = Lease(NodeRecord.lease_owner, NodeRecord.lease_expires)
 POWER_TASKS = ("deploy_nodes", "destroy_nodes", "prepare_nodes")
 
 
@@ -114,17 +116,12 @@ class NodeStore:
         with self.sessions.begin() as s:
             self._row(s, name)
         with self.sessions.begin() as s:
-            free = or_(NodeRecord.lease_owner.is_(None), NodeRecord.lease_expires < now,
-                       NodeRecord.lease_owner == owner)
-            res = s.execute(update(NodeRecord).where(and_(NodeRecord.name == name, free))
-                            .values(lease_owner=owner, lease_expires=now + seconds))
-            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+            return LEASE.take(s, [NodeRecord.name == name, LEASE.free(now, holder=owner)],
+                              owner, now, seconds)
 
     def release(self, name: str, owner: str) -> None:
         with self.sessions.begin() as s:
-            s.execute(update(NodeRecord).where(NodeRecord.name == name,
-                                               NodeRecord.lease_owner == owner)
-                      .values(lease_owner=None, lease_expires=None))
+            LEASE.drop(s, [NodeRecord.name == name], owner)
 
     def busy(self, name: str) -> str | None:
         """The id of an active deploy/prepare/destroy task holding the node, if any."""

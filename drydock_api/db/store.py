@@ -6,12 +6,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy import Engine, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from ulid import ULID
 
 from common.errors import Conflict, NotFound
+from common.lease import Lease
 from common.pgwake import notify_in
 from common.prepared import PreparedRead
 from common.status import simple_message
@@ -20,6 +21,7 @@ from drydock_api.db.models import LockRow, NodeRecord, TaskRow
 from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
 
 Clock = Callable[[], float]
+LEASE = Lease(TaskRow.lease_owner, TaskRow.lease_expires)
 CHANGES_CHANNEL = "berth_drydock_changes"  # PostgreSQL: a task tree changed (payload: root)
 TASKS_CHANNEL = "berth_drydock_tasks"  # PostgreSQL: a task was created
 
@@ -168,18 +170,16 @@ class TaskStore:
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[TaskRow]:
         """Take up to `limit` queued tasks, or active ones whose lease expired."""
         now = self.clock()
-        expired = or_(TaskRow.lease_expires.is_(None), TaskRow.lease_expires < now)
         claimable = and_(TaskRow.parent_id.is_(None),
-                         TaskRow.status.in_([st.value for st in ACTIVE]), expired)
+                         TaskRow.status.in_([st.value for st in ACTIVE]), LEASE.free(now))
         with self.reads() as s:
             ids = list(s.scalars(select(TaskRow.id).where(claimable)
                                  .order_by(TaskRow.id).limit(limit)))
         claimed = []
         for task_id in ids:
             with self.sessions.begin() as s:
-                res = s.execute(update(TaskRow).where(TaskRow.id == task_id, claimable)
-                                .values(lease_owner=owner, lease_expires=now + lease_seconds))
-                if res.rowcount == 1:  # type: ignore[attr-defined]
+                if LEASE.take(s, [TaskRow.id == task_id, claimable], owner, now,
+                              lease_seconds):
                     claimed.append(task_id)
         return [self.get(t) for t in claimed]
 
@@ -187,15 +187,11 @@ class TaskStore:
         """Extend our lease; False when another worker holds the task now."""
         now = self.clock()
         with self.sessions.begin() as s:
-            res = s.execute(update(TaskRow).where(TaskRow.id == task_id,
-                                                  TaskRow.lease_owner == owner)
-                            .values(lease_expires=now + lease_seconds))
-            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+            return LEASE.renew(s, [TaskRow.id == task_id], owner, now, lease_seconds)
 
     def release_lease(self, task_id: str, owner: str) -> None:
         with self.sessions.begin() as s:
-            s.execute(update(TaskRow).where(TaskRow.id == task_id, TaskRow.lease_owner == owner)
-                      .values(lease_owner=None, lease_expires=None))
+            LEASE.drop(s, [TaskRow.id == task_id], owner)
 
     # --- transitions -----------------------------------------------------------------------
     def transition(self, task_id: str, target: TaskStatus, **values: Any) -> TaskRow:
@@ -221,7 +217,7 @@ class TaskStore:
                 raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
             now = self.clock()
             held = row.lease_expires is not None and row.lease_expires >= now
-            if row.status in ("requested", "queued") and not held:
+            if row.status in (TaskStatus.REQUESTED, TaskStatus.QUEUED) and not held:
                 target = TaskStatus.TERMINATED
                 row.completed = now
             else:

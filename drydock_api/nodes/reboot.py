@@ -24,6 +24,7 @@ from typing import Any
 
 from common.context import RequestContext
 from common.errors import BerthError
+from common.workflow import IllegalTransition, transition
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import OobDriver
@@ -52,9 +53,8 @@ TRANSITIONS: dict[Phase, frozenset[Phase]] = {
 
 
 def enter(current: Phase, target: Phase, values: dict[str, Any], now: float) -> Phase:
-    """Record a phase change allowed by TRANSITIONS (anything else is a bug: ValueError)."""
-    if target not in TRANSITIONS[current]:
-        raise ValueError(f"reboot phase {current.value} cannot go to {target.value}")
+    """Record a phase change allowed by TRANSITIONS (anything else is a bug)."""
+    transition(TRANSITIONS, current, target, "A reboot phase")
     values.update(shutdown_mode=None if target == Phase.IDLE else target.value,
                   shutdown_started=None if target == Phase.IDLE else now)
     return target
@@ -93,12 +93,12 @@ class RebootReconciler:
             try:
                 done = self.step(name)
                 acted += 1
+            except IllegalTransition as exc:
+                LOG.error("Reboot of %s: %s", name, exc.message)
+                continue
             except BerthError as exc:
                 LOG.warning("Reboot of %s: %s (retrying next pass)", name, exc.message)
                 self._nodes.update(name, reboot_error=f"{exc.message} (retrying)")
-                continue
-            except ValueError as exc:
-                LOG.error("Reboot of %s: %s", name, exc)
                 continue
             if done:
                 self._nodes.release(name, self.owner)

@@ -12,23 +12,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
+from common.clients.shipyard import ShipyardClient, design_ref
 from common.context import RequestContext
 from common.errors import BerthError
 
 LOG = logging.getLogger(__name__)
-COMMITTED_TAG = "committed"
-
-
-class Requester(Protocol):
-    def request(self, method: str, path: str, *, ctx: RequestContext | None = None) -> Any: ...
 
 
 class SiteDesign:
     """Callable: the design reference to use when none is given, or None."""
 
-    def __init__(self, shipyard: Requester | None, shipyard_url: str,
+    def __init__(self, shipyard: ShipyardClient | None, shipyard_url: str,
                  fallback: Callable[[], Any], *, ttl: float = 30.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._shipyard = shipyard
@@ -56,17 +52,13 @@ class SiteDesign:
     def _ask(self) -> tuple[str | None, str | None]:
         assert self._shipyard is not None
         try:
-            revisions = self._shipyard.request("GET", "/api/v1.0/revisions",
-                                               ctx=RequestContext()) or []
+            committed = self._shipyard.committed_revision(RequestContext())
         except BerthError as exc:
             LOG.info("Shipyard's committed design unknown: %s", exc.message)
             return None, f"Shipyard could not be asked for its committed design: {exc.message}"
-        committed = [int(r["id"]) for r in revisions
-                     if isinstance(r, dict) and COMMITTED_TAG in (r.get("tags") or [])]
-        if not committed:
+        if committed is None:
             return None, "Shipyard has no committed design revision"
-        return (f"deckhand+{self._base}/api/v1.0/revisions/{max(committed)}/"
-                "rendered-documents"), None
+        return design_ref(self._base, committed), None
 
     def __call__(self) -> Any:
         return self.committed() or self._fallback()

@@ -7,7 +7,9 @@ from typing import Any
 
 import falcon
 
+from common.api import API_PREFIX
 from common.body import read_json_object
+from common.clients.drydock import Task
 from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableEntity
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.longpoll import ChangeWaiters, wait_params
@@ -32,10 +34,11 @@ def _may_create_some_task(req: falcon.Request) -> None:
     raise Forbidden("No policy drydock:<action> allows this caller to create tasks")
 
 
-def _differs(task: dict[str, Any], body: dict[str, Any]) -> bool:
+def _differs(task: Task, body: dict[str, Any]) -> bool:
     """Whether `body` asks for something else than the task created earlier under its key
     (a replica that did not answer the first request finds the task by the key alone)."""
-    return any(task.get(f) != body.get(f) for f in ("action", "design_ref", "node_filter"))
+    return (task["action"], task.get("design_ref"), task.get("node_filter")) != (
+        body.get("action"), body.get("design_ref"), body.get("node_filter"))
 
 
 class TasksResource:
@@ -63,7 +66,7 @@ class TasksResource:
                 f"{IDEMPOTENCY_HEADER} {key} was used for task {task['task_id']} with a "
                 "different request; use a new key", reason="IdempotencyKeyReused")
         resp.status = falcon.HTTP_201 if created else falcon.HTTP_200
-        resp.set_header("Location", f"/api/v1.0/tasks/{task['task_id']}")
+        resp.set_header("Location", f"{API_PREFIX}/tasks/{task['task_id']}")
         resp.media = task
 
     @authorize("drydock:list_tasks")

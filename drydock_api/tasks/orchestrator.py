@@ -31,6 +31,7 @@ from drydock_api.tasks.outcomes import (
 from drydock_api.tasks.states import TaskResult, TaskStatus, summarize
 
 LOG = logging.getLogger(__name__)
+S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Orchestrator:
         ctx = RequestContext(marker=task.context_marker or RequestContext().marker,
                              end_user=task.created_by)
         action = self._actions[row.action]
-        if action.site is not None and row.status == "terminating":
+        if action.site is not None and row.status == S.TERMINATING:
             self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self._clock())
             return
         try:
@@ -91,12 +92,12 @@ class Orchestrator:
 
     def _start(self, task: TaskRow) -> TaskRow | None:
         row = self._tasks.get(task.id)
-        if row.status in ("requested", "queued"):
+        if row.status in (S.REQUESTED, S.QUEUED):
             if row.terminate_requested:
                 self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self._clock())
                 return None
             return self._tasks.transition(row.id, TaskStatus.RUNNING)
-        if row.status in ("running", "terminating"):
+        if row.status in (S.RUNNING, S.TERMINATING):
             LOG.info("Resuming task %s (%s)", row.id, row.status)
             return row
         return None
@@ -113,7 +114,7 @@ class Orchestrator:
 
     def _fail_task(self, row: TaskRow, message: str) -> None:
         self._progress.add_messages(row, [simple_message(message)])
-        target = TaskStatus.TERMINATED if row.status == "terminating" else TaskStatus.COMPLETE
+        target = TaskStatus.TERMINATED if row.status == S.TERMINATING else TaskStatus.COMPLETE
         self._tasks.transition(row.id, target, completed=self._clock(),
                                result=TaskResult.FAILURE.value, result_message=message)
 
@@ -125,7 +126,7 @@ class Orchestrator:
         futures: list[Future[None]] = []
         for name in names:
             sub = node_tasks[name]
-            if sub.status in ("complete", "terminated"):
+            if sub.status in (S.COMPLETE, S.TERMINATED):
                 continue
             if name in missing:
                 self._progress.finish(sub, result=TaskResult.FAILURE,
@@ -158,7 +159,7 @@ class Orchestrator:
         if lease.lost.is_set():
             return True
         status, terminate, _owner = self._tasks.control(row.id)
-        return terminate or status == "terminating"
+        return terminate or status == S.TERMINATING
 
     def _run_node(self, row: TaskRow, action: ActionDef, node: NodeDef, sub: TaskRow,
                   ctx: RequestContext, lease: Lease) -> None:
@@ -169,7 +170,7 @@ class Orchestrator:
         previous: dict[str, Any] = {}
         for step in action.steps(options):
             done = recorded.get(step.name)
-            if done is not None and done.status == "complete" and done.result == "success":
+            if done is not None and done.status == S.COMPLETE and done.result == R.SUCCESS:
                 previous[step.name] = done.data
                 continue
             if self._stop_requested(row, lease):
@@ -203,21 +204,21 @@ class Orchestrator:
     def _finish(self, row: TaskRow) -> None:
         """Count node results; unfinished nodes of a terminated task are marked terminated."""
         subs = [s for s in self._tasks.children([row.id]) if s.step is None]
-        ok = sorted(str(s.node) for s in subs if s.status == "complete" and s.result == "success")
-        bad = sorted(str(s.node) for s in subs if s.status == "complete" and s.result == "failure")
-        unfinished = [s for s in subs if s.status not in ("complete", "terminated")]
+        ok = sorted(str(s.node) for s in subs if s.status == S.COMPLETE and s.result == R.SUCCESS)
+        bad = sorted(str(s.node) for s in subs if s.status == S.COMPLETE and s.result == R.FAILURE)
+        unfinished = [s for s in subs if s.status not in (S.COMPLETE, S.TERMINATED)]
         status, terminate, _ = self._tasks.control(row.id)
-        stopping = terminate or status == "terminating"
+        stopping = terminate or status == S.TERMINATING
         for sub in unfinished:
             self._progress.finish(sub, result=TaskResult.INCOMPLETE, status=TaskStatus.TERMINATED,
                                   messages=[simple_message(f"{sub.node}: terminated before "
                                                            f"its next step", error=False,
                                                            node=sub.node)])
         skipped = sorted(str(s.node) for s in subs
-                         if s.status == "complete" and s.result == "incomplete")
+                         if s.status == S.COMPLETE and s.result == R.INCOMPLETE)
         result = summarize(len(ok), len(bad), len(unfinished) + sum(
-            1 for s in subs if s.status == "terminated"))
-        if status == "running" and stopping:
+            1 for s in subs if s.status == S.TERMINATED))
+        if status == S.RUNNING and stopping:
             self._tasks.transition(row.id, TaskStatus.TERMINATING)
         target = TaskStatus.TERMINATED if stopping else TaskStatus.COMPLETE
         self._tasks.transition(row.id, target, completed=self._clock(), result=result.value,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
+from common.clients.drydock import Task
 from common.status import Message
 from drydock_api.db.models import TaskRow
+from drydock_api.tasks.states import TaskStatus
 
 
 def iso(ts: float | None) -> str | None:
@@ -15,7 +16,7 @@ def iso(ts: float | None) -> str | None:
 
 def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
               successes: list[str], failures: list[str],
-              skipped: list[str] | None = None) -> dict[str, Any]:
+              skipped: list[str] | None = None) -> Task:
     return {
         "Kind": "Task",
         "apiVersion": "v1.0",
@@ -47,7 +48,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
         "created_by": row.created_by,
         "updated": iso(row.updated),
         "completed": iso(row.completed),
-        "terminated": iso(row.completed) if row.status == "terminated" else None,
+        "terminated": iso(row.completed) if row.status == TaskStatus.TERMINATED else None,
         "terminated_by": row.terminated_by,
         "terminate": bool(row.terminate_requested),
         "request_context": {"context_marker": row.context_marker, "end_user": row.created_by},

@@ -8,8 +8,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+from common.clients.drydock import Task
 from common.context import RequestContext
 from common.designref import href_of
 from common.errors import BadRequest, ValidationFailed
@@ -21,7 +22,7 @@ from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import CRITERIA, check_filter, select_nodes
 from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
 from drydock_api.tasks.render import task_body
-from drydock_api.tasks.states import TaskStatus
+from drydock_api.tasks.states import FINAL, TaskResult, TaskStatus
 
 BODY_FIELDS = ("action", "design_ref", "node_filter", "options")
 TREE_CACHE = 8  # encoded task trees kept per process
@@ -90,7 +91,7 @@ class TaskService:
         return self._actions[str(action)], options
 
     def create(self, body: dict[str, Any], ctx: RequestContext,
-               idempotency_key: str | None) -> tuple[dict[str, Any], bool]:
+               idempotency_key: str | None) -> tuple[Task, bool]:
         """Admit a task (201) or return the one created earlier with the same key."""
         action, options = self.check_body(body)
         href_of(body["design_ref"])
@@ -108,16 +109,17 @@ class TaskService:
         return self.render(row), created
 
     def render(self, row: TaskRow, children: list[TaskRow] | None = None,
-               tree: TreeMessages | None = None) -> dict[str, Any]:
+               tree: TreeMessages | None = None) -> Task:
         subs = children if children is not None else self._store.children([row.id])
         nodes = [s for s in subs if s.step is None]
-        if row.parent_id is None and row.status not in ("complete", "terminated"):
-            ok = sorted(str(s.node) for s in nodes if s.result == "success")
-            bad = sorted(str(s.node) for s in nodes if s.result == "failure")
+        if row.parent_id is None and row.status not in FINAL:
+            ok = sorted(str(s.node) for s in nodes if s.result == TaskResult.SUCCESS)
+            bad = sorted(str(s.node) for s in nodes if s.result == TaskResult.FAILURE)
         else:
             ok, bad = list(row.successes or []), list(row.failures or [])
         skipped = sorted(str(s.node) for s in nodes
-                         if s.status == "complete" and s.result == "incomplete")
+                         if s.status == TaskStatus.COMPLETE
+                         and s.result == TaskResult.INCOMPLETE)
         messages = tree.messages(row) if tree is not None else self._progress.messages(row)
         return task_body(row, messages=messages,
                          subtask_ids=[s.id for s in subs], successes=ok, failures=bad,
@@ -127,7 +129,7 @@ class TaskService:
             subtask_errors: bool = False) -> dict[str, Any]:
         row = self._store.get(task_id)
         if layers == 0:
-            body = self.render(row)
+            body = cast(dict[str, Any], self.render(row))
             if subtask_errors:
                 body["subtask_errors"] = self._subtask_errors(row)
             return body
@@ -186,7 +188,7 @@ class TaskService:
                 for tid, ms in errors.items()}
 
     def list(self, *, statuses: list[str], actions: list[str], since: str | None,
-             limit: int, marker: str | None) -> list[dict[str, Any]]:
+             limit: int, marker: str | None) -> list[Task]:
         problems = [f"status {s!r} is not one of {', '.join(t.value for t in TaskStatus)}"
                     for s in statuses if s not in {t.value for t in TaskStatus}]
         problems += [f"action {a!r} is not one of {', '.join(ALL_ACTIONS)}"
@@ -206,5 +208,5 @@ class TaskService:
                                       limit=limit, marker=marker)
         return [self.render(r) for r in rows]
 
-    def terminate(self, task_id: str, user: str | None) -> dict[str, Any]:
+    def terminate(self, task_id: str, user: str | None) -> Task:
         return self.render(self._store.request_terminate(task_id, user))

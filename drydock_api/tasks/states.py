@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import enum
 
-from common.errors import Conflict
+from common.workflow import IllegalTransition, transition
+
+__all__ = ["ACTIVE", "FINAL", "TRANSITIONS", "IllegalTransition", "TaskResult", "TaskStatus",
+           "check_transition", "summarize"]
 
 
 class TaskStatus(enum.StrEnum):
@@ -38,16 +41,10 @@ FINAL = frozenset({S.TERMINATED, S.COMPLETE})
 ACTIVE = frozenset({S.REQUESTED, S.QUEUED, S.RUNNING, S.TERMINATING})
 
 
-class IllegalTransition(Conflict):
-    reason, title = "InvalidTaskState", "Illegal task state transition"
-
-
 def check_transition(current: str, target: str) -> TaskStatus:
     """Return `target` as a TaskStatus when the table allows current → target, else 409."""
-    src, dst = TaskStatus(current), TaskStatus(target)
-    if dst not in TRANSITIONS[src]:
-        raise IllegalTransition(f"A task cannot go from {src.value} to {dst.value}")
-    return dst
+    return transition(TRANSITIONS, TaskStatus(current), TaskStatus(target), "A task",
+                      reason="InvalidTaskState", title="Illegal task state transition")
 
 
 def summarize(successes: int, failures: int, unfinished: int) -> TaskResult:

@@ -15,14 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+from common.clients.promenade import NodeView
+
 LOG = logging.getLogger(__name__)
 POLL_INTERVAL = 2.0
 T = TypeVar("T")
 
 
-def drain_record(status: dict[str, Any] | None, marker: str) -> dict[str, Any] | None:
+def drain_record(status: NodeView | None, marker: str) -> dict[str, Any] | None:
     """The node view's drain progress when it belongs to the drain this action started."""
-    record = (status or {}).get("drain_progress")
+    record = status.get("drain_progress") if status else None
     if isinstance(record, dict) and record.get("marker") == marker:
         return record
     return None

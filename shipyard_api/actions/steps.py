@@ -6,6 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from common.clients.drydock import NodeFilter
 from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
@@ -81,7 +82,7 @@ def config_value(ctx: StepContext, section: str, key: str) -> float:
     return float((cfg.get(section) or {}).get(key, 30))
 
 
-def drydock_task(ctx: StepContext, action: str, node_filter: dict[str, Any] | None,
+def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
                  options: Mapping[str, Any], interval: float) -> Outcome:
     """Create the Drydock task once (idempotency key), then follow it until it ends: each
     attempt long-polls Drydock (answered as soon as the task changes, or after

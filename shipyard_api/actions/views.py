@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
+from shipyard_api.workflow.states import StepState
 
 
 def iso(ts: float | None) -> str | None:
@@ -21,7 +22,7 @@ def step_view(action_id: str, step: StepRow, *, full: bool = True) -> dict[str, 
         "state": step.state, "start": iso(step.started_at), "end": iso(step.ended_at),
         "attempts": step.attempts, "failures": step.failures, "reason": step.reason,
         "depends_on": list(step.depends_on or []),
-        "next_attempt": iso(step.next_attempt_at) if step.state == "waiting" else None,
+        "next_attempt": iso(step.next_attempt_at) if step.state == StepState.WAITING else None,
         "notes": [{"at": iso(n.get("at")), "message": n.get("message")}
                   for n in step.notes or []],
         "url": f"/api/v1.0/actions/{action_id}/steps/{step.step_id}",

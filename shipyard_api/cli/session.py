@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from urllib3.util.retry import Retry
 
-API = "/api/v1.0"
+from common.api import API_PREFIX
 
 
 def retrying_session() -> requests.Session:
@@ -58,7 +58,7 @@ class Shipyard:
     def raw(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         headers = self.headers(kwargs.pop("headers", None))
         try:
-            return self.session.request(method, f"{self.url}{API}{path}", headers=headers,
+            return self.session.request(method, f"{self.url}{API_PREFIX}{path}", headers=headers,
                                         timeout=kwargs.pop("timeout", 120), **kwargs)
         except requests.RequestException as exc:
             raise click.ClickException(f"Cannot reach Shipyard at {self.url}: {exc}") from exc

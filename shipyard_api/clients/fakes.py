@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from common.clients.drydock import Task
+from common.clients.promenade import NodeView
 from common.context import RequestContext
 from common.errors import BadGateway, NotFound
 from common.status import status_body
@@ -87,7 +89,7 @@ class FakePromenade:
     def watch_node(self, node: str, *, since: str | None, wait: float,
                    ctx: RequestContext) -> NodeWatch:
         """Answers at once, without a version (the caller polls at its interval)."""
-        return NodeWatch(self.node_status(node, ctx=ctx), None)
+        return NodeWatch(cast(NodeView | None, self.node_status(node, ctx=ctx)), None)
 
     def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
         """`views[node]` when set; else Ready until removed from the cluster, then Ready
@@ -165,7 +167,8 @@ class FakeDrydock:
         """Answers at once (a fake task changes only as it is read): a version counting the
         reads with `versions`, else none (the caller polls at its interval)."""
         task = self.get_task(task_id, ctx=ctx)
-        return TaskWatch(task, str(self._reads.get(task_id, 0)) if self.versions else None)
+        version = str(self._reads.get(task_id, 0)) if self.versions else None
+        return TaskWatch(cast(Task, task), version)
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:

@@ -9,14 +9,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
-from sqlalchemy import or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.errors import Conflict
+from common.lease import Lease
 from shipyard_api.documents.models import LOCK_NAME, LockRow
 
-
+LEASE = Lease(LockRow.lease_owner, LockRow.lease_expires)
 class DocumentsLocked(Conflict):
     reason, title, retry = "DocumentsLocked", "Documents are being written", True
 
@@ -49,12 +49,8 @@ class WriteLock:
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         now = self._now()
         with self._sessions() as session, session.begin():
-            result = session.execute(
-                update(LockRow)
-                .where(LockRow.name == LOCK_NAME)
-                .where(or_(LockRow.lease_owner.is_(None), LockRow.lease_expires < now))
-                .values(lease_owner=owner, lease_expires=now + self._lease))
-            if getattr(result, "rowcount", 0) != 1:
+            if not LEASE.take(session, [LockRow.name == LOCK_NAME, LEASE.free(now)], owner,
+                              now, self._lease):
                 raise DocumentsLocked("Another write to the documents holds the lock; retry "
                                       "when it has finished")
         return owner
@@ -68,9 +64,7 @@ class WriteLock:
 
     def release(self, owner: str) -> None:
         with self._sessions() as session, session.begin():
-            session.execute(update(LockRow).where(LockRow.name == LOCK_NAME)
-                            .where(LockRow.lease_owner == owner)
-                            .values(lease_owner=None, lease_expires=None))
+            LEASE.drop(session, [LockRow.name == LOCK_NAME], owner)
 
     @contextmanager
     def held(self) -> Iterator[str]:

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from common.clients.shipyard import design_ref
 from common.documents import BASE_SCHEMA, doc_ref
 from common.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from common.status import Message, validation_message
@@ -255,10 +256,7 @@ class DocumentStore:
 
     def design_ref(self, revision_id: int, base_url: str) -> str:
         """The Deckhand-style href peers resolve to this revision's rendered documents."""
-        base = base_url.rstrip("/")
-        if base.startswith(("http://", "https://")):
-            base = "deckhand+" + base
-        return f"{base}/api/v1.0/revisions/{revision_id}/rendered-documents"
+        return design_ref(base_url, revision_id)
 
 
 def _latest(session: Session) -> int | None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from common.api import API_PREFIX
 from common.context import RequestContext
 from common.documents import doc_ref, select, validate_documents
 from common.errors import BerthError
@@ -63,7 +64,7 @@ class HttpPeerValidator:
         check = f"{self.name.capitalize()}Validation"
         body = {"rel": "design", "href": design_ref, "type": "application/x-yaml"}
         try:
-            resp = self._client.raw("POST", "/api/v1.0/validatedesign", ctx=ctx,
+            resp = self._client.raw("POST", f"{API_PREFIX}/validatedesign", ctx=ctx,
                                     json_body=body, read_timeout=self._timeout)
         except BerthError as exc:
             return [validation_message(f"{self.name} could not validate the design: "

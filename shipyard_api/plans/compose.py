@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from common.api import API_PREFIX as P
 from common.errors import BerthError
 from shipyard_api.actions import fencing
 from shipyard_api.actions.design import (
@@ -24,8 +25,6 @@ from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.plans import facts
 from shipyard_api.plans.model import Composition, Reader, call
 from shipyard_api.workflow.definitions import Prepared
-
-P = "/api/v1.0"
 
 
 def design_of(r: Reader, revision: int) -> tuple[str, list[dict[str, Any]]]:
@@ -69,7 +68,7 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
 
 
 def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fenced: bool,
-                targets: list[str]) -> dict[str, Any]:
+                targets: list[str]) -> Mapping[str, Any]:
     """Promenade's decommission preview of the node: pods, budgets, capacity, etcd."""
     node = str(entry["node"])
     try:

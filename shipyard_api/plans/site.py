@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, cast
 
+from common.api import API_PREFIX as P
 from common.context import RequestContext
 from common.errors import BerthError
 from shipyard_api.actions.baremetal import NodeSelectionPort
@@ -14,7 +15,7 @@ from shipyard_api.actions.ports import Services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.documents.validation import shipyard_checks
 from shipyard_api.plans import facts
-from shipyard_api.plans.compose import P, design_of
+from shipyard_api.plans.compose import design_of
 from shipyard_api.plans.model import Composition, Reader, call
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.criteria import missed_criteria

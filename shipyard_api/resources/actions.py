@@ -5,14 +5,13 @@ from __future__ import annotations
 import falcon
 
 from common import policy
+from common.api import API_PREFIX as P
 from common.body import read_json_object
 from common.errors import BadRequest
 from common.policy import authorize
 from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_target_nodes
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
-
-P = "/api/v1.0"
 
 
 def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: bytes) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import falcon
 import yaml
 
+from common.api import API_PREFIX as P
 from common.body import YAML_TYPES, limits, loads_checked, read_raw
 from common.documents import dump_yaml_all, load_yaml, parse_documents
 from common.errors import BadRequest, Forbidden, NotFound, UnsupportedMediaType
@@ -21,7 +22,6 @@ from shipyard_api.documents.validation import CommitValidator
 from shipyard_api.documents.versions import Version, parse_version
 
 __all__ = ["build_document_deps", "document_routes"]
-P = "/api/v1.0"
 CLEARTEXT_RULE = "shipyard:get_configdocs_cleartext"
 YAML_TYPE = "application/x-yaml"
 MAX_REVISION = 2**31 - 1  # revision ids are 32-bit integer columns (PostgreSQL INTEGER)

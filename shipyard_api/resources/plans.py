@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import falcon
 
+from common.api import API_PREFIX as P
 from common.body import read_json_object
 from common.errors import BadRequest
 from common.policy import authorize
 from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_target_nodes
 from shipyard_api.plans.service import PlanService
-
-P = "/api/v1.0"
 
 
 class PlansResource:

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.clients.promenade import NodeView
 from common.context import RequestContext
 from common.errors import BerthError
 from shipyard_api.actions.design import etcd_membership
@@ -35,11 +36,11 @@ def _yes_no(value: bool | None) -> str:
     return "unknown" if value is None else ("yes" if value else "no")
 
 
-def node_row(drydock: Mapping[str, Any], kube: Any, kube_known: bool,
+def node_row(drydock: Mapping[str, Any], kube: NodeView | None | BerthError, kube_known: bool,
              etcd: list[str]) -> dict[str, Any]:
     """One node's row: every value a short string (filters compare them as typed).
     `kube` is Promenade's view of the node, None when Kubernetes does not know it."""
-    if isinstance(kube, Mapping):
+    if isinstance(kube, dict):
         ready = "yes" if node_ready(kube) else "no"
         cordoned = _yes_no(bool(kube.get("cordoned")))
     else:
@@ -114,8 +115,8 @@ class SiteView:
         return out
 
     def _kube(self, names: list[str], ctx: RequestContext,
-              problems: list[str]) -> dict[str, dict[str, Any] | None | BerthError]:
-        def one(name: str) -> dict[str, Any] | None | BerthError:
+              problems: list[str]) -> dict[str, NodeView | None | BerthError]:
+        def one(name: str) -> NodeView | None | BerthError:
             try:
                 return self._promenade.node_status(name, ctx=ctx)
             except BerthError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from common.errors import Conflict
+from common.workflow import IllegalTransition, transition
 
 
 class ActionState(StrEnum):
@@ -73,18 +73,14 @@ def sources_of(target: ActionState) -> frozenset[ActionState]:
 
 
 def check_action(current: ActionState, target: ActionState) -> None:
-    if target not in ACTION_TRANSITIONS[current]:
-        raise Conflict(f"An action cannot go from {current.value} to {target.value}",
-                       reason="InvalidStateTransition")
+    transition(ACTION_TRANSITIONS, current, target, "An action")
 
 
 def check_control(verb: str, current: ActionState) -> None:
     if current not in CONTROL_SOURCES[verb]:
-        raise Conflict(f"Cannot {verb} an action that is {current.value}",
+        raise IllegalTransition(f"Cannot {verb} an action that is {current.value}",
                        reason="InvalidStateTransition")
 
 
 def check_step(current: StepState, target: StepState) -> None:
-    if target not in STEP_TRANSITIONS[current]:
-        raise Conflict(f"A step cannot go from {current.value} to {target.value}",
-                       reason="InvalidStateTransition")
+    transition(STEP_TRANSITIONS, current, target, "A step")

@@ -6,10 +6,11 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, or_, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
+from common.lease import Lease
 from common.prepared import PreparedRead
 from shipyard_api.workflow.definitions import PlannedStep
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
@@ -29,6 +30,7 @@ ConflictCheck = Callable[[Sequence[ActionRow]], None]
 
 
 # Asked on every list request (see PreparedRead).
+LEASE = Lease(ActionRow.lease_owner, ActionRow.lease_expires)
 LIST_KEY = select(func.count(), func.coalesce(func.sum(ActionRow.changes), 0))
 
 
@@ -126,31 +128,24 @@ class ActionStore:
     # -- leases -------------------------------------------------------------------------
     def claim(self, owner: str, now: float, ttl: float) -> str | None:
         """Take the lease of one due action whose lease is free or expired."""
-        free = or_(ActionRow.lease_owner.is_(None), ActionRow.lease_expires < now)
+        free = LEASE.free(now)
         claimable = ActionRow.state.in_([a.value for a in CLAIMABLE])
         with self._sessions.begin() as s:
             ids = s.scalars(select(ActionRow.id).where(claimable, free,
                                                        ActionRow.next_run_at <= now)
                             .order_by(ActionRow.next_run_at).limit(20)).all()
             for action_id in ids:
-                res = s.execute(update(ActionRow).where(ActionRow.id == action_id, claimable, free)
-                                .values(lease_owner=owner, lease_expires=now + ttl))
-                if res.rowcount == 1:  # type: ignore[attr-defined]
+                if LEASE.take(s, [ActionRow.id == action_id, claimable, free], owner, now, ttl):
                     return action_id
         return None
 
     def renew(self, action_id: str, owner: str, now: float, ttl: float) -> bool:
         with self._sessions.begin() as s:
-            res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
-                                                    ActionRow.lease_owner == owner)
-                            .values(lease_expires=now + ttl))
-            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+            return LEASE.renew(s, [ActionRow.id == action_id], owner, now, ttl)
 
     def release(self, action_id: str, owner: str, next_run_at: float) -> None:
         with self._sessions.begin() as s:
-            s.execute(update(ActionRow).where(ActionRow.id == action_id,
-                                              ActionRow.lease_owner == owner)
-                      .values(lease_owner=None, lease_expires=None, next_run_at=next_run_at))
+            LEASE.drop(s, [ActionRow.id == action_id], owner, next_run_at=next_run_at)
 
     # -- transitions --------------------------------------------------------------------
     def transition(self, action_id: str, target: ActionState, now: float,

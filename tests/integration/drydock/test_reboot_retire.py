@@ -127,7 +127,8 @@ class FakeShipyard:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 if self.path == "/api/v1.0/revisions":
-                    data, kind = json.dumps([{"id": 1, "tags": ["committed"]}]).encode(), \
+                    data, kind = json.dumps({"count": 1, "results": [  # Shipyard's shape
+                        {"id": 1, "tags": ["committed"]}]}).encode(), \
                         "application/json"
                 elif self.path.startswith("/api/v1.0/revisions/1/rendered-documents"):
                     data, kind = body, "application/x-yaml"

@@ -35,7 +35,7 @@ def test_a_task_call_marks_every_line_it_produces_including_worker_threads(
         "auth": {"token_file": tmp_path / "tokens.yaml"},
         "database": {"connection": f"sqlite:///{tmp_path}/drydock.db"},
         "maas": {"url": f"http://127.0.0.1:{dead}/MAAS", "retries": 0, "timeout": 1},
-        "oob": {"request_timeout": 1, "retries": 0, "poll_interval": 0.01},
+        "oob": {"request_timeout": 1, "poll_interval": 0.01},
         "steps": {"step_retries": 0, "step_retry_delay": 0.01, "outage_window": 0},
         "worker": {"threads": 1, "poll_interval": 0.05},
         "logging": {"json": "true"}})

@@ -142,6 +142,7 @@ def test_node_view_carries_reboot_timestamps(make_site: SiteFactory):
 def test_reboot_phase_table_allows_only_the_reboot_cycle():
     import pytest
 
+    from common.workflow import IllegalTransition
     from drydock_api.nodes.reboot import TRANSITIONS, Phase, enter
 
     values: dict[str, Any] = {}
@@ -150,9 +151,9 @@ def test_reboot_phase_table_allows_only_the_reboot_cycle():
         enter(current, target, values, 1.0)
     assert values == {"shutdown_mode": None, "shutdown_started": None}
     assert Phase.ON not in TRANSITIONS[Phase.SOFT] | TRANSITIONS[Phase.HARD]
-    with pytest.raises(ValueError):
+    with pytest.raises(IllegalTransition):
         enter(Phase.HARD, Phase.SOFT, values, 1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(IllegalTransition):
         enter(Phase.IDLE, Phase.ON, values, 1.0)
 
 
@@ -195,15 +196,17 @@ class FakeShipyard:
     def request(self, method: str, path: str, *, ctx: Any = None) -> Any:
         self.asked += 1
         assert (method, path) == ("GET", "/api/v1.0/revisions")
-        return [{"id": 1, "tags": ["committed"]}, {"id": 2, "tags": []}]
+        return {"count": 2, "results": [{"id": 1, "tags": ["committed"]}, {"id": 2, "tags": []}]}
 
 
 def test_without_any_task_the_reconciler_uses_shipyards_committed_design(
         make_site: SiteFactory):
+    from common.clients.shipyard import ShipyardClient
     from drydock_api.nodes.sitedesign import SiteDesign
     site = soft_site(make_site)
     shipyard = FakeShipyard(site.href)
-    source = SiteDesign(shipyard, "http://shipyard:9000", lambda: None)
+    source = SiteDesign(ShipyardClient(shipyard),  # type: ignore[arg-type]
+                        "http://shipyard:9000", lambda: None)
     assert source() == ("deckhand+http://shipyard:9000/api/v1.0/revisions/1/"
                         "rendered-documents")
     assert source() and shipyard.asked == 1  # cached

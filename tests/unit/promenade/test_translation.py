@@ -63,15 +63,15 @@ def test_grpc_codes_tell_refusals_from_network_failures(code, details, cls):
 
 
 def test_health_check_reports_an_unconfigured_kubernetes_without_failing():
-    from promenade_api.app import kubernetes_check
+    from promenade_api.runtime import kubernetes_check
     message = kubernetes_check(KubeClient(None))()
     assert message["name"] == "kubernetes" and message["error"] is False
     assert "not configured" in message["message"]
 
 
 def test_health_check_fails_when_the_api_is_unreachable():
-    from promenade_api.app import kubernetes_check
     from promenade_api.kube.client import load_api_client
+    from promenade_api.runtime import kubernetes_check
     check = kubernetes_check(KubeClient(load_api_client(api_url="http://127.0.0.1:9"),
                                         request_timeout=1))
     assert check()["error"] is True

@@ -8,14 +8,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
 from common.context import RequestContext
 from shipyard_api.actions.fakes import FakeDocuments
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
+from shipyard_api.actions.statuses import SiteStatuses
+from shipyard_api.app import Deps
 from shipyard_api.catalog import definitions
 from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
 from shipyard_api.db import make_engine, session_factory, upgrade
+from shipyard_api.documents.crypto import FernetCipher
+from shipyard_api.documents.deps import DocumentDeps
+from shipyard_api.documents.store import DocumentStore
+from shipyard_api.documents.validation import CommitValidator
+from shipyard_api.plans.service import PlanService
+from shipyard_api.plans.store import PlanStore
+from shipyard_api.ui.site import SiteView
 from shipyard_api.workflow.engine import Engine, EngineSettings
 from shipyard_api.workflow.store import ActionStore
 from tests.unit.shipyard.design import design
@@ -71,6 +81,20 @@ class Harness:
         if tag:
             self.docs.add_tag(rev, tag, {"dag_id": "earlier"})
         return rev
+
+    def deps(self, **given: Any) -> Deps:
+        """The app's collaborators on this harness (the fakes, its database), `given` ones
+        instead of the defaults."""
+        sessions = session_factory(self.engine_db)
+        store = DocumentStore(sessions, cipher=FernetCipher(Fernet.generate_key()))
+        defaults: dict[str, Any] = {
+            "documents": DocumentDeps(store, CommitValidator(store, [],
+                                                             public_url="http://shipyard")),
+            "actions": self.api,
+            "plans": PlanService(PlanStore(sessions), self.api, clock=self.clock),
+            "site_statuses": SiteStatuses(self.drydock, self.docs, "http://shipyard"),
+            "site_view": SiteView(self.drydock, self.promenade, self.docs, "http://shipyard")}
+        return Deps(**{**defaults, **given})
 
     def engine(self, owner: str = "w1", *, lease: float = 30.0, limit: int = 4,
                hold: float = 5.0,

@@ -10,7 +10,7 @@ import falcon.testing
 import pytest
 
 from shipyard_api import config
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from tests.support.services import write_conf, write_tokens
 from tests.unit.shipyard.conftest import Harness
 
@@ -23,7 +23,7 @@ def api(harness: Harness, tmp_path: Path) -> tuple[falcon.testing.TestClient, di
     tokens = write_tokens(tmp_path / "tokens.yaml")
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
     conf = config.load(str(tmp_path / "shipyard.conf"))
-    app = create_app(conf, Deps(actions=harness.api))
+    app = create_app(conf, harness.deps())
     return falcon.testing.TestClient(app), tokens
 
 
@@ -166,7 +166,7 @@ def status_api(harness: Harness, tmp_path: Path) -> tuple[falcon.testing.TestCli
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
     conf = config.load(str(tmp_path / "shipyard.conf"))
     statuses = SiteStatuses(harness.drydock, harness.docs, "http://shipyard")
-    app = create_app(conf, Deps(actions=harness.api, site_statuses=statuses))
+    app = create_app(conf, harness.deps(site_statuses=statuses))
     return falcon.testing.TestClient(app), tokens
 
 

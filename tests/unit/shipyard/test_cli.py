@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from shipyard_api import config
 from shipyard_api.actions.statuses import SiteStatuses
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from shipyard_api.catalog import definitions
 from shipyard_api.cli.main import cli
 from shipyard_api.workflow.engine import Engine, EngineSettings
@@ -38,7 +38,7 @@ def served(harness: Harness, tmp_path: Path) -> Iterator[tuple[str, dict[str, st
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
     statuses = SiteStatuses(harness.drydock, harness.docs, "http://shipyard")
     app = create_app(config.load(str(tmp_path / "shipyard.conf")),
-                     Deps(actions=harness.api, site_statuses=statuses))
+                     harness.deps(site_statuses=statuses))
     port = free_port()
     server = make_server("127.0.0.1", port, app, handler_class=Quiet)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from shipyard_api import config
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from tests.support.services import write_conf
 from tests.unit.shipyard.conftest import Harness
 from tests.unit.shipyard.test_api import P, post
@@ -29,7 +29,7 @@ def api(harness: Harness, tmp_path: Path) -> tuple[falcon.testing.TestClient, di
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"},
                                             "workflow": {"max_target_nodes": 50}})
     conf = config.load(str(tmp_path / "shipyard.conf"))
-    return falcon.testing.TestClient(create_app(conf, Deps(actions=harness.api))), tokens
+    return falcon.testing.TestClient(create_app(conf, harness.deps())), tokens
 
 
 REDEPLOY = {"name": "redeploy_server", "parameters": {"target_nodes": "node01"}}

@@ -7,7 +7,7 @@ from pathlib import Path
 import falcon.testing
 
 from shipyard_api import config
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from shipyard_api.catalog import definitions
 from shipyard_api.metrics import ShipyardMetrics
 from shipyard_api.workflow.engine import Engine
@@ -62,8 +62,7 @@ def test_metrics_endpoint_is_open_and_serves_the_service_metrics(
     metrics.watch(harness.store)
     harness.commit(tag="site-action-success")
     harness.create("redeploy_server", {"target_nodes": "node01"})
-    client = falcon.testing.TestClient(create_app(conf, Deps(actions=harness.api,
-                                                             metrics=metrics)))
+    client = falcon.testing.TestClient(create_app(conf, harness.deps(metrics=metrics)))
     client.simulate_get("/api/v1.0/actions")  # refused (no token), still counted
     resp = client.simulate_get("/metrics")
     assert resp.status_code == 200

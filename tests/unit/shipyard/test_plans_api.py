@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from shipyard_api import config
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from shipyard_api.cli.main import cli
 from shipyard_api.db import session_factory
 from shipyard_api.plans.service import PlanService
@@ -36,7 +36,7 @@ def app(harness: Harness, tmp_path: Path) -> tuple[Any, dict[str, str]]:
     plans = PlanService(store, harness.api, clock=harness.clock)
     harness.api.plans = plans
     conf = config.load(str(tmp_path / "shipyard.conf"))
-    return create_app(conf, Deps(actions=harness.api, plans=plans)), tokens
+    return create_app(conf, harness.deps(plans=plans)), tokens
 
 
 def post(client: Any, token: str, path: str, body: Any) -> Any:

@@ -12,10 +12,8 @@ import falcon.testing
 import pytest
 
 from shipyard_api import config
-from shipyard_api.actions.statuses import SiteStatuses
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from shipyard_api.resources.ui import cookie_auth
-from shipyard_api.ui.site import SiteView
 from tests.support.services import write_conf, write_tokens
 from tests.unit.shipyard.conftest import Harness
 
@@ -27,11 +25,7 @@ def ui(harness: Harness, tmp_path: Path) -> Iterator[tuple[falcon.testing.TestCl
                                                            dict[str, str]]]:
     tokens = write_tokens(tmp_path / "tokens.yaml")
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
-    site = SiteView(harness.drydock, harness.promenade, harness.docs, "http://shipyard")
-    app = create_app(config.load(str(tmp_path / "shipyard.conf")), Deps(
-        actions=harness.api, site_statuses=SiteStatuses(harness.drydock, harness.docs,
-                                                        "http://shipyard"),
-        site_view=site))
+    app = create_app(config.load(str(tmp_path / "shipyard.conf")), harness.deps())
     harness.commit(tag="site-action-success")
     yield falcon.testing.TestClient(cookie_auth(app)), tokens
 

@@ -1,0 +1,205 @@
+"""Drydock's wire types (schemas/openapi/drydock.yaml) and its one HTTP client."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
+
+from common.api import API_PREFIX as P
+from common.context import RequestContext
+from common.httpclient import ServiceClient
+
+VERSION_HEADER = "X-Task-Version"
+WAITED_HEADER = "X-Long-Poll"
+READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
+
+
+
+class FilterItem(TypedDict, total=False):
+    filter_type: Literal["union", "intersection"]
+    node_names: list[str]
+    node_tags: list[str]
+    node_labels: dict[str, str] | list[dict[str, str]]
+    rack_names: list[str]
+    rack_labels: dict[str, str] | list[dict[str, str]]
+
+
+class NodeFilter(TypedDict):
+    filter_set_type: NotRequired[Literal["union", "intersection"]]
+    filter_set: list[FilterItem]
+
+
+class MessageDetails(TypedDict):
+    errorCount: int
+    messageList: list[dict[str, Any]]  # each with message and error; steps add their keys
+
+
+class TaskResult(TypedDict, total=False):
+    Kind: str
+    apiVersion: str
+    metadata: dict[str, Any]
+    status: str  # incomplete, success, partial_success or failure
+    message: str
+    reason: str
+    successes: list[str]
+    failures: list[str]
+    skipped: list[str]
+    links: list[Any]
+    details: MessageDetails
+
+
+class Task(TypedDict):
+    """GET /tasks/{task_id} (one task)."""
+
+    Kind: NotRequired[str]
+    apiVersion: NotRequired[str]
+    task_id: str
+    action: str
+    parent_task_id: NotRequired[str | None]
+    subtask_id_list: list[str]
+    status: str  # requested, queued, running, terminating, terminated or complete
+    node: NotRequired[str | None]
+    step: NotRequired[str | None]
+    result: TaskResult
+    design_ref: NotRequired[Any]
+    node_filter: NotRequired[dict[str, Any] | None]  # a NodeFilter
+    options: NotRequired[dict[str, Any]]
+    created: NotRequired[str | None]
+    created_by: NotRequired[str | None]
+    updated: NotRequired[str | None]
+    completed: NotRequired[str | None]
+    terminated: NotRequired[str | None]
+    terminated_by: NotRequired[str | None]
+    terminate: NotRequired[bool]
+    request_context: NotRequired[dict[str, Any]]
+    retry: NotRequired[dict[str, Any]]
+
+
+class Node(TypedDict, total=False):
+    """GET /nodes/{name}: one node as Drydock sees it now."""
+
+    hostname: str
+    name: str
+    in_design: bool
+    rack: str | None
+    tags: list[str]
+    labels: dict[str, Any]
+    oob_type: str | None
+    oob_address: str | None
+    power_address: str | None
+    maas_system_id: str | None
+    maas_status: str | None
+    status_name: str | None
+    maas_error: str | None
+    power_state: str | None
+    power_error: str | None
+    retired: bool
+    retired_reason: str | None
+    torn_down: bool
+    pending_reboot_since: str | None
+    last_powered_on: str | None
+    last_task_id: str | None
+    reboot_error: str | None
+
+
+def node_names_filter(nodes: list[str]) -> NodeFilter:
+    """A node filter selecting exactly `nodes`."""
+    return {"filter_set_type": "union",
+            "filter_set": [{"filter_type": "union", "node_names": list(nodes)}]}
+
+
+@dataclass(frozen=True)
+class TaskWatch:
+    """A task as a long-poll answered it; `version` is None when Drydock keeps no versions,
+    `busy` when too many long-polls waited there already (either way: poll at an interval)."""
+
+    task: Task
+    version: str | None
+    busy: bool = False
+
+
+class DrydockClient:
+    """Drydock over a ServiceClient (marker and idempotency keys forwarded)."""
+
+    def __init__(self, client: ServiceClient) -> None:
+        self._client = client
+
+    def healthy(self, ctx: RequestContext) -> bool:
+        return self._client.raw("GET", f"{P}/health", ctx=ctx, read_timeout=10.0).status_code \
+            == 204
+
+    def create_task(self, action: str, design_ref: str, node_filter: NodeFilter | None,
+                    options: Mapping[str, Any], *, ctx: RequestContext, key: str) -> Task:
+        body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
+                "options": dict(options)}
+        result: Task = self._client.request("POST", f"{P}/tasks", ctx=ctx, json_body=body,
+                                            idempotency_key=key)
+        return result
+
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> Task:
+        """The task itself with its subtasks' errors (cheap enough to poll)."""
+        result: Task = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
+                                            params={"subtaskerrors": "true"})
+        return result
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        """The task once its version differs from `since` (Drydock's long-poll), or after
+        `wait` seconds unchanged; at once without `since`."""
+        params = {"subtaskerrors": "true"}
+        if since is not None and wait > 0:
+            params.update(since=since, wait=f"{wait:g}")
+        response = self._client.raw("GET", f"{P}/tasks/{task_id}", ctx=ctx, params=params,
+                                    read_timeout=wait + READ_MARGIN)
+        if response.status_code >= 400:
+            raise self._client.error(response)
+        return TaskWatch(response.json(), response.headers.get(VERSION_HEADER),
+                         busy=response.headers.get(WAITED_HEADER) == "busy")
+
+    def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
+        self._client.request("POST", f"{P}/tasks/{task_id}/terminate", ctx=ctx)
+
+    def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> Node:
+        """One node as Drydock sees it now: BMC power state (or why unknown), MAAS status."""
+        result: Node = self._client.request("GET", f"{P}/nodes/{name}", ctx=ctx,
+                                            params={"design_ref": design_ref})
+        return result
+
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+        """Every task of the tree by id, plus `init_task_id` (Drydock's layers=-1 view)."""
+        result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
+                                      params={"subtaskerrors": "true", "layers": "-1"})
+        return dict(result or {})
+
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[Node]:
+        """Drydock's view of every node (or only the (un)retired ones, whose BMCs alone are
+        asked): MAAS status, power state, retirement."""
+        params = {"design_ref": design_ref} if design_ref else {}
+        if retired is not None:
+            params["retired"] = "true" if retired else "false"
+        result: list[Node] = self._client.request("GET", f"{P}/nodes", ctx=ctx,
+                                                  params=params or None) or []
+        return result
+
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
+                  ctx: RequestContext) -> list[dict[str, Any]]:
+        """How destroy_nodes would keep or wipe each disk of `nodes`, or why it refuses one
+        (Drydock's POST /wipeplan; nothing is touched)."""
+        result = self._client.request("POST", f"{P}/wipeplan", ctx=ctx, json_body={
+            "design_ref": design_ref, "node_names": list(nodes), "options": dict(options)})
+        return [dict(n) for n in result or []]
+
+    def select_nodes(self, design_ref: str, node_filter: NodeFilter | None, *,
+                     ctx: RequestContext) -> list[str]:
+        """Names of the design's nodes a node filter selects (Drydock's POST /nodefilter)."""
+        result = self._client.request("POST", f"{P}/nodefilter", ctx=ctx, json_body={
+            "design_ref": design_ref, "node_filter": node_filter})
+        return [str(n) for n in result or []]
+
+    def task_preview(self, action: str, design_ref: str, node_filter: NodeFilter | None,
+                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]:
+        """What a task would do to each node it selects (Drydock's read-only preview)."""
+        body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
+                "options": dict(options)}
+        result = self._client.request("POST", f"{P}/tasks/preview", ctx=ctx, json_body=body)
+        return dict(result or {})

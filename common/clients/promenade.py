@@ -1,0 +1,159 @@
+"""Promenade's wire types (schemas/openapi/promenade.yaml) and its one HTTP client."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
+from urllib.parse import quote
+
+from common.api import API_PREFIX as P
+from common.context import RequestContext
+from common.httpclient import ServiceClient
+
+DECOMMISSION_PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
+                       "remove-etcd-timeout", "etcd-ready-timeout")
+READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before its read times out
+VERSION_HEADER = "X-Node-Version"
+LONG_POLL_HEADER = "X-Long-Poll"
+
+class Kubelet(TypedDict, total=False):
+    ready: str  # the Ready condition's status: "True", "False" or "Unknown"
+    ready_since: str | None  # when it last changed (RFC 3339)
+
+
+class Pods(TypedDict, total=False):
+    total: int
+    by_owner_kind: dict[str, list[str]]
+    evictable: list[str]
+
+
+class EtcdMembership(TypedDict, total=False):
+    cluster: str
+    member: str
+
+
+class NodeView(TypedDict):
+    """GET /nodes/{node_id}: the operator's view of a Kubernetes node."""
+
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    cordoned: bool
+    kubelet: Kubelet
+    taints: NotRequired[list[dict[str, Any]]]
+    pods: Pods
+    eviction_locks: list[str]
+    etcd: list[EtcdMembership]
+    drain_progress: NotRequired[dict[str, Any] | None]
+
+
+class PreviewPhase(TypedDict, total=False):
+    phase: str
+    runs: bool
+    note: str
+
+
+class DecommissionPreview(TypedDict):
+    """POST /nodes/{node_id}/decommission/preview."""
+
+    node: str
+    fenced: bool
+    kubernetes: NotRequired[dict[str, Any] | None]
+    phases: list[PreviewPhase]
+    drain: NotRequired[dict[str, Any] | None]
+    capacity: NotRequired[dict[str, Any] | None]
+    etcd: list[dict[str, Any]]
+    blockers: list[str]
+    warnings: list[str]
+
+
+def node_ready(view: NodeView | None) -> bool:
+    """Whether Promenade's node view says the kubelet is Ready (`kubelet.ready` is the Ready
+    condition's status: "True", "False" or "Unknown")."""
+    return view is not None and view.get("kubelet", {}).get("ready") == "True"
+
+
+@dataclass(frozen=True)
+class NodeWatch:
+    """Promenade's node view as a long-poll answered it (None: not known to Kubernetes);
+    `version` None or `busy`: poll at an interval instead."""
+
+    status: NodeView | None
+    version: str | None
+    busy: bool = False
+
+
+def _node(node: str) -> str:
+    return f"{P}/nodes/{quote(node, safe='')}"
+
+
+def _design(href: str) -> dict[str, str]:
+    return {"rel": "design", "href": href, "type": "application/x-yaml"}
+
+
+class PromenadeClient:
+    """Promenade over a ServiceClient (marker and idempotency keys forwarded)."""
+
+    def __init__(self, client: ServiceClient, *, margin: float = 60.0) -> None:
+        self._client = client
+        self._margin = margin
+
+    def healthy(self, ctx: RequestContext) -> bool:
+        return self._client.raw("GET", f"{P}/health", ctx=ctx, read_timeout=10.0).status_code \
+            == 204
+
+    def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
+                     ctx: RequestContext, key: str, fenced: bool = False) -> dict[str, Any]:
+        """The status body of a finished decommission (Promenade is synchronous)."""
+        params: dict[str, Any] = {k: int(v) for k, v in timeouts.items()
+                                  if k in DECOMMISSION_PARAMS}
+        # Wait as long as all its phases may take, plus a margin.
+        wait = sum(v for k, v in params.items() if k != "drain-node-grace-period")
+        if fenced:
+            params["fenced"] = "true"
+        result = self._client.request("POST", f"{_node(node)}/decommission", ctx=ctx,
+                                      params=params, json_body=_design(design_ref),
+                                      idempotency_key=key,
+                                      read_timeout=float(wait) + self._margin)
+        return dict(result or {})
+
+    def cancel_decommission(self, node: str, *, ctx: RequestContext) -> None:
+        self._client.request("POST", f"{_node(node)}/decommission/cancel", ctx=ctx)
+
+    def remove_from_cluster(self, node: str, *, ctx: RequestContext,
+                            key: str) -> dict[str, Any]:
+        result = self._client.request("POST", f"{_node(node)}/remove-from-cluster", ctx=ctx,
+                                      idempotency_key=key)
+        return dict(result or {})
+
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        """The node view once the Node changed after `since` (Promenade's long-poll on a
+        Kubernetes watch), or after `wait` seconds unchanged; at once without `since`."""
+        params = {"since": since, "wait": f"{wait:g}"} if since and wait > 0 else None
+        response = self._client.raw("GET", _node(node), ctx=ctx, params=params,
+                                    read_timeout=wait + READ_MARGIN)
+        if response.status_code == 404:
+            return NodeWatch(None, None)
+        if response.status_code >= 400:
+            raise self._client.error(response)
+        busy = response.headers.get(LONG_POLL_HEADER) == "busy"
+        return NodeWatch(response.json() or None, response.headers.get(VERSION_HEADER), busy)
+
+    def node_status(self, node: str, *, ctx: RequestContext) -> NodeView | None:
+        return self.watch_node(node, since=None, wait=0.0, ctx=ctx).status
+
+    def decommission_preview(self, node: str, design_ref: str, *, fenced: bool,
+                             leaving: list[str], ctx: RequestContext) -> DecommissionPreview:
+        """What a decommission would do now (Promenade's read-only preview)."""
+        params = {"fenced": "true" if fenced else "false"}
+        if leaving:
+            params["leaving"] = ",".join(leaving)
+        result: DecommissionPreview = self._client.request(
+            "POST", f"{_node(node)}/decommission/preview", ctx=ctx, params=params,
+            json_body=_design(design_ref))
+        return result
+
+    def put_labels(self, node: str, labels: Mapping[str, str], ctx: RequestContext) -> None:
+        """The node ends with exactly these labels (kubernetes.io labels kept)."""
+        self._client.request("PUT", f"{P}/node-labels/{quote(node, safe='')}", ctx=ctx,
+                             json_body=dict(labels))
