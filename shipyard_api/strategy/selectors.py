@@ -100,7 +100,7 @@ class NodeIndex:
                 index = self._index(kind)
                 out.append([index.get(k, _EMPTY) for k in keys])
         out.extend([self._index(f"label:{key}").get(value, _EMPTY)]
-                   for key, value in s.node_labels)
+                   for key, value in dict(s.node_labels).items())  # as sent: last value wins
         return out
 
     def _selector(self, s: Selector) -> set[int]:
@@ -122,6 +122,15 @@ class NodeIndex:
         chosen: set[int] = set().union(*(self._selector(s) for s in group.selectors))
         order = self.order
         return [order[i] for i in sorted(chosen - self.retired)]
+
+
+def node_infos(listing: Iterable[Mapping[str, Any]]) -> list[NodeInfo]:
+    """Drydock's node listing of a design (`GET /nodes?design_ref=`, in design order) as
+    what selection looks at."""
+    return [NodeInfo(str(n.get("hostname") or n.get("name")), tuple(n.get("tags") or ()),
+                     n.get("rack"), {str(k): str(v) for k, v in (n.get("labels") or {}).items()},
+                     bool(n.get("retired")))
+            for n in listing]
 
 
 def without_retired(selected: Sequence[str], retired: Iterable[str]) -> list[str]:
