@@ -23,9 +23,16 @@ from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.model import Strategy, strategy_document, strategy_of
 from shipyard_api.strategy.order import CircularDependency
 from shipyard_api.strategy.progress import DEPLOY, SUCCESS, Call, Deployment, group_summary
-from shipyard_api.strategy.selectors import NodeIndex, node_filter, node_infos, without_retired
+from shipyard_api.strategy.selectors import NodeIndex, node_filter, without_retired
 from shipyard_api.workflow.definitions import StepContext
-from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
+from shipyard_api.workflow.outcomes import (
+    Failed,
+    Outcome,
+    StepPolicy,
+    done,
+    failed,
+    retry_after,
+)
 
 LOG = logging.getLogger(__name__)
 MEMO = "baremetal"
@@ -81,9 +88,26 @@ def baremetal(ctx: StepContext) -> Outcome:
 
 def _plan(ctx: StepContext) -> Outcome:
     """Read the strategy, check it, and select each group's nodes from Drydock's listing."""
-    svc = services(ctx)
     design = steps.design(ctx)
-    docs = svc.documents.rendered_documents(int(design["revision_id"]), cleartext=False)
+    docs = services(ctx).documents.rendered_documents(int(design["revision_id"]),
+                                                      cleartext=False)
+    planned = plan_deployment(docs, _drydock(ctx), str(design["design_ref"]),
+                              ctx.request_context())
+    if isinstance(planned, Failed):
+        return planned
+    deployment, retired = planned
+    strategy = deployment.strategy
+    LOG.info("Action %s: strategy %s, %d groups, %d nodes (%d retired left out)",
+             ctx.action_id, strategy.name, len(strategy.groups), len(deployment.nodes),
+             len(retired))
+    return _advance(ctx, deployment, note=f"Strategy {strategy.name}: "
+                    f"{len(strategy.groups)} group(s), {len(deployment.nodes)} node(s)")
+
+
+def plan_deployment(docs: list[dict[str, Any]], drydock: NodeSelectionPort, ref: str,
+                    rc: RequestContext) -> Failed | tuple[Deployment, list[str]]:
+    """The design's strategy checked, its groups' nodes selected and its groups ordered (the
+    deployment and the retired nodes left out), or why it cannot be planned."""
     doc = strategy_document(docs)
     strategy = strategy_of(docs)
     if doc is not None:
@@ -93,17 +117,11 @@ def _plan(ctx: StepContext) -> Outcome:
             return failed("InvalidDeploymentStrategy",
                           f"Deployment strategy {strategy.name} is invalid",
                           {"messageList": problems})
-    retired, members = select_groups(_drydock(ctx), str(design["design_ref"]), strategy,
-                                     ctx.request_context())
+    retired, members = select_groups(drydock, ref, strategy, rc)
     try:
-        deployment = Deployment(strategy, members)
+        return Deployment(strategy, members), retired
     except CircularDependency as exc:
         return failed("InvalidDeploymentStrategy", str(exc))
-    LOG.info("Action %s: strategy %s, %d groups, %d nodes (%d retired left out)",
-             ctx.action_id, strategy.name, len(strategy.groups), len(deployment.nodes),
-             len(retired))
-    return _advance(ctx, deployment, note=f"Strategy {strategy.name}: "
-                    f"{len(strategy.groups)} group(s), {len(deployment.nodes)} node(s)")
 
 
 def select_groups(drydock: NodeSelectionPort, ref: str, strategy: Strategy,
@@ -114,10 +132,9 @@ def select_groups(drydock: NodeSelectionPort, ref: str, strategy: Strategy,
     node filter semantics (`NodeIndex`), instead of one node filter call per group. A group
     naming nodes outside the design is asked of Drydock's node filter, which refuses it
     (400 UnknownNodes) as it always did."""
-    listing = node_infos(drydock.nodes(ref, ctx=rc))
-    index = NodeIndex(listing)
+    index = NodeIndex.of_listing(drydock.nodes(ref, ctx=rc))
     known = set(index.order)
-    retired = [n.name for n in listing if n.retired]
+    retired = [index.order[i] for i in sorted(index.retired)]
     members = {}
     for group in strategy.groups:
         if all(name in known for s in group.selectors for name in s.node_names):
