@@ -89,7 +89,11 @@ def test_local_selection_agrees_with_drydocks_node_filter(
             for name, (tags, rack, labels) in zip(NAMES, nodes, strict=True)}
     infos = [NodeInfo(name, tags, rack, labels) for name, (tags, rack, labels)
              in zip(NAMES, nodes, strict=True)]
-    assert NodeIndex(infos).select(group) == select_nodes(node_filter(group), defs)
+    listing = [{"hostname": name, "rack": rack, "tags": list(tags), "labels": labels,
+                "retired": False} for name, (tags, rack, labels) in zip(NAMES, nodes, strict=True)]
+    expected = select_nodes(node_filter(group), defs)
+    assert NodeIndex(infos).select(group) == expected
+    assert NodeIndex.of_listing(listing).select(group) == expected  # as Drydock lists nodes
 
 
 def test_a_label_selects_only_nodes_having_that_key_with_that_value() -> None:
