@@ -37,7 +37,8 @@ def _shown(h: Harness, action_id: str) -> tuple[int, dict[str, object]]:
     return version, data
 
 
-def test_every_write_of_the_view_changes_the_body(harness: Harness) -> None:
+def test_every_write_of_the_view_changes_the_body(any_harness: Harness) -> None:
+    harness = any_harness  # SQLite and PostgreSQL
     harness.commit(tag="site-action-success")
     aid = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
     store, seen = harness.store, [_shown(harness, aid)]
