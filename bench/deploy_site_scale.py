@@ -2,8 +2,12 @@
 
 1. Planning: 1,000 and 10,000 nodes in 100 and 1,000 groups (every group depends on up to
    three earlier ones and selects nodes by rack, tag and label). Timed (median of --repeat):
-   check and parse the strategy, index the nodes, select every group's nodes, order the
-   groups, build the state machine.
+   the product's planning path, `shipyard_api.actions.baremetal.plan_deployment` (what the
+   deploy_site / update_site baremetal step calls), given the design's documents and a fake
+   Drydock port answering the node listing as Drydock's `GET /nodes?design_ref=` does: check
+   and parse the strategy, index the listed nodes, select every group's nodes, order the
+   groups, build the state machine. Decoding that listing's JSON (what the HTTP client does
+   before planning) is printed apart.
 2. Orchestration (pure): the same plan driven to the end against an instant in-memory Drydock
    (every call answered at once, 1% of nodes failing): the state machine's own cost.
 3. Orchestration through Shipyard's workflow engine (when present): a 1,000-node site in 20
@@ -23,15 +27,16 @@ import json
 import random
 import statistics
 import time
-from typing import Any
+from typing import Any, cast
 
-from shipyard_api.strategy.checks import check_strategy
-from shipyard_api.strategy.model import parse_strategy
+from common.context import RequestContext
+from shipyard_api.actions.baremetal import NodeSelectionPort, plan_deployment
 from shipyard_api.strategy.progress import Deployment
-from shipyard_api.strategy.selectors import NodeIndex, NodeInfo
+from shipyard_api.strategy.selectors import NodeInfo
 
 TARGETS = {(10_000, 100): 15, (10_000, 1_000): 150}  # ms, issue 19
-REF = {"schema": "shipyard/DeploymentStrategy/v1", "name": "deployment-strategy"}
+DESIGN_REF = "https://shipyard/api/v1.0/revisions/1/rendered-documents"
+RC = RequestContext(marker="bench", user="admin")
 
 
 def site_nodes(count: int, racks: int, rng: random.Random) -> list[NodeInfo]:
@@ -59,13 +64,47 @@ def strategy_data(groups: int, racks: int, rng: random.Random) -> dict[str, Any]
     return {"groups": out}
 
 
-def plan(data: dict[str, Any], nodes: list[NodeInfo]) -> Deployment:
-    problems = check_strategy(data, REF, [n.name for n in nodes])
-    if problems:
-        raise SystemExit(f"invalid generated strategy: {problems[:3]}")
-    strategy = parse_strategy(data)
-    index = NodeIndex(nodes)
-    return Deployment(strategy, {g.name: index.select(g) for g in strategy.groups})
+def listing(nodes: list[NodeInfo]) -> list[dict[str, Any]]:
+    """The design's nodes as Drydock lists them (the fields planning reads, and a few more)."""
+    return [{"hostname": n.name, "name": n.name, "in_design": True, "rack": n.rack,
+             "tags": list(n.tags), "labels": dict(n.labels), "maas_status": "Deployed",
+             "power_state": "on", "retired": n.retired} for n in nodes]
+
+
+def documents(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The design documents planning reads: the configuration and the strategy it names."""
+    return [{"schema": "shipyard/DeploymentConfiguration/v1",
+             "metadata": {"schema": "metadata/Document/v1",
+                          "name": "deployment-configuration"},
+             "data": {"physical_provisioner": {"deployment_strategy": "deployment-strategy"}}},
+            {"schema": "shipyard/DeploymentStrategy/v1",
+             "metadata": {"schema": "metadata/Document/v1", "name": "deployment-strategy"},
+             "data": data}]
+
+
+class ListingDrydock:
+    """Drydock as planning uses it: the node listing (a node filter call would be a
+    regression: planning asks Drydock's filter only for groups naming unknown nodes)."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self._nodes = nodes
+        self.filter_calls = 0
+
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
+        return self._nodes
+
+    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
+                     ctx: RequestContext) -> list[str]:
+        self.filter_calls += 1
+        raise SystemExit("planning asked Drydock's node filter")
+
+
+def plan(docs: list[dict[str, Any]], drydock: ListingDrydock) -> Deployment:
+    planned = plan_deployment(docs, cast(NodeSelectionPort, drydock), DESIGN_REF, RC)
+    if not isinstance(planned, tuple):
+        raise SystemExit(f"invalid generated strategy: {planned.message}")
+    return planned[0]
 
 
 def drive(deployment: Deployment, rng: random.Random) -> int:
@@ -80,17 +119,26 @@ def bench_plan(nodes: int, groups: int, repeat: int = 7) -> None:
     rng = random.Random(1)
     racks = max(1, groups)
     infos = site_nodes(nodes, racks, rng)
-    data = strategy_data(groups, racks, rng)
+    docs = documents(strategy_data(groups, racks, rng))
+    encoded = json.dumps(listing(infos)).encode()
+    decode = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        listed = [dict(n) for n in json.loads(encoded)]  # as DrydockClient.nodes returns it
+        decode.append(time.perf_counter() - start)
+    drydock = ListingDrydock(listed)
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        deployment = plan(data, infos)
+        deployment = plan(docs, drydock)
         times.append(time.perf_counter() - start)
     selected = sum(len(m) for m in deployment.members.values())
     target = TARGETS.get((nodes, groups))
     print(f"plan: {nodes} nodes, {groups} groups ({selected} memberships): "
           f"{statistics.median(times) * 1000:.1f} ms median of {repeat}"
-          + (f" (target <= {target} ms)" if target else ""))
+          + (f" (target <= {target} ms)" if target else "")
+          + f"; Drydock node filter calls: {drydock.filter_calls}; decoding the listing "
+          f"({len(encoded) / 1024:.0f} KiB): {statistics.median(decode) * 1000:.1f} ms")
     start = time.perf_counter()
     calls = drive(deployment, rng)
     driven = time.perf_counter() - start

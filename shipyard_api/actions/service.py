@@ -6,6 +6,7 @@ import gzip
 import json
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -19,6 +20,8 @@ from shipyard_api.workflow.definitions import ActionDefinition, Prepared, plan
 from shipyard_api.workflow.models import ActionRow
 from shipyard_api.workflow.states import CONTROLS, ActionState
 from shipyard_api.workflow.store import ActionStore
+
+SHOWN_CACHED = 256  # encoded actions kept for GET /actions/{id}, the least recently read go
 
 
 def new_ulid() -> str:
@@ -44,6 +47,7 @@ class ActionService:
         self.plans: PlanCheck | None = None  # set when plans are stored (actions from a plan)
         self._listed: tuple[tuple[int, int], bytes, bytes] | None = None
         self._listed_lock = threading.Lock()
+        self._shown: OrderedDict[str, tuple[int, bytes, bytes]] = OrderedDict()
 
     def definition(self, name: Any) -> ActionDefinition:
         if not isinstance(name, str) or name not in self.definitions:
@@ -102,6 +106,28 @@ class ActionService:
 
     def get(self, action_id: str) -> dict[str, Any]:
         return action_view(*self.store.with_details(action_id))
+
+    def get_json(self, action_id: str) -> tuple[int, bytes, bytes]:
+        """The action's version, and `get()` as JSON and gzipped JSON, encoded again only
+        when the version moved (one primary-key read decides; building the view reads the
+        action, its steps and its audit trail through the ORM: ~1 ms). The version is read
+        before the view, so a body is never older than the version it is kept under."""
+        version = self.store.version(action_id)
+        if version is None:
+            raise NotFound(f"No action {action_id}")
+        with self._listed_lock:
+            hit = self._shown.get(action_id)
+            if hit is not None and hit[0] == version:
+                self._shown.move_to_end(action_id)
+                return hit
+        data = json.dumps(self.get(action_id), ensure_ascii=False).encode()
+        entry = (version, data, gzip.compress(data, compresslevel=6, mtime=0))
+        with self._listed_lock:
+            self._shown[action_id] = entry
+            self._shown.move_to_end(action_id)
+            while len(self._shown) > SHOWN_CACHED:
+                self._shown.popitem(last=False)
+        return entry
 
     def step(self, action_id: str, sid: str) -> dict[str, Any]:
         self.store.get(action_id)

@@ -10,7 +10,7 @@ from typing import Any, cast
 from common.api import API_PREFIX as P
 from common.context import RequestContext
 from common.errors import BerthError
-from shipyard_api.actions.baremetal import NodeSelectionPort
+from shipyard_api.actions.baremetal import NodeSelectionPort, select_groups
 from shipyard_api.actions.ports import Services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.documents.validation import shipyard_checks
@@ -22,20 +22,16 @@ from shipyard_api.strategy.criteria import missed_criteria
 from shipyard_api.strategy.model import Group, Strategy, strategy_document, strategy_of
 from shipyard_api.strategy.order import CircularDependency
 from shipyard_api.strategy.progress import Deployment
-from shipyard_api.strategy.selectors import node_filter, selector_filter, without_retired
+from shipyard_api.strategy.selectors import selector_filter
 from shipyard_api.workflow.definitions import Prepared
 
 
 def selection(svc: Services, rc: RequestContext, ref: str,
               strategy: Strategy) -> tuple[list[str], Deployment]:
     """The retired nodes, and the groups' nodes in processing order as the baremetal step
-    selects them (Drydock's node filters, retired nodes left out)."""
-    drydock = cast(NodeSelectionPort, svc.drydock)
-    retired = sorted(str(n.get("hostname")) for n in drydock.nodes(ref, ctx=rc)
-                     if n.get("retired"))
-    members = {g.name: without_retired(drydock.select_nodes(ref, node_filter(g), ctx=rc),
-                                       retired) for g in strategy.groups}
-    return retired, Deployment(strategy, members)
+    selects them (Drydock's node listing and filter semantics, retired nodes left out)."""
+    retired, members = select_groups(cast(NodeSelectionPort, svc.drydock), ref, strategy, rc)
+    return sorted(retired), Deployment(strategy, members)
 
 
 def _group(position: int, group: Group, nodes: list[str]) -> dict[str, Any]:

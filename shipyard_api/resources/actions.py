@@ -14,10 +14,18 @@ from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
 
 
-def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: bytes) -> None:
-    """An encoded JSON body, gzipped for clients that accept it."""
-    resp.content_type = falcon.MEDIA_JSON
+def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: bytes,
+              etag: str | None = None) -> None:
+    """An encoded JSON body, gzipped for clients that accept it; with an `etag` (a version
+    of the body), a request naming it in If-None-Match is answered 304 without the body."""
     resp.vary = ("Accept-Encoding",)
+    if etag is not None:
+        resp.set_header("ETag", f'W/"{etag}"')  # weak: one version, gzipped or not
+        if any(tag == etag or tag == "*" for tag in req.if_none_match or ()):
+            resp.status = falcon.HTTP_304
+            resp.content_type = None  # no body, no type
+            return
+    resp.content_type = falcon.MEDIA_JSON
     if "gzip" in (req.get_header("Accept-Encoding") or "").lower():
         resp.set_header("Content-Encoding", "gzip")
         resp.data = packed
@@ -57,7 +65,8 @@ class ActionResource:
 
     @authorize("shipyard:get_action")
     def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str) -> None:
-        resp.media = self._service.get(action_id)
+        version, data, packed = self._service.get_json(action_id)
+        send_json(req, resp, data, packed, etag=f"{action_id}.{version}")
 
 
 class ActionStepResource:

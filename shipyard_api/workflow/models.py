@@ -45,6 +45,9 @@ class ActionRow(Base):
     validations: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     # Bumped by every write of a listed field (the action list's cache keys on its sum).
     changes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Bumped by every write of the action's own view: its row, a step, an audit entry (the
+    # cached body of GET /actions/{id} keys on it).
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class StepRow(Base):

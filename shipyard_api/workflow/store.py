@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
@@ -32,6 +32,8 @@ ConflictCheck = Callable[[Sequence[ActionRow]], None]
 # Asked on every list request (see PreparedRead).
 LEASE = Lease(ActionRow.lease_owner, ActionRow.lease_expires)
 LIST_KEY = select(func.count(), func.coalesce(func.sum(ActionRow.changes), 0))
+# Asked on every GET /actions/{id}: the action's version (None when there is no such action).
+VERSION = select(ActionRow.version).where(ActionRow.id == bindparam("action_id"))
 
 
 class LeaseLost(Exception):
@@ -44,6 +46,7 @@ class ActionStore:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self._sessions = sessions
         self._list_key = PreparedRead(sessions.kw["bind"], LIST_KEY)
+        self._version = PreparedRead(sessions.kw["bind"], VERSION)
         self._create_lock = threading.Lock()
 
     # -- creation and reads -------------------------------------------------------------
@@ -106,6 +109,12 @@ class ActionStore:
         assert row is not None  # an aggregate without GROUP BY has one row
         return int(row[0]), int(row[1])
 
+    def version(self, action_id: str) -> int | None:
+        """The action's version: it changes with every write of its view (the action, its
+        steps, its audit trail); None when there is no such action."""
+        row = self._version.one(action_id=action_id)
+        return None if row is None else int(row[0])
+
     def steps(self, action_id: str) -> list[StepRow]:
         with self._sessions() as s:
             return list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
@@ -159,7 +168,8 @@ class ActionStore:
             res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
                                                     ActionRow.state.in_(sources))
                             .values(state=target.value, updated_at=now,
-                                    changes=ActionRow.changes + 1, **extra))
+                                    changes=ActionRow.changes + 1,
+                                    version=ActionRow.version + 1, **extra))
             return bool(res.rowcount == 1)  # type: ignore[attr-defined]
 
     def control(self, action_id: str, verb: str, *, user: str | None, marker: str | None,
@@ -176,12 +186,14 @@ class ActionStore:
             except Conflict:
                 s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker,
                                at=now, outcome=f"refused in state {row.state}"))
+                _bump(s, action_id)
                 s.commit()
                 raise
             res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
                                                     ActionRow.state == row.state)
                             .values(state=target.value, updated_at=now, next_run_at=now,
-                                    changes=ActionRow.changes + 1))
+                                    changes=ActionRow.changes + 1,
+                                    version=ActionRow.version + 1))
             if res.rowcount != 1:  # type: ignore[attr-defined]
                 raise Conflict(f"Action {action_id} changed state; try again")
             s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker, at=now,
@@ -212,6 +224,7 @@ class ActionStore:
             step.state = target.value
             for key, value in values.items():
                 setattr(step, key, value)
+            _bump(s, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
                         details: dict[str, Any]) -> bool:
@@ -224,10 +237,19 @@ class ActionStore:
                 StepRow.action_id.in_(select(ActionRow.id).where(
                     ActionRow.id == action_id, ActionRow.lease_owner == owner)))
                 .values(details=details))
-            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                return False
+            _bump(s, action_id)
+            return True
 
     def skip_steps(self, action_id: str, owner: str, sids: Iterable[str], note: str,
                    now: float) -> None:
         for sid in sids:
             self.save_step(action_id, owner, sid, StepState.SKIPPED, ended_at=now,
                            reason=note)
+
+
+def _bump(s: Session, action_id: str) -> None:
+    """The action's view changed (a step or an audit entry): a new version."""
+    s.execute(update(ActionRow).where(ActionRow.id == action_id)
+              .values(version=ActionRow.version + 1))

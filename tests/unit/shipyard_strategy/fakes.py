@@ -20,6 +20,7 @@ class StrategyDrydock(FakeDrydock):
     retired: set[str] = field(default_factory=set)
     hang: set[tuple[str, str]] = field(default_factory=set)
     filters_resolved: int = 0
+    listings: int = 0
 
     def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
                      ctx: RequestContext) -> list[str]:
@@ -30,8 +31,10 @@ class StrategyDrydock(FakeDrydock):
 
     def nodes(self, design_ref: str | None, *, ctx: RequestContext,
               retired: bool | None = None) -> list[dict[str, Any]]:
-        return [{"hostname": n.name, "retired": n.name in self.retired} for n in self.site
-                if retired is None or (n.name in self.retired) == retired]
+        self.listings += 1
+        return [{"hostname": n.name, "rack": n.rack, "tags": list(n.tags),
+                 "labels": dict(n.labels), "retired": n.name in self.retired}
+                for n in self.site if retired is None or (n.name in self.retired) == retired]
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         task = self.tasks.get(task_id)

@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from common.context import RequestContext
 from common.errors import BadGateway, BadRequest
-from shipyard_api.actions.baremetal import baremetal
+from shipyard_api.actions.baremetal import baremetal, select_groups
+from shipyard_api.strategy.model import parse_strategy, strategy_of
+from shipyard_api.strategy.selectors import node_filter
 from shipyard_api.workflow.definitions import StepContext
 from shipyard_api.workflow.outcomes import Failed
 from sitesim.design import SiteEndpoints, design_documents
@@ -85,7 +88,7 @@ def test_all_groups_succeed_and_the_action_completes(harness: Harness, name: str
     fake = drydock(harness)
     assert sorted(fake.sent("prepare_nodes")) == sorted(n.name for n in example_nodes())
     assert sorted(fake.sent("deploy_nodes")) == sorted(n.name for n in example_nodes())
-    assert fake.filters_resolved == 5
+    assert (fake.listings, fake.filters_resolved) == (1, 0)  # one listing, no filter calls
     relabel = [s for s in view["steps"] if s["id"] == "relabel_nodes"][0]
     assert relabel["state"] == "success"
     rev = max(harness.docs.revisions)
@@ -241,3 +244,27 @@ def test_task_reads_failing_for_a_while_do_not_fail_the_step(harness: Harness) -
     view, step = run(harness)
     assert view["state"] == "complete" and step["failures"] == 0
     assert any("unreadable for now" in n["message"] for n in step["notes"])
+
+
+def test_groups_are_selected_from_one_listing_as_drydocks_node_filter_selects_them() -> None:
+    fake = StrategyDrydock(site=example_nodes(), retired={"compute01"})
+    strategy = strategy_of(example_design())
+    rc = RequestContext(marker="m", user="admin")
+    retired, members = select_groups(fake, "ref", strategy, rc)
+    assert (fake.listings, fake.filters_resolved) == (1, 0)
+    assert retired == ["compute01"]
+    assert members == {g.name: [n for n in fake.select_nodes("ref", node_filter(g), ctx=rc)
+                                if n != "compute01"] for g in strategy.groups}
+
+
+def test_a_group_naming_a_node_outside_the_design_is_refused_by_drydock() -> None:
+    fake = StrategyDrydock(site=example_nodes())
+    strategy = parse_strategy({"groups": [
+        {"name": "known", "critical": True, "depends_on": [],
+         "selectors": [{"node_names": ["compute01"]}], "success_criteria": {}},
+        {"name": "ghost", "critical": True, "depends_on": [],
+         "selectors": [{"node_names": ["compute01", "ghost01"]}], "success_criteria": {}}]})
+    with pytest.raises(BadRequest) as err:
+        select_groups(fake, "ref", strategy, RequestContext(marker="m", user="admin"))
+    assert err.value.reason == "UnknownNodes"
+    assert fake.filters_resolved == 1  # only the group Drydock alone can answer

@@ -1,0 +1,93 @@
+"""GET /actions/{id} answers the current action: its encoded body is reused only while the
+action's version is unchanged, and every write of its view moves the version."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import falcon.testing
+import pytest
+
+from common.context import RequestContext
+from common.errors import Conflict, NotFound
+from shipyard_api import config
+from shipyard_api.app import Deps, create_app
+from shipyard_api.workflow.states import ActionState, StepState
+from tests.support.services import write_conf, write_tokens
+from tests.unit.shipyard.conftest import Harness
+
+Api = tuple[falcon.testing.TestClient, dict[str, str]]
+ADMIN = RequestContext(user="admin")
+
+
+@pytest.fixture
+def api(harness: Harness, tmp_path: Path) -> Api:
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
+    app = create_app(config.load(str(tmp_path / "shipyard.conf")), Deps(actions=harness.api))
+    return falcon.testing.TestClient(app), tokens
+
+
+def _shown(h: Harness, action_id: str) -> tuple[int, dict[str, object]]:
+    version, raw, packed = h.api.get_json(action_id)
+    data: dict[str, object] = json.loads(raw)
+    assert data == h.api.get(action_id) and gzip.decompress(packed) == raw
+    return version, data
+
+
+def test_every_write_of_the_view_changes_the_body(any_harness: Harness) -> None:
+    harness = any_harness  # SQLite and PostgreSQL
+    harness.commit(tag="site-action-success")
+    aid = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
+    store, seen = harness.store, [_shown(harness, aid)]
+
+    def changed() -> dict[str, object]:
+        version, data = _shown(harness, aid)
+        assert version not in [v for v, _ in seen] and data != seen[-1][1]
+        seen.append((version, data))
+        return data
+
+    assert store.claim("w1", harness.clock(), 30.0) == aid
+    assert store.transition(aid, ActionState.RUNNING, harness.clock())
+    assert changed()["state"] == "running"  # an action state change
+    first = store.steps(aid)[0].step_id
+    store.save_step(aid, "w1", first, StepState.RUNNING, started_at=harness.clock())
+    assert changed()["step_counts"].get("running") == 1  # type: ignore[attr-defined]
+    assert store.report_progress(aid, "w1", first, {"done": 1})  # a step's live progress
+    changed()
+    with pytest.raises(Conflict):  # refused, but audited: an audit entry
+        harness.api.control(aid, "unpause", ADMIN)
+    assert "refused" in str(changed()["command_audit"])
+    harness.api.control(aid, "pause", ADMIN)  # a control: state and audit
+    assert changed()["state"] == "paused"
+
+
+def test_unchanged_action_reuses_the_encoded_body(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    aid = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
+    assert harness.api.get_json(aid)[1] is harness.api.get_json(aid)[1]
+    with pytest.raises(NotFound):
+        harness.api.get_json("no-such-action")
+
+
+def test_a_client_holding_the_current_version_gets_304(api: Api, harness: Harness) -> None:
+    client, tokens = api
+    harness.commit(tag="site-action-success")
+    aid = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
+    path, reader = f"/api/v1.0/actions/{aid}", {"X-Auth-Token": tokens["reader"]}
+    first = client.simulate_get(path, headers={**reader, "Accept-Encoding": "gzip"})
+    etag = first.headers["etag"]
+    assert first.status_code == 200 and etag.startswith('W/"')
+    assert json.loads(gzip.decompress(first.content))["state"] == "pending"
+    again = client.simulate_get(path, headers={**reader, "If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    other = client.simulate_get(path, headers={**reader, "If-None-Match": 'W/"stale"'})
+    assert other.status_code == 200 and other.json["state"] == "pending"
+    harness.api.control(aid, "pause", ADMIN)
+    moved = client.simulate_get(path, headers={**reader, "If-None-Match": etag})
+    assert moved.status_code == 200 and moved.json["state"] == "paused"
+    assert moved.headers["etag"] != etag
+    nobody = client.simulate_get(path, headers={"If-None-Match": etag})
+    assert nobody.status_code == 401  # authorization comes first
