@@ -13,7 +13,7 @@ import pytest
 from common.context import RequestContext
 from common.errors import Conflict, NotFound
 from shipyard_api import config
-from shipyard_api.app import Deps, create_app
+from shipyard_api.app import create_app
 from shipyard_api.workflow.states import ActionState, StepState
 from tests.support.services import write_conf, write_tokens
 from tests.unit.shipyard.conftest import Harness
@@ -26,7 +26,7 @@ ADMIN = RequestContext(user="admin")
 def api(harness: Harness, tmp_path: Path) -> Api:
     tokens = write_tokens(tmp_path / "tokens.yaml")
     write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
-    app = create_app(config.load(str(tmp_path / "shipyard.conf")), Deps(actions=harness.api))
+    app = create_app(config.load(str(tmp_path / "shipyard.conf")), harness.deps())
     return falcon.testing.TestClient(app), tokens
 
 
