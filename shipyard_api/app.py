@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
+from common.longpoll import ChangeWaiters, notify_on_commit
 from common.pgwake import Listener, notify
 from shipyard_api import config, policy
 from shipyard_api.actions.ports import ActionSettings, Services
@@ -37,7 +38,7 @@ from shipyard_api.resources.ui import cookie_auth, ui_routes
 from shipyard_api.ui.actions import ActionPages
 from shipyard_api.ui.site import SiteView
 from shipyard_api.workflow.engine import Engine, EngineSettings
-from shipyard_api.workflow.store import ActionStore
+from shipyard_api.workflow.store import CHANGES_CHANNEL, ActionStore
 from shipyard_api.workflow.worker import WorkerPool
 
 DEFAULT_DB = "sqlite:///shipyard.db"
@@ -69,6 +70,7 @@ class Deps:
     plans: PlanService | None = None
     site_statuses: SiteStatuses | None = None
     site_view: SiteView | None = None  # the web view's site page
+    waiters: ChangeWaiters | None = None  # long-polls of GET /actions/{id}
     metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
 
 
@@ -157,9 +159,24 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
                             runtime.documents.public_url)
     site = SiteView(runtime.services.drydock, runtime.services.promenade,
                     runtime.documents.store, runtime.documents.public_url)
+    waiters = action_waiters(conf, runtime)
     runtime.workers.start()
     return Deps(health_checks=checks, dependency_checks=peers, runtime=runtime, actions=actions,
-                plans=plans, site_statuses=statuses, site_view=site, metrics=metrics)
+                plans=plans, site_statuses=statuses, site_view=site, metrics=metrics,
+                waiters=waiters)
+
+
+def action_waiters(conf: cfg.ConfigOpts, runtime: Runtime) -> ChangeWaiters:
+    """Long-polls of actions wake on this process's commits and, with PostgreSQL, on the
+    changes other processes (shipyard-workers) announce: the API process listens to those
+    too, whether or not it runs engine threads."""
+    waiters = ChangeWaiters(max_waiters=conf.api.long_poll_waiters,
+                            recheck=conf.api.long_poll_recheck)
+    engine = runtime.sessions.kw["bind"]
+    notify_on_commit(engine, waiters)
+    runtime.workers.listener = Listener(engine, {ACTIONS_CHANNEL: runtime.workers.wake,
+                                                 CHANGES_CHANNEL: waiters.notify})
+    return waiters
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
@@ -168,7 +185,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     if deps.runtime is not None:
         routes += document_routes(deps.runtime.documents.store, deps.runtime.documents.validator)
     if deps.actions is not None:
-        routes += action_routes(deps.actions, conf.workflow.max_target_nodes)
+        routes += action_routes(deps.actions, conf.workflow.max_target_nodes, deps.waiters,
+                                conf.api.long_poll_max_wait)
     if deps.plans is not None:
         routes += plan_routes(deps.plans, conf.workflow.max_target_nodes)
     if deps.site_statuses is not None:

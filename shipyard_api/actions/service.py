@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import threading
 import time
@@ -103,6 +104,14 @@ class ActionService:
     def get(self, action_id: str) -> dict[str, Any]:
         row = self.store.get(action_id)
         return action_view(row, self.store.steps(action_id), self.store.audit(action_id))
+
+    def get_versioned(self, action_id: str) -> tuple[dict[str, Any], str]:
+        """The action's view and its version (digits that change whenever the view does;
+        long-polls compare it with the caller's `since`)."""
+        view = self.get(action_id)
+        encoded = json.dumps(view, sort_keys=True, default=str).encode()
+        digest = hashlib.blake2b(encoded, digest_size=8).digest()
+        return view, str(int.from_bytes(digest, "big"))
 
     def step(self, action_id: str, sid: str) -> dict[str, Any]:
         self.store.get(action_id)

@@ -10,6 +10,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.errors import Conflict, NotFound
+from common.pgwake import notify_in
 from common.prepared import PreparedRead
 from shipyard_api.workflow.definitions import PlannedStep
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
@@ -26,6 +27,9 @@ from shipyard_api.workflow.states import (
 )
 
 ConflictCheck = Callable[[Sequence[ActionRow]], None]
+# PostgreSQL: an action or its steps changed (payload: the action), for the long-polls of
+# GET /actions/{id} in other processes.
+CHANGES_CHANNEL = "berth_shipyard_changes"
 
 
 # Asked on every list request (see PreparedRead).
@@ -152,6 +156,7 @@ class ActionStore:
                                                     ActionRow.state.in_(sources))
                             .values(state=target.value, updated_at=now,
                                     changes=ActionRow.changes + 1, **extra))
+            notify_in(s, CHANGES_CHANNEL, action_id)
             return bool(res.rowcount == 1)  # type: ignore[attr-defined]
 
     def control(self, action_id: str, verb: str, *, user: str | None, marker: str | None,
@@ -178,6 +183,7 @@ class ActionStore:
                 raise Conflict(f"Action {action_id} changed state; try again")
             s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker, at=now,
                            outcome="accepted"))
+            notify_in(s, CHANGES_CHANNEL, action_id)
         return self.get(action_id)
 
     def held_keys(self, except_action: str) -> set[str]:
@@ -204,6 +210,7 @@ class ActionStore:
             step.state = target.value
             for key, value in values.items():
                 setattr(step, key, value)
+            notify_in(s, CHANGES_CHANNEL, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
                         details: dict[str, Any]) -> bool:
@@ -216,6 +223,7 @@ class ActionStore:
                 StepRow.action_id.in_(select(ActionRow.id).where(
                     ActionRow.id == action_id, ActionRow.lease_owner == owner)))
                 .values(details=details))
+            notify_in(s, CHANGES_CHANNEL, action_id)
             return bool(res.rowcount == 1)  # type: ignore[attr-defined]
 
     def skip_steps(self, action_id: str, owner: str, sids: Iterable[str], note: str,
