@@ -75,10 +75,9 @@ SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "drydock": {
         "maas": {"url": lambda s: s["maas"], "api_key": lambda s: s["maas_api_key"]},
-        # MAAS's REST API and the BMCs announce no changes: Drydock polls them. The site's
-        # work takes seconds where real hardware takes minutes, so the polls are shorter too.
-        "oob": {"poll_interval": 0.1, "graceful_timeout": 10, "request_timeout": 5},
-        "steps": {"maas_poll_interval": 0.1},
+        # MAAS and the BMCs are polled with Drydock's defaults: soon after each request,
+        # backing off to the intervals ([steps] first_poll_interval, poll_backoff).
+        "oob": {"graceful_timeout": 10, "request_timeout": 5},
     },
     "shipyard": {
         "documents": {"secret_key_file": lambda s: s["berth_dir"] + "/shipyard-documents.key",

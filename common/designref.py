@@ -27,7 +27,12 @@ import urllib3
 
 from common.api import API_PREFIX
 from common.context import RequestContext
-from common.documents import DEFAULT_MAX_BYTES, Document, parse_documents
+from common.documents import (
+    DEFAULT_MAX_BYTES,
+    Document,
+    parse_documents,
+    parse_json_documents,
+)
 from common.errors import BadGateway, BadRequest, NotFound, PayloadTooLarge, Timeout
 
 SCHEMES = ("deckhand+http", "deckhand+https", "http", "https", "file")
@@ -185,8 +190,13 @@ class DesignResolver:
         cached = self._cached(href)
         if cached is not None:
             return cached
-        text = self._read_file(href, target) if kind == "file" else self._fetch(href, target, ctx)
-        docs = parse_documents(text, max_bytes=self._max_bytes)
+        if kind == "file":
+            docs = parse_documents(self._read_file(href, target), max_bytes=self._max_bytes)
+        else:
+            text, content_type = self._fetch(href, target, ctx)
+            docs = (parse_json_documents(text, max_bytes=self._max_bytes)
+                    if content_type.split(";")[0].strip().lower() == "application/json"
+                    else parse_documents(text, max_bytes=self._max_bytes))
         self._store(href, docs)
         return docs
 
@@ -234,7 +244,8 @@ class DesignResolver:
         return data
 
     def _headers(self, url: str, ctx: RequestContext | None) -> dict[str, str]:
-        headers = {"Accept": "application/x-yaml"}
+        # JSON when the server offers it (Shipyard does): parsed far faster than YAML
+        headers = {"Accept": "application/json, application/x-yaml;q=0.9"}
         if ctx is not None:
             headers.update(ctx.headers())
         if self.policy.may_send_token(url):
@@ -243,7 +254,8 @@ class DesignResolver:
                 headers["X-Auth-Token"] = token
         return headers
 
-    def _fetch(self, href: str, url: str, ctx: RequestContext | None) -> bytes:
+    def _fetch(self, href: str, url: str, ctx: RequestContext | None) -> tuple[bytes, str]:
+        """The body and its content type."""
         deadline = time.monotonic() + self._timeout
         try:
             with self._session.get(url, headers=self._headers(url, ctx), stream=True,
@@ -262,7 +274,7 @@ class DesignResolver:
                         raise PayloadTooLarge(f"Design {href} exceeds {self._max_bytes} bytes")
                     if time.monotonic() > deadline:
                         raise Timeout(f"Fetching {href} took over {self._timeout} s")
-                return b"".join(chunks)
+                return b"".join(chunks), resp.headers.get("Content-Type") or ""
         except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
                 requests.exceptions.InvalidSchema) as exc:
             raise BadRequest(f"Design reference {href} is not a valid URL: {exc}",

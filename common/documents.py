@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
@@ -93,6 +94,28 @@ def parse_documents(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) ->
         raise BadRequest(f"Documents must be mappings; document(s) {bad[:20]} are not")
     require_safe(loaded, DOCUMENT_LIMITS, what="documents")
     return loaded
+
+
+def parse_json_documents(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
+    """A JSON list of documents (what Shipyard serves when JSON is asked for: parsed in a
+    fraction of the time YAML takes), held to the same limits as `parse_documents`."""
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(f"Documents of {len(data)} bytes exceed the limit of "
+                              f"{max_bytes} bytes")
+    try:
+        loaded = json.loads(data)
+    except RecursionError as exc:
+        raise BadRequest("JSON nested too deeply", reason="UnsafeInput") from exc
+    except ValueError as exc:
+        raise BadRequest(f"Malformed JSON documents: {exc}") from exc
+    if not isinstance(loaded, list):
+        raise BadRequest("JSON documents must be a list of mappings")
+    docs = [d for d in loaded if d is not None]
+    bad = [i for i, d in enumerate(docs) if not isinstance(d, dict)]
+    if bad:
+        raise BadRequest(f"Documents must be mappings; document(s) {bad[:20]} are not")
+    require_safe(docs, DOCUMENT_LIMITS, what="documents")
+    return docs
 
 
 def doc_ref(doc: Document) -> dict[str, str]:

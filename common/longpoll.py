@@ -73,7 +73,9 @@ class ChangeWaiters:
     def wait(self, changed: Callable[[], bool], timeout: float) -> Woken:
         """Until `changed()` holds (CHANGED) or `timeout` seconds passed (TIMEOUT); BUSY at once
         when `max_waiters` requests already wait. `changed` runs outside any lock."""
-        if changed():
+        with self._cond:  # before the first look: a change during it is not missed
+            seen = self._generation
+        if _check(changed):
             return Woken.CHANGED
         if timeout <= 0:
             return Woken.TIMEOUT
@@ -81,7 +83,6 @@ class ChangeWaiters:
             if self._waiting >= self.max_waiters:
                 return Woken.BUSY
             self._waiting += 1
-            seen = self._generation
         try:
             deadline = self._clock() + timeout
             while True:

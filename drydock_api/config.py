@@ -41,7 +41,8 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("power_timeout", default=300.0, min=0.01,
                  help="Seconds a power-off step may take in all before the node fails."),
     cfg.FloatOpt("poll_interval", default=2.0, min=0.001,
-                 help="Seconds between power-state polls."),
+                 help="Longest wait between power-state and erase polls (s); see [steps] "
+                      "first_poll_interval."),
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
                  help="Timeout of one Redfish BMC request (s); IPMI sessions keep pyghmi's "
                       "own retransmit timers (pyghmi's Command takes no timeout)."),
@@ -60,7 +61,16 @@ STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("release_timeout", default=1800.0, min=0.01,
                  help="Seconds a MAAS release (including disk erasing) may take."),
     cfg.FloatOpt("maas_poll_interval", default=5.0, min=0.001,
-                 help="Seconds between MAAS status polls."),
+                 help="Longest wait between MAAS status polls (s); see first_poll_interval."),
+    cfg.FloatOpt("first_poll_interval", default=0.1, min=0.001,
+                 help="MAAS and BMCs announce no changes: right after a step asks for "
+                      "something (or sees a new status) it polls after this many seconds, "
+                      "then backs off (poll_backoff) up to maas_poll_interval or [oob] "
+                      "poll_interval."),
+    cfg.FloatOpt("poll_backoff", default=0.1, min=0.0, max=1.0,
+                 help="Once past first_poll_interval, each poll waits this fraction of the "
+                      "time the step has seen no change (a geometric backoff: a change is "
+                      "noticed at most that fraction of its duration late)."),
     cfg.FloatOpt("step_retry_delay", default=1.0, min=0.0,
                  help="First delay before retrying a step after a transient error (s)."),
     cfg.IntOpt("step_retries", default=3, min=0,

@@ -136,7 +136,8 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
         deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout,
-        long_poll_wait=conf.steps.long_poll_wait)
+        long_poll_wait=conf.steps.long_poll_wait,
+        first_poll=conf.steps.first_poll_interval, poll_backoff=conf.steps.poll_backoff)
 
 
 def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,

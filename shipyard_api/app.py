@@ -11,6 +11,8 @@ from sqlalchemy import text
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
+from common.longpoll import ChangeWaiters, notify_on_commit
+from common.pgwake import Listener
 from shipyard_api import config, policy
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
@@ -23,9 +25,10 @@ from shipyard_api.resources.actions import action_routes, site_status_routes
 from shipyard_api.resources.documents import document_routes
 from shipyard_api.resources.plans import plan_routes
 from shipyard_api.resources.ui import cookie_auth, ui_routes
-from shipyard_api.runtime import build_runtime
+from shipyard_api.runtime import ACTIONS_CHANNEL, Runtime, build_runtime
 from shipyard_api.ui.actions import ActionPages
 from shipyard_api.ui.site import SiteView
+from shipyard_api.workflow.store import CHANGES_CHANNEL
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Deps:
     site_view: SiteView  # the web view's site page
     health_checks: list[HealthCheck] = field(default_factory=list)
     dependency_checks: list[HealthCheck] = field(default_factory=list)
+    waiters: ChangeWaiters | None = None  # long-polls of GET /actions/{id}
     metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
 
 
@@ -64,17 +68,32 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
                             runtime.documents.public_url)
     site = SiteView(runtime.services.drydock, runtime.services.promenade,
                     runtime.documents.store, runtime.documents.public_url)
+    waiters = action_waiters(conf, runtime)
     runtime.workers.start()
     return Deps(documents=runtime.documents, actions=actions, plans=plans,
                 site_statuses=statuses, site_view=site, health_checks=checks,
-                dependency_checks=peers, metrics=metrics)
+                dependency_checks=peers, metrics=metrics, waiters=waiters)
+
+
+def action_waiters(conf: cfg.ConfigOpts, runtime: Runtime) -> ChangeWaiters:
+    """Long-polls of actions wake on this process's commits and, with PostgreSQL, on the
+    changes other processes (shipyard-workers) announce: the API process listens to those
+    too, whether or not it runs engine threads."""
+    waiters = ChangeWaiters(max_waiters=conf.api.long_poll_waiters,
+                            recheck=conf.api.long_poll_recheck)
+    engine = runtime.sessions.kw["bind"]
+    notify_on_commit(engine, waiters)
+    runtime.workers.listener = Listener(engine, {ACTIONS_CHANNEL: runtime.workers.wake,
+                                                 CHANGES_CHANNEL: waiters.notify})
+    return waiters
 
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     max_nodes = conf.workflow.max_target_nodes
     routes = [*document_routes(deps.documents.store, deps.documents.validator),
-              *action_routes(deps.actions, max_nodes),
+              *action_routes(deps.actions, max_nodes, deps.waiters,
+                            conf.api.long_poll_max_wait),
               *plan_routes(deps.plans, max_nodes),
               *site_status_routes(deps.site_statuses),
               *ui_routes(ActionPages(deps.actions, deps.site_view.drydock), deps.site_view,

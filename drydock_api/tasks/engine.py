@@ -8,10 +8,20 @@ from collections.abc import Callable
 
 from common.errors import BerthError
 from drydock_api.drivers.ports import DriverError
-from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Retry, StepDef
+from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Retry, StepDef, StepSettings
 
 LOG = logging.getLogger(__name__)
 MAX_RETRY_DELAY = 30.0
+
+
+def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float:
+    """How long to wait before looking again at an operation that has been in the same
+    situation for `elapsed` seconds: `first_poll` at first, then a `poll_backoff` fraction of
+    `elapsed` (a geometric backoff: each wait is that fraction longer than the one before), at
+    most `interval`, the step's configured poll interval. A change is seen at most
+    `first_poll` or `poll_backoff` x its age late, so seconds-long work (the simulated site)
+    is followed closely and minutes-long work (real MAAS, BMCs) is polled at `interval`."""
+    return min(interval, max(settings.first_poll, settings.poll_backoff * elapsed))
 
 
 class StepEngine:
@@ -27,6 +37,7 @@ class StepEngine:
         timeout = step.timeout(settings)
         started = self._clock()
         transient, failing_since = 0, 0.0
+        note, noted_at = "", started  # the step's situation, and since when it holds
         while True:
             if ctx.cancelled():
                 return Failed(f"{step.name}: abandoned, another worker holds the task now")
@@ -55,6 +66,10 @@ class StepEngine:
             transient = 0  # the outage, if any, is over
             if not isinstance(outcome, Retry):
                 return outcome
-            if self._clock() - started + outcome.delay > timeout:
+            now = self._clock()
+            if outcome.note != note:  # a request made or a new status: look again soon
+                note, noted_at = outcome.note, now
+            delay = poll_delay(outcome.delay, now - noted_at, settings)
+            if now - started + delay > timeout:
                 return Failed(f"{step.name}: timed out after {timeout:g}s ({outcome.note})")
-            self._sleep(outcome.delay)
+            self._sleep(delay)

@@ -21,7 +21,8 @@ class Done:
 
 @dataclass(frozen=True)
 class Retry:
-    """Not finished yet: call the step again after `delay` seconds (the engine waits)."""
+    """Not finished yet: call the step again after `delay` seconds at the latest (the engine
+    waits; it looks sooner while the situation `note` describes is new, see poll_delay)."""
 
     delay: float
     note: str
@@ -79,6 +80,8 @@ class StepSettings:
     deploy_timeout: float = 3600.0
     join_timeout: float = 1200.0
     long_poll_wait: float = 10.0  # how long one look at a watched peer may wait (s)
+    first_poll: float = 0.1  # MAAS/BMC polls start this soon after a change (s) ...
+    poll_backoff: float = 0.1  # ... then wait this fraction of the time since the change
 
 
 @dataclass

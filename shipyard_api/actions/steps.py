@@ -18,6 +18,7 @@ from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, re
 
 LOG = logging.getLogger(__name__)
 FINISHED = ("complete", "terminated")
+FOLLOW_LOOKS = 8  # Drydock task changes one attempt follows before the engine persists it
 
 
 def target_version(ctx: StepContext) -> str:
@@ -86,7 +87,10 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
                  options: Mapping[str, Any], interval: float) -> Outcome:
     """Create the Drydock task once (idempotency key), then follow it until it ends: each
     attempt long-polls Drydock (answered as soon as the task changes, or after
-    `long_poll_wait` seconds); `interval` is the polling interval of a Drydock without."""
+    `long_poll_wait` seconds) and looks again at once after a change, up to FOLLOW_LOOKS
+    times, reporting each change as live progress (so a task's last steps and its end are
+    seen without an engine round in between); `interval` is the polling interval of a
+    Drydock without long-polls."""
     svc = services(ctx)
     rc = ctx.request_context()
     task_id = ctx.memo.get("task_id")
@@ -97,19 +101,29 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
         return retry_after(0, memo={"task_id": task_id}, details={"task": task},
                            note=f"Drydock {action} task {task_id} created")
     since = ctx.memo.get("version")
-    watch = svc.drydock.watch_task(str(task_id), since=None if since is None else str(since),
-                                   wait=svc.settings.long_poll_wait, ctx=rc)
-    task = watch.task
-    status = str(task.get("status", ""))
-    result = task.get("result")
-    outcome = str(result.get("status") if isinstance(result, dict) else result or "")
-    if status not in FINISHED:
+    for _ in range(FOLLOW_LOOKS):
+        watch = svc.drydock.watch_task(str(task_id), since=None if since is None else str(since),
+                                       wait=svc.settings.long_poll_wait, ctx=rc)
+        task = watch.task
+        if str(task.get("status", "")) in FINISHED:
+            break
         if watch.version is None or watch.busy or svc.settings.long_poll_wait <= 0:
             # a Drydock without long-polls, or too busy to hold one: poll at the interval
             return retry_after(interval, memo={"version": watch.version},
                                details={"task": task})
+        if watch.version == since:  # a whole wait without a change: the engine takes over
+            break
+        # a change: shown as the step's live progress, then the next look at once
+        since = watch.version
+        ctx.report({"task": task})
+    else:
+        watch = None
+    status = str(task.get("status", ""))
+    if watch is None or status not in FINISHED:
         # the next attempt waits in Drydock until the task changes (no sleep here)
-        return retry_after(0, memo={"version": watch.version}, details={"task": task})
+        return retry_after(0, memo={"version": since}, details={"task": task})
+    result = task.get("result")
+    outcome = str(result.get("status") if isinstance(result, dict) else result or "")
     details = {"task": task, "tree": _tree(svc, str(task_id), rc)}
     if outcome == "success":
         return done({"task_id": task_id}, details=details,

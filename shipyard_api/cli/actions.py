@@ -47,7 +47,9 @@ def strip_kind(target: str, kind: str = "action") -> str:
 @click.option("--wait", is_flag=True, help="Follow the action until it ends (redrawn in "
               "place on a terminal; one line per change otherwise; one JSON object per "
               "change with -o json).")
-@click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
+@click.option("--poll", default=2.0, show_default=True,
+              help="Seconds between looks when Shipyard cannot long-poll (each look "
+              "otherwise waits in Shipyard until the action changes).")
 @click.option("--timeout", type=float, default=None, help="Give up waiting after (s).")
 @click.pass_obj
 def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
@@ -86,7 +88,9 @@ def get_actions(sy: Shipyard) -> None:
 @click.option("--watch", "follow", is_flag=True,
               help="Follow the action until it ends: redrawn in place on a terminal, one "
               "line per change otherwise, one JSON object per change with -o json.")
-@click.option("--poll", default=2.0, show_default=True, help="Seconds between polls.")
+@click.option("--poll", default=2.0, show_default=True,
+              help="Seconds between looks when Shipyard cannot long-poll (each look "
+              "otherwise waits in Shipyard until the action changes).")
 @click.option("--timeout", type=float, default=None, help="Give up watching after (s).")
 @click.pass_obj
 def describe_action(sy: Shipyard, action_id: str, follow: bool, poll: float,

@@ -23,6 +23,9 @@ from urllib3.util.retry import Retry
 
 from common.api import API_PREFIX
 
+VERSION_HEADER = "X-Action-Version"  # of GET /actions/{id}, for its long-poll
+WAITED_HEADER = "X-Long-Poll"
+
 
 def retrying_session() -> requests.Session:
     """A session that retries idempotent calls whose connection dropped (a server may close
@@ -70,6 +73,18 @@ class Shipyard:
         if resp.status_code >= 400:
             self.fail(resp.status_code, body)
         return body
+
+    def long_poll(self, path: str, since: str | None, wait: float
+                  ) -> tuple[Any, str | None, str | None]:
+        """GET `path`; with `since` (a version of an earlier answer) the server may hold the
+        request up to `wait` seconds until it changes. The body, its version (None from a
+        server that cannot long-poll) and how the wait ended (changed, timeout, busy)."""
+        params = {"since": since, "wait": f"{wait:.3f}"} if since and wait > 0 else None
+        resp = self.raw("GET", path, params=params, timeout=wait + 60)
+        body = decode(resp)
+        if resp.status_code >= 400:
+            self.fail(resp.status_code, body)
+        return body, resp.headers.get(VERSION_HEADER), resp.headers.get(WAITED_HEADER)
 
     def fail(self, code: int, body: Any) -> None:
         if isinstance(body, dict) and body.get("kind") == "Status":

@@ -23,6 +23,7 @@ from shipyard_api.actions.progress import progress_lines
 from shipyard_api.cli.session import Shipyard
 
 ENDED = ("complete", "failed", "stopped")
+LONG_POLL = 15.0  # seconds one look may wait for a change (Shipyard caps it, 20 s by default)
 
 
 def last_note(step: dict[str, Any]) -> str:
@@ -70,11 +71,15 @@ def changed_lines(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 
 def views(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
           sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
-    """Each different view of the action until it ends (then the last one again is not)."""
+    """Each different view of the action until it ends (then the last one again is not).
+    Each look long-polls: Shipyard answers when the action changes (or after LONG_POLL s);
+    `poll` seconds pass between looks only when it cannot hold the request."""
     deadline = None if timeout is None else time.monotonic() + timeout
     last: dict[str, Any] | None = None
+    version: str | None = None
     while True:
-        action: dict[str, Any] = sy.request("GET", f"/actions/{action_id}")
+        wait = LONG_POLL if deadline is None else min(LONG_POLL, deadline - time.monotonic())
+        action, version, waited = sy.long_poll(f"/actions/{action_id}", version, wait)
         if action != last:
             yield action
             last = action
@@ -83,7 +88,8 @@ def views(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
         if deadline is not None and time.monotonic() > deadline:
             raise click.ClickException(f"Action {action_id} still {action['state']} "
                                        f"after {timeout:g} s")
-        sleep(poll)
+        if version is None or waited == "busy":
+            sleep(poll)
 
 
 def watch(sy: Shipyard, action_id: str, poll: float, timeout: float | None,

@@ -8,11 +8,14 @@ from common import policy
 from common.api import API_PREFIX as P
 from common.body import read_json_object
 from common.errors import BadRequest
+from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
 from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_target_nodes
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
 
+VERSION_HEADER = "X-Action-Version"
+WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answered at once)
 
 def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: bytes,
               etag: str | None = None) -> None:
@@ -60,12 +63,25 @@ class ActionsResource:
 
 
 class ActionResource:
-    def __init__(self, service: ActionService) -> None:
+    """An action; `?wait=S&since=V` answers as soon as the action's version (header
+    X-Action-Version) differs from V, or after S seconds (at most `max_wait`) unchanged."""
+
+    def __init__(self, service: ActionService, waiters: ChangeWaiters | None = None,
+                 max_wait: float = 0.0) -> None:
         self._service = service
+        self._waiters = waiters
+        self._max_wait = max_wait
 
     @authorize("shipyard:get_action")
     def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str) -> None:
+        wait, since = wait_params(req.get_param("wait"), req.get_param("since"), self._max_wait)
         version, data, packed = self._service.get_json(action_id)
+        if since == str(version) and wait > 0 and self._waiters is not None:
+            woken = self._waiters.wait(
+                lambda: self._service.get_json(action_id)[0] != version, wait)
+            resp.set_header(WAITED_HEADER, woken.value)
+            version, data, packed = self._service.get_json(action_id)
+        resp.set_header(VERSION_HEADER, str(version))
         send_json(req, resp, data, packed, etag=f"{action_id}.{version}")
 
 
@@ -105,11 +121,12 @@ def site_status_routes(statuses: SiteStatuses) -> list[tuple[str, object]]:
     return [(f"{P}/site_statuses", SiteStatusesResource(statuses))]
 
 
-def action_routes(service: ActionService,
-                  max_target_nodes: int = DEFAULT_MAX_TARGETS) -> list[tuple[str, object]]:
+def action_routes(service: ActionService, max_target_nodes: int = DEFAULT_MAX_TARGETS,
+                  waiters: ChangeWaiters | None = None,
+                  max_wait: float = 0.0) -> list[tuple[str, object]]:
     return [
         (f"{P}/actions", ActionsResource(service, max_target_nodes)),
-        (f"{P}/actions/{{action_id}}", ActionResource(service)),
+        (f"{P}/actions/{{action_id}}", ActionResource(service, waiters, max_wait)),
         (f"{P}/actions/{{action_id}}/steps/{{step_id}}", ActionStepResource(service)),
         (f"{P}/actions/{{action_id}}/control/{{control_verb}}", ActionControlResource(service)),
     ]

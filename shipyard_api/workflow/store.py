@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
 from common.lease import Lease
+from common.pgwake import notify_in
 from common.prepared import PreparedRead
 from shipyard_api.workflow.definitions import PlannedStep
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
@@ -27,6 +28,9 @@ from shipyard_api.workflow.states import (
 )
 
 ConflictCheck = Callable[[Sequence[ActionRow]], None]
+# PostgreSQL: an action or its steps changed (payload: the action), for the long-polls of
+# GET /actions/{id} in other processes.
+CHANGES_CHANNEL = "berth_shipyard_changes"
 
 
 # Asked on every list request (see PreparedRead).
@@ -170,6 +174,7 @@ class ActionStore:
                             .values(state=target.value, updated_at=now,
                                     changes=ActionRow.changes + 1,
                                     version=ActionRow.version + 1, **extra))
+            notify_in(s, CHANGES_CHANNEL, action_id)
             return bool(res.rowcount == 1)  # type: ignore[attr-defined]
 
     def control(self, action_id: str, verb: str, *, user: str | None, marker: str | None,
@@ -198,6 +203,7 @@ class ActionStore:
                 raise Conflict(f"Action {action_id} changed state; try again")
             s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker, at=now,
                            outcome="accepted"))
+            notify_in(s, CHANGES_CHANNEL, action_id)
         return self.get(action_id)
 
     def held_keys(self, except_action: str) -> set[str]:
@@ -225,6 +231,7 @@ class ActionStore:
             for key, value in values.items():
                 setattr(step, key, value)
             _bump(s, action_id)
+            notify_in(s, CHANGES_CHANNEL, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
                         details: dict[str, Any]) -> bool:
@@ -240,6 +247,7 @@ class ActionStore:
             if res.rowcount != 1:  # type: ignore[attr-defined]
                 return False
             _bump(s, action_id)
+            notify_in(s, CHANGES_CHANNEL, action_id)
             return True
 
     def skip_steps(self, action_id: str, owner: str, sids: Iterable[str], note: str,

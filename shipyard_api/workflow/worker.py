@@ -26,7 +26,7 @@ class WorkerPool:
         self.listener: Listener | None = None  # wakes us on other processes' news
 
     def start(self) -> None:
-        if self._count and self.listener is not None:
+        if self.listener is not None:  # API processes without engine threads listen too
             self.listener.start()
         for n in range(self._count):
             engine = self._make_engine(n)

@@ -1,5 +1,6 @@
 """Design references: file://, http:// and deckhand+http:// resolved; bad ones refused."""
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -39,9 +40,13 @@ def server():
                 self.send_response(404)
                 self.end_headers()
                 return
-            body = DOCS.encode()
+            kind, body = "application/x-yaml", DOCS.encode()
+            if self.path.startswith("/json"):  # a server that offers JSON, as Shipyard does
+                kind, body = "application/json", json.dumps(parse_documents(DOCS)).encode()
+            if self.path.startswith("/badjson"):
+                kind, body = "application/json", b'{"schema": "not a list"}'
             self.send_response(200)
-            self.send_header("Content-Type", "application/x-yaml")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -80,6 +85,19 @@ def test_deckhand_http_reference_forwards_marker(server):
     path, headers = seen[-1]
     assert path == "/api/v1.0/revisions/1/rendered-documents"
     assert headers["X-Context-Marker"] == ctx.marker and headers["X-Auth-Token"] == "tok"
+
+
+def test_json_is_asked_for_and_parsed_when_the_server_offers_it(server):
+    host, seen = server
+    docs = resolver(host).resolve(f"http://{host}/json/rendered-documents")
+    assert docs == parse_documents(DOCS)
+    assert seen[-1][1]["Accept"].startswith("application/json")
+
+
+def test_json_that_is_not_a_list_of_documents_is_400(server):
+    host, _ = server
+    with pytest.raises(BadRequest, match="list of mappings"):
+        resolver(host).resolve(f"http://{host}/badjson/rendered-documents")
 
 
 def test_results_are_cached_by_href(server):

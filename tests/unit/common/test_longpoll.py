@@ -69,6 +69,23 @@ def test_a_notify_without_a_change_keeps_waiting() -> None:
     assert result == [Woken.CHANGED] and len(looks) == 3
 
 
+def test_a_change_notified_during_the_first_look_is_not_missed() -> None:
+    waiters = ChangeWaiters(max_waiters=2, recheck=LONG)
+    looks: list[int] = []
+
+    def changed() -> bool:
+        looks.append(1)
+        if len(looks) == 1:  # the change commits while the first look reads the old state
+            threading.Thread(target=waiters.notify).start()
+            threading.Event().wait(0.05)
+            return False
+        return True
+
+    thread, result = in_thread(lambda: waiters.wait(changed, LONG))
+    thread.join(10)
+    assert result == [Woken.CHANGED] and len(looks) == 2
+
+
 def test_the_wait_ends_at_its_timeout_when_nothing_changes() -> None:
     waiters = ChangeWaiters(max_waiters=1, recheck=0.01)
     assert waiters.wait(lambda: False, 0.05) is Woken.TIMEOUT

@@ -40,6 +40,10 @@ class FakeShipyard(Shipyard):
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.views.pop(0) if len(self.views) > 1 else self.views[0]
 
+    def long_poll(self, path: str, since: str | None, wait: float
+                  ) -> tuple[Any, str | None, str | None]:
+        return self.request("GET", path), None, None  # a Shipyard that cannot long-poll
+
 
 SCRIPT = [view("running", "running", {"drain": drain(3)}),
           view("running", "running", {"drain": drain(3)}),

@@ -58,7 +58,27 @@ def test_a_watched_task_is_followed_without_sleeping_the_interval(harness: Harne
     assert view["state"] == "complete"
     assert harness.clock() == start  # no step waited on the fake clock
     destroy = harness.step(view["id"], "destroy_nodes.node01")
-    assert destroy["attempts"] == 4  # create, then one attempt per answer of Drydock
+    assert destroy["attempts"] == 2  # create, then one attempt follows every change
+
+
+class QuietDrydock(FakeDrydock):
+    """Long-polls that end without a change (the same version) until the task completes."""
+
+    def watch_task(self, task_id: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> TaskWatch:
+        found = super().watch_task(task_id, since=since, wait=wait, ctx=ctx)
+        return TaskWatch(found.task, "7")
+
+
+def test_a_wait_without_a_change_hands_the_step_back_to_the_engine(harness: Harness) -> None:
+    harness.drydock = QuietDrydock(versions=True, polls_to_finish=3)
+    harness.services.drydock = harness.drydock
+    slow_design(harness)
+    start = harness.clock()
+    view = redeploy(harness)
+    assert view["state"] == "complete" and harness.clock() == start
+    destroy = harness.step(view["id"], "destroy_nodes.node01")
+    assert destroy["attempts"] == 3  # create; a change then a wait without one; the end
 
 
 def test_without_versions_the_step_polls_at_the_interval(harness: Harness) -> None:

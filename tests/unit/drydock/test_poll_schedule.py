@@ -1,0 +1,96 @@
+"""MAAS and BMC polls: soon after a step asks for something, backing off to the interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from drydock_api.drivers.maas.fake import FakeMaas
+from drydock_api.drivers.oob_fake import FakeOob
+from drydock_api.nodes.design import NodeDef
+from drydock_api.tasks.engine import StepEngine, poll_delay
+from drydock_api.tasks.outcomes import (
+    Done,
+    NodeContext,
+    Outcome,
+    Ports,
+    Retry,
+    StepDef,
+    StepSettings,
+)
+from tests.unit.drydock.conftest import FakeClock
+
+SETTINGS = StepSettings(maas_poll=5.0, first_poll=0.1, poll_backoff=0.1, release_timeout=3600)
+
+
+def run(step_fn: object, clock: FakeClock) -> tuple[Outcome, list[float]]:
+    """Run one step with the engine on a fake clock; the outcome and every wait."""
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(round(seconds, 6))
+        clock.advance(seconds)
+
+    node = NodeDef("n1", None, (), {}, None, None, None, None, (), None)
+    ctx = NodeContext(node=node, options={}, ports=Ports(maas=FakeMaas(), oob=FakeOob()),
+                      settings=SETTINGS, request=None, clock=clock)  # type: ignore[arg-type]
+    step = StepDef("release", step_fn, lambda s: s.release_timeout)  # type: ignore[arg-type]
+    return StepEngine(clock=clock, sleep=sleep).run(step, ctx), waits
+
+
+def test_polls_wait_first_poll_then_a_fraction_of_the_time_unchanged_up_to_the_interval() -> None:
+    assert poll_delay(5.0, 0.0, SETTINGS) == 0.1
+    assert poll_delay(5.0, 0.5, SETTINGS) == 0.1
+    assert poll_delay(5.0, 3.0, SETTINGS) == pytest.approx(0.3)
+    assert poll_delay(5.0, 49.0, SETTINGS) == pytest.approx(4.9)
+    assert poll_delay(5.0, 600.0, SETTINGS) == 5.0
+    assert poll_delay(0.0, 10.0, SETTINGS) == 0.0  # a long-polling step comes back at once
+    assert poll_delay(0.01, 0.0, SETTINGS) == 0.01  # a shorter interval wins
+
+
+def test_seconds_long_work_is_seen_within_a_tenth_of_a_second() -> None:
+    clock = FakeClock()
+    done_at = clock() + 2.0  # the machine is released two seconds after the request
+
+    def release(ctx: NodeContext) -> Outcome:
+        if ctx.clock() >= done_at:
+            return Done("released")
+        return Retry(ctx.settings.maas_poll, "MAAS status Releasing")
+
+    outcome, waits = run(release, clock)
+    assert isinstance(outcome, Done)
+    assert clock() - done_at < 0.2 + 1e-9
+    assert max(waits) <= 0.2
+
+
+def test_minutes_long_work_backs_off_to_the_interval() -> None:
+    clock = FakeClock()
+    start = clock()
+
+    def release(ctx: NodeContext) -> Outcome:
+        if ctx.clock() - start >= 600:
+            return Done("released")
+        return Retry(ctx.settings.maas_poll, "MAAS status Disk erasing")
+
+    _, waits = run(release, clock)
+    assert waits[:10] == [0.1] * 10
+    assert all(later >= earlier for earlier, later in zip(waits, waits[1:], strict=False))
+    assert waits[-1] == 5.0
+    # ten minutes of erasing cost fewer polls than 5 s polling from the start plus 60
+    assert len(waits) < 600 / 5 + 60
+
+
+def test_a_new_situation_is_polled_soon_again() -> None:
+    clock = FakeClock()
+    start = clock()
+
+    def release(ctx: NodeContext) -> Outcome:
+        elapsed = ctx.clock() - start
+        if elapsed >= 130:
+            return Done("released")
+        status = "Releasing" if elapsed < 120 else "Disk erasing"
+        return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
+
+    _, waits = run(release, clock)
+    changed = next(i for i, w in enumerate(waits) if i and w < waits[i - 1])
+    assert waits[changed - 1] == 5.0
+    assert waits[changed] == 0.1
