@@ -11,6 +11,7 @@ from common.body import read_json_object
 from common.context import RequestContext
 from common.designref import href_of
 from common.documents import Document
+from common.encoded import send_json
 from common.errors import ValidationFailed
 from common.policy import authorize
 from common.status import status_body, validation_message
@@ -45,13 +46,7 @@ class NodesResource:
         retired = bool_param(req, "retired")
         data, packed = self._inventory.nodes_json(req.context.berth, req.get_param("design_ref"),
                                                   retired=retired)
-        resp.content_type = falcon.MEDIA_JSON
-        resp.vary = ("Accept-Encoding",)
-        if packed is not None and "gzip" in (req.get_header("Accept-Encoding") or "").lower():
-            resp.set_header("Content-Encoding", "gzip")
-            resp.data = packed
-        else:
-            resp.data = data
+        send_json(req, resp, data, packed)
 
 
 class NodeResource:

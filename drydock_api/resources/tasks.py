@@ -10,6 +10,7 @@ import falcon
 from common.api import API_PREFIX
 from common.body import read_json_object
 from common.clients.drydock import Task
+from common.encoded import send_json
 from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableEntity
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.longpoll import ChangeWaiters, wait_params
@@ -107,13 +108,7 @@ class TaskResource:
             version = self._service.version(task_id)
         resp.set_header(VERSION_HEADER, version)
         data, packed = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
-        resp.content_type = falcon.MEDIA_JSON
-        resp.vary = ("Accept-Encoding",)
-        if packed is not None and "gzip" in (req.get_header("Accept-Encoding") or "").lower():
-            resp.set_header("Content-Encoding", "gzip")
-            resp.data = packed
-        else:
-            resp.data = data
+        send_json(req, resp, data, packed)
 
 
 class TaskTerminateResource:

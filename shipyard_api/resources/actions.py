@@ -7,6 +7,7 @@ import falcon
 from common import policy
 from common.api import API_PREFIX as P
 from common.body import read_json_object
+from common.encoded import send_json
 from common.errors import BadRequest
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
@@ -16,25 +17,6 @@ from shipyard_api.actions.statuses import SiteStatuses
 
 VERSION_HEADER = "X-Action-Version"
 WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answered at once)
-
-def send_json(req: falcon.Request, resp: falcon.Response, data: bytes, packed: bytes,
-              etag: str | None = None) -> None:
-    """An encoded JSON body, gzipped for clients that accept it; with an `etag` (a version
-    of the body), a request naming it in If-None-Match is answered 304 without the body."""
-    resp.vary = ("Accept-Encoding",)
-    if etag is not None:
-        resp.set_header("ETag", f'W/"{etag}"')  # weak: one version, gzipped or not
-        if any(tag == etag or tag == "*" for tag in req.if_none_match or ()):
-            resp.status = falcon.HTTP_304
-            resp.content_type = None  # no body, no type
-            return
-    resp.content_type = falcon.MEDIA_JSON
-    if "gzip" in (req.get_header("Accept-Encoding") or "").lower():
-        resp.set_header("Content-Encoding", "gzip")
-        resp.data = packed
-    else:
-        resp.data = data
-
 
 class ActionsResource:
     def __init__(self, service: ActionService,
