@@ -133,6 +133,7 @@ def select_groups(drydock: NodeSelectionPort, ref: str, strategy: Strategy,
     naming nodes outside the design is asked of Drydock's node filter, which refuses it
     (400 UnknownNodes) as it always did."""
     index = NodeIndex.of_listing(drydock.nodes(ref, ctx=rc))
+    index.prepare(s for group in strategy.groups for s in group.selectors)
     known = set(index.order)
     retired = [index.order[i] for i in sorted(index.retired)]
     members = {}

@@ -81,28 +81,48 @@ class NodeIndex:
             self._position = {n: i for i, n in enumerate(self.order)}
         return {self._position[n] for n in names if n in self._position}
 
+    def prepare(self, selectors: Iterable[Selector]) -> None:
+        """Build, in one pass over the nodes, every index these selectors use."""
+        kinds: set[str] = set()
+        for s in selectors:
+            kinds.update(("rack",) if s.rack_names else ())
+            kinds.update(("tag",) if s.node_tags else ())
+            kinds.update(f"label:{key}" for key, _ in s.node_labels)
+        self._build(kinds - self._indexes.keys())
+
     def _index(self, kind: str) -> dict[Any, set[int]]:
         """Node positions by rack, by tag, or by the value of one label key ("label:<key>");
-        each built once, on first use."""
-        index = self._indexes.get(kind)
-        if index is None:
-            built: defaultdict[Any, set[int]] = defaultdict(set)
-            field = self._field
-            if kind == "rack":
-                for i, node in enumerate(self.nodes):
-                    built[field(node, "rack")].add(i)
-            elif kind == "tag":
-                for i, node in enumerate(self.nodes):
-                    for tag in field(node, "tags") or ():
-                        built[tag].add(i)
-            else:
-                key = kind.removeprefix("label:")
-                for i, node in enumerate(self.nodes):
-                    value = (field(node, "labels") or {}).get(key)
+        each built once, on first use (or by `prepare`)."""
+        if kind not in self._indexes:
+            self._build({kind})
+        return self._indexes[kind]
+
+    def _build(self, kinds: set[str]) -> None:
+        if not kinds:
+            return
+        racks: defaultdict[Any, set[int]] | None = defaultdict(set) if "rack" in kinds else None
+        tags: defaultdict[Any, set[int]] | None = defaultdict(set) if "tag" in kinds else None
+        labels: dict[str, defaultdict[Any, set[int]]] = {
+            k.removeprefix("label:"): defaultdict(set) for k in kinds if k.startswith("label:")}
+        field = self._field
+        for i, node in enumerate(self.nodes):
+            if racks is not None:
+                racks[field(node, "rack")].add(i)
+            if tags is not None:
+                for tag in field(node, "tags") or ():
+                    tags[tag].add(i)
+            if labels:
+                values = field(node, "labels") or {}
+                for key, built in labels.items():
+                    value = values.get(key)
                     if value is not None:
                         built[value].add(i)
-            index = self._indexes[kind] = dict(built)
-        return index
+        if racks is not None:
+            self._indexes["rack"] = dict(racks)
+        if tags is not None:
+            self._indexes["tag"] = dict(tags)
+        for key, built in labels.items():
+            self._indexes[f"label:{key}"] = dict(built)
 
     def _criteria(self, s: Selector) -> list[list[set[int]]]:
         """Each criterion of the selector as the sets of which a node must be in one."""
