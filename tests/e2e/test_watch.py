@@ -51,4 +51,6 @@ def test_watch_emits_a_json_object_per_change_with_the_drain_progress(
     assert proc.returncode == 0, err
     assert views[-1]["state"] == "complete", views[-1].get("message")
     assert all(a != b for a, b in zip(views, views[1:], strict=False))  # only changes
-    assert len(views) >= 5
+    # Changes that land between two answers come as one view (a snapshot, not an event log);
+    # still, the action is seen before, during and after the held drain.
+    assert views[0]["state"] != "complete" and len(views) >= 3
