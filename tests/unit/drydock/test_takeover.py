@@ -103,7 +103,7 @@ def test_terminate_stops_before_the_next_node_step(make_site: SiteFactory):
 
 
 def test_a_renewed_lease_is_never_taken_over(make_site: SiteFactory):
-    site = make_site(["n1"], worker={"lease_seconds": 0.3, "poll_interval": 0.01},
+    site = make_site(["n1"], worker={"lease_seconds": 1.0, "poll_interval": 0.01},
                      oob={"graceful_timeout": 1.0, "poll_interval": 0.01, "power_timeout": 5.0})
     original = site.oob.power_state
 
