@@ -175,7 +175,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     actions = build_actions()
     designs = DesignSource(loader.documents, loader.design)
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
-                                pool, StepEngine(clock=clock, sleep=sleep), clock)
+                                pool, StepEngine(clock=clock), clock,
+                                None if sleep is time.sleep else sleep)
     service = TaskService(store, progress, actions, loader.design)
     site_design = SiteDesign(
         ShipyardClient(ServiceClient(conf.peers.shipyard_url, name="Shipyard",

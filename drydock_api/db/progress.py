@@ -28,6 +28,7 @@ def _tree_key_query() -> Select[Any]:
 
 
 TREE_KEY = _tree_key_query()
+RETRY = "retry"  # a waiting step's row data: its saved retry
 
 
 class ProgressStore:
@@ -83,6 +84,21 @@ class ProgressStore:
             s.add(row)
             touch_tree(s, row.root_id)
             return row
+
+    def save_retry(self, step: TaskRow, retry: dict[str, Any]) -> None:
+        """Keep a waiting step's retry (see tasks.engine.Attempts) in its row's data: not
+        shown in task bodies, so the tree is not touched; the step's output replaces it."""
+        with self.sessions.begin() as s:
+            s.execute(update(TaskRow).where(TaskRow.id == step.id).values(
+                data={RETRY: retry}))
+
+    @staticmethod
+    def saved_retry(step: TaskRow) -> dict[str, Any] | None:
+        """The retry `save_retry` kept for a step still running (after a takeover)."""
+        if step.status != TaskStatus.RUNNING or not isinstance(step.data, dict):
+            return None
+        saved = step.data.get(RETRY)
+        return saved if isinstance(saved, dict) else None
 
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
                data: Any = None, messages: Sequence[Message] = ()) -> None:

@@ -10,17 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.status import validation_message
+from common.workflow import Done, Failed, Outcome
 from drydock_api.nodes.validation import validate_design
 from drydock_api.tasks import destroy, lifecycle, site
 from drydock_api.tasks.outcomes import (
-    Done,
-    Failed,
     NodeContext,
-    Outcome,
+    NodeStep,
     SiteContext,
     SiteFn,
     SiteOutcome,
-    StepDef,
+    node_step,
 )
 
 ALL_ACTIONS = ("validate_design", "verify_site", "prepare_site", "verify_nodes",
@@ -34,7 +33,7 @@ class ActionDef:
 
     name: str
     check_options: Callable[[dict[str, Any]], list[str]]
-    steps: Callable[[dict[str, Any]], list[StepDef]] | None
+    steps: Callable[[dict[str, Any]], list[NodeStep]] | None
     exclusive: bool = True
     site: SiteFn | None = None
     skip_retired: bool = False
@@ -59,22 +58,23 @@ def validate(ctx: SiteContext) -> SiteOutcome:
 
 def verify_oob(ctx: NodeContext) -> Outcome:
     if ctx.node.bmc is None:
-        return Failed(f"Node {ctx.node.name} has no usable oob address and credentials")
+        return Failed("NoOobAccess", f"Node {ctx.node.name} has no usable oob address and "
+                      f"credentials")
     state = ctx.ports.oob.power_state(ctx.node.bmc)
     return Done(f"BMC {ctx.node.bmc.describe()} answers: power {state}",
-                data={"power_state": state})
+                output={"power_state": state})
 
 
 def verify_maas(ctx: NodeContext) -> Outcome:
     machine = ctx.ports.maas.find_machine(ctx.node.name)
     if machine is None:
-        return Done("MAAS does not know this machine", data={"maas_status": None})
-    return Done(f"MAAS status {machine.status_name}", data={"maas_status": machine.status_name})
+        return Done("MAAS does not know this machine", output={"maas_status": None})
+    return Done(f"MAAS status {machine.status_name}", output={"maas_status": machine.status_name})
 
 
 def relabel(ctx: NodeContext) -> Outcome:
     if ctx.ports.labeller is None:
-        return Failed("No Promenade client configured")
+        return Failed("NoLabeller", "No Promenade client configured")
     ctx.ports.labeller.put_labels(ctx.node.name, dict(ctx.node.labels), ctx.request)
     labels = ", ".join(f"{k}={v}" for k, v in sorted(ctx.node.labels.items())) or "none"
     return Done(f"Kubernetes labels set through Promenade: {labels}")
@@ -87,8 +87,8 @@ def build_actions() -> dict[str, ActionDef]:
                                      exclusive=False, site=validate),
         "verify_nodes": ActionDef(
             "verify_nodes", no_options("verify_nodes"),
-            lambda o: [StepDef("verify_oob", verify_oob, lambda s: s.power_timeout),
-                       StepDef("verify_maas", verify_maas, lambda s: s.release_timeout)],
+            lambda o: [node_step("verify_oob", verify_oob, lambda s: s.power_timeout),
+                       node_step("verify_maas", verify_maas, lambda s: s.release_timeout)],
             exclusive=False),
         "verify_site": ActionDef("verify_site", no_options("verify_site"), None,
                                  exclusive=False, site=site.verify_site),
@@ -104,5 +104,5 @@ def build_actions() -> dict[str, ActionDef]:
                                      destroy.power_off_steps, needs_filter=True),
         "relabel_nodes": ActionDef(
             "relabel_nodes", no_options("relabel_nodes"),
-            lambda o: [StepDef("relabel", relabel, lambda s: s.release_timeout)]),
+            lambda o: [node_step("relabel", relabel, lambda s: s.release_timeout)]),
     }

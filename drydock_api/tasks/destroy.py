@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.nodes.design import BmcAccess
 from drydock_api.tasks import wipe
-from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, Retry, StepDef
+from drydock_api.tasks.outcomes import NodeContext, NodeStep, node_step
 from drydock_api.tasks.render import iso
 
 ERASE_MODES = ("secure", "secure_only", "quick", "zero")
@@ -58,9 +59,10 @@ def plan_wipe(ctx: NodeContext) -> Outcome:
     erasable = set(ctx.ports.oob.erasable_drives(node.bmc)) if need_bmc and node.bmc else set()
     plan = wipe.plan(node, options, erasable)
     if plan.refusal:
-        return Failed(plan.refusal, details={"refused": True, "erasable": sorted(erasable)})
+        return Failed("WipeRefused", plan.refusal,
+                      details={"refused": True, "erasable": sorted(erasable)})
     return Done("Wipe plan: " + wipe.describe_plan(plan),
-                data={"disks": plan.disks, "maas_erase": plan.maas_erase})
+                output={"disks": plan.disks, "maas_erase": plan.maas_erase})
 
 
 def power_off(ctx: NodeContext) -> Outcome:
@@ -70,7 +72,7 @@ def power_off(ctx: NodeContext) -> Outcome:
         how = ("forced off after the graceful shutdown timed out" if state.get("forced")
                else "shut down gracefully" if "graceful_at" in state else "already off")
         return Done(f"Powered off through {bmc.describe()}: {how}",
-                    data={"forced": bool(state.get("forced"))})
+                    output={"forced": bool(state.get("forced"))})
     if "graceful_at" not in state:
         oob.power_off(bmc, graceful=True)
         state["graceful_at"] = now
@@ -96,7 +98,7 @@ def fence(ctx: NodeContext) -> Outcome:
     if oob.power_state(bmc) == "off":
         how = "forced off" if ctx.state.get("forced") else "already off"
         return Done(f"Power off confirmed by {bmc.describe()}: {how}",
-                    data={"power_state": "off", "forced": bool(ctx.state.get("forced"))})
+                    output={"power_state": "off", "forced": bool(ctx.state.get("forced"))})
     if not ctx.state.get("forced"):
         oob.power_off(bmc, graceful=False)
         ctx.state["forced"] = True
@@ -104,10 +106,10 @@ def fence(ctx: NodeContext) -> Outcome:
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
-def power_off_steps(options: dict[str, Any]) -> list[StepDef]:
+def power_off_steps(options: dict[str, Any]) -> list[NodeStep]:
     if options.get("force", True):
-        return [StepDef("power_off", fence, lambda s: s.power_timeout)]
-    return [StepDef("power_off", power_off, lambda s: s.power_timeout)]
+        return [node_step("power_off", fence, lambda s: s.power_timeout)]
+    return [node_step("power_off", power_off, lambda s: s.power_timeout)]
 
 
 def wipe_disks(ctx: NodeContext) -> Outcome:
@@ -116,7 +118,7 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
     planned = [d["disk"] for d in (ctx.previous.get("plan_wipe") or {}).get("disks") or []
                if d["method"] == wipe.BMC]
     if not planned:
-        return Done("No disk to erase through the BMC", data={"bmc": {}})
+        return Done("No disk to erase through the BMC", output={"bmc": {}})
     bmc, oob = _bmc(ctx), ctx.ports.oob
     tasks: dict[str, str] = ctx.state.setdefault("tasks", {})
     finished: dict[str, dict[str, Any]] = ctx.state.setdefault("finished", {})
@@ -129,7 +131,8 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
             continue
         status = oob.erase_status(bmc, tasks[disk])
         if status.state == "failed":
-            return Failed(f"Drive.SecureErase of {disk} failed on {bmc.describe()}: "
+            return Failed("SecureEraseFailed",
+                          f"Drive.SecureErase of {disk} failed on {bmc.describe()}: "
                           f"{status.message}", details={"disk": disk, "task": tasks[disk]})
         if status.state == "completed":
             finished[disk] = {"task": tasks[disk], "message": status.message,
@@ -138,7 +141,7 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
     if running:
         return Retry(ctx.settings.power_poll, f"BMC erasing {', '.join(running)}")
     return Done(f"Erased {', '.join(planned)} through {bmc.describe()} (BMC tasks completed)",
-                data={"bmc": finished})
+                output={"bmc": finished})
 
 
 def release(ctx: NodeContext) -> Outcome:
@@ -146,11 +149,11 @@ def release(ctx: NodeContext) -> Outcome:
     maas, name, state = ctx.ports.maas, ctx.node.name, ctx.state
     machine = maas.find_machine(name)
     if machine is None:
-        return Done("Not in MAAS: nothing to release", data={"absent": True})
+        return Done("Not in MAAS: nothing to release", output={"absent": True})
     status = machine.status_name
     if status in FAILED and state.get("requested"):
         detail = machine.status_message if machine.status_message != status else None
-        return Failed(f"MAAS failed to release {name}: {status}"
+        return Failed("ReleaseFailed", f"MAAS failed to release {name}: {status}"
                       + (f": {detail}" if detail else ""), details={"maas_status": status})
     if status in IN_PROGRESS:
         if status == "Disk erasing":  # seen erasing: true even when another worker asked
@@ -163,7 +166,7 @@ def release(ctx: NodeContext) -> Outcome:
         erase = state.get("erase")
         if erase:
             how += f" after its {erase} erase of every disk"
-        return Done(f"MAAS: {how}", data={"status": status, "requested": requested,
+        return Done(f"MAAS: {how}", output={"status": status, "requested": requested,
                                           "erase": erase, "at": ctx.clock()})
     erase = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
     state["erase"] = erase
@@ -189,35 +192,35 @@ def forget(ctx: NodeContext) -> Outcome:
             if d["result"] == "kept"]
     ctx.ports.records.set_kept_disks(ctx.node.name, kept)
     cleared = ctx.ports.records.clear_reboots(ctx.node.name)
-    return Done(f"Torn down; {cleared} reboot request(s) cleared", data={"cleared": cleared})
+    return Done(f"Torn down; {cleared} reboot request(s) cleared", output={"cleared": cleared})
 
 
 def report_disks(ctx: NodeContext) -> Outcome:
     """Per disk: kept or wiped, by which method, verified by what, and when."""
     disks = wipe.report(ctx.previous, iso)
     text = "; ".join(wipe.describe_entry(d) for d in disks)
-    return Done(f"Disks: {text or 'none in the design'}", data={"disks": disks},
+    return Done(f"Disks: {text or 'none in the design'}", output={"disks": disks},
                 records=tuple(disks))
 
 
 def retire(ctx: NodeContext) -> Outcome:
     reason = ctx.options.get("retired_reason")
     if ctx.ports.retire is None:
-        return Failed("Retirement is not available")
+        return Failed("RetirementUnavailable", "Retirement is not available")
     ctx.ports.retire(ctx.node.name, reason)
     return Done(f"Retired{': ' + reason if reason else ''}")
 
 
-def steps(options: dict[str, Any]) -> list[StepDef]:
+def steps(options: dict[str, Any]) -> list[NodeStep]:
     out = [
-        StepDef("plan_wipe", plan_wipe, lambda s: s.power_timeout),
-        StepDef("power_off", power_off, lambda s: s.power_timeout),
-        StepDef("wipe_disks", wipe_disks, lambda s: s.release_timeout),
-        StepDef("release", release, lambda s: s.release_timeout),
-        StepDef("delete", delete, lambda s: s.release_timeout),
-        StepDef("forget", forget, lambda s: s.release_timeout),
-        StepDef("report_disks", report_disks, lambda s: s.release_timeout),
+        node_step("plan_wipe", plan_wipe, lambda s: s.power_timeout),
+        node_step("power_off", power_off, lambda s: s.power_timeout),
+        node_step("wipe_disks", wipe_disks, lambda s: s.release_timeout),
+        node_step("release", release, lambda s: s.release_timeout),
+        node_step("delete", delete, lambda s: s.release_timeout),
+        node_step("forget", forget, lambda s: s.release_timeout),
+        node_step("report_disks", report_disks, lambda s: s.release_timeout),
     ]
     if options.get("retire"):
-        out.append(StepDef("retire", retire, lambda s: s.release_timeout))
+        out.append(node_step("retire", retire, lambda s: s.release_timeout))
     return out

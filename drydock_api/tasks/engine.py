@@ -1,17 +1,21 @@
-"""Runs one node step to its end: retries after transient errors, waits, timeouts."""
+"""Runs one attempt of a node step and decides what comes next: done, failed, or when to try
+again (polls back off, transient errors are retried by the step's policy, timeouts). It never
+waits: the retry is data (`Attempts`) the orchestrator saves with the step and schedules."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from common.errors import BerthError
+from common.workflow import Done, Failed, Retry, next_attempt
 from drydock_api.drivers.ports import DriverError
-from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Retry, StepDef, StepSettings
+from drydock_api.tasks.outcomes import NodeContext, NodeStep, StepSettings
 
 LOG = logging.getLogger(__name__)
-MAX_RETRY_DELAY = 30.0
 
 
 def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float:
@@ -24,52 +28,81 @@ def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float
     return min(interval, max(settings.first_poll, settings.poll_backoff * elapsed))
 
 
+@dataclass(frozen=True)
+class Attempts:
+    """Where a step stands between attempts, saved with the step (see ProgressStore): when it
+    started, attempts made, consecutive transient failures and since when, the situation its
+    last answer described (`note`) and since when, and when to run the next attempt."""
+
+    started: float
+    attempts: int = 0
+    failures: int = 0
+    failing_since: float | None = None
+    note: str = ""
+    noted_at: float = 0.0
+    next_at: float | None = None
+
+    @classmethod
+    def first(cls, now: float) -> Attempts:
+        return cls(started=now, noted_at=now)
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any]) -> Attempts:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class StepEngine:
-    """The only place that sleeps between attempts; steps themselves never loop."""
+    """One attempt per call; steps themselves never loop and nothing here sleeps."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._sleep = sleep
 
-    def run(self, step: StepDef, ctx: NodeContext) -> Done | Failed:
-        settings = ctx.settings
-        timeout = step.timeout(settings)
-        started = self._clock()
-        transient, failing_since = 0, 0.0
-        note, noted_at = "", started  # the step's situation, and since when it holds
-        while True:
-            if ctx.cancelled():
-                return Failed(f"{step.name}: abandoned, another worker holds the task now")
-            try:
-                outcome = step.fn(ctx)
-            except DriverError as exc:
-                failing_since = failing_since if transient else self._clock()
-                outage = self._clock() - failing_since
-                if exc.transient and (transient < settings.retries
-                                      or outage < settings.outage_window):
-                    transient += 1
-                    self._sleep(min(settings.retry_delay * 2 ** (transient - 1),
-                                    MAX_RETRY_DELAY))
-                    continue
-                tries = f"{transient + 1} tries" + (f" over {outage:.0f} s" if outage >= 1
-                                                    else "")
-                return Failed(f"{step.name}: {exc.message} ({tries})",
-                              details=exc.details or None)
-            except BerthError as exc:
-                return Failed(f"{step.name}: {exc.message}")
-            except ValueError as exc:
-                return Failed(f"{step.name}: {exc}")
-            except Exception as exc:  # a bug in a step must fail the node, not the worker
-                LOG.exception("Step %s on %s raised", step.name, ctx.node.name)
-                return Failed(f"{step.name}: internal error: {type(exc).__name__}: {exc}")
-            transient = 0  # the outage, if any, is over
-            if not isinstance(outcome, Retry):
-                return outcome
-            now = self._clock()
-            if outcome.note != note:  # a request made or a new status: look again soon
-                note, noted_at = outcome.note, now
-            delay = poll_delay(outcome.delay, now - noted_at, settings)
-            if now - started + delay > timeout:
-                return Failed(f"{step.name}: timed out after {timeout:g}s ({outcome.note})")
-            self._sleep(delay)
+    def attempt(self, step: NodeStep, ctx: NodeContext,
+                seen: Attempts) -> tuple[Done | Failed | Retry, Attempts]:
+        """Run the step once after `seen`; the outcome (a Retry's delay already follows the
+        poll schedule or the retry policy) and the attempts to save for the next one."""
+        if ctx.cancelled():
+            return Failed("Abandoned", f"{step.name}: abandoned, another worker holds the task "
+                                       f"now"), seen
+        seen = replace(seen, attempts=seen.attempts + 1, next_at=None)
+        try:
+            outcome = step.run(ctx)
+        except DriverError as exc:
+            return self._driver_error(step, ctx, seen, exc)
+        except BerthError as exc:
+            return Failed(exc.instance_reason, f"{step.name}: {exc.message}"), seen
+        except ValueError as exc:
+            return Failed("InvalidInput", f"{step.name}: {exc}"), seen
+        except Exception as exc:  # a bug in a step must fail the node, not the worker
+            LOG.exception("Step %s on %s raised", step.name, ctx.node.name)
+            return Failed("InternalError", f"{step.name}: internal error: "
+                                           f"{type(exc).__name__}: {exc}"), seen
+        seen = replace(seen, failures=0, failing_since=None)  # the outage, if any, is over
+        if not isinstance(outcome, Retry):
+            return outcome, seen
+        now = self._clock()
+        if outcome.note != seen.note:  # a request made or a new status: look again soon
+            seen = replace(seen, note=outcome.note, noted_at=now)
+        delay = poll_delay(outcome.delay, now - seen.noted_at, ctx.settings)
+        timeout = step.policy(ctx).timeout
+        if now - seen.started + delay > timeout:
+            return Failed("Timeout", f"{step.name}: timed out after {timeout:g}s "
+                                     f"({outcome.note})"), seen
+        return replace(outcome, delay=delay), replace(seen, next_at=now + delay)
+
+    def _driver_error(self, step: NodeStep, ctx: NodeContext, seen: Attempts,
+                      exc: DriverError) -> tuple[Failed | Retry, Attempts]:
+        now = self._clock()
+        since = seen.failing_since if seen.failing_since is not None else now
+        seen = replace(seen, failures=seen.failures + 1, failing_since=since)
+        due = next_attempt(step.policy(ctx), seen.failures, since, now) if exc.transient \
+            else None
+        if due is not None:
+            return Retry(due - now, f"{step.name}: {exc.message}"), replace(seen, next_at=due)
+        outage = now - since
+        tries = f"{seen.failures} tries" + (f" over {outage:.0f} s" if outage >= 1 else "")
+        return Failed(exc.instance_reason, f"{step.name}: {exc.message} ({tries})",
+                      details=exc.details or {}), seen

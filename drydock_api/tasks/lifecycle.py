@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
+from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.drivers.ports import BlockDevice, Machine
-from drydock_api.tasks.outcomes import Done, Failed, NodeContext, Outcome, Retry, StepDef
+from drydock_api.tasks.outcomes import NodeContext, NodeStep, node_step
 
 COMMISSIONED = ("Ready", "Allocated", "Deployed", "Deploying")
 COMMISSIONABLE = ("New", "Failed commissioning")
@@ -36,17 +37,17 @@ def enlist(ctx: NodeContext) -> Outcome:
     if machine is not None:
         how = "enlisted after PXE boot" if state.get("pxe_at") else "already known"
         return Done(f"MAAS {how}: {machine.system_id} ({machine.status_name})",
-                    data={"system_id": machine.system_id, "pxe": bool(state.get("pxe_at"))})
+                    output={"system_id": machine.system_id, "pxe": bool(state.get("pxe_at"))})
     mac = _boot_mac(ctx)
     found = maas.find_by_mac(mac) if mac else None
     if found is not None:
         renamed = maas.rename(found.system_id, node.name)
         return Done(f"MAAS knew boot MAC {mac} as {found.hostname}: renamed to {node.name}",
-                    data={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
+                    output={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
     if "pxe_at" not in state:
         if node.bmc is None:
-            return Failed(f"Node {node.name} is unknown to MAAS and has no usable oob access "
-                          f"to PXE boot it")
+            return Failed("NoOobAccess", f"Node {node.name} is unknown to MAAS and has no usable "
+                          f"oob access to PXE boot it")
         ctx.ports.oob.set_pxe_boot(node.bmc)
         ctx.ports.oob.power_cycle(node.bmc)
         state["pxe_at"] = ctx.clock()
@@ -59,13 +60,14 @@ def commission(ctx: NodeContext) -> Outcome:
     maas, state = ctx.ports.maas, ctx.state
     machine = _machine(ctx)
     if machine is None:
-        return Failed("MAAS no longer knows the machine")
+        return Failed("MachineGone", "MAAS no longer knows the machine")
     status = machine.status_name
     if status in COMMISSIONED:
         how = "commissioned" if state.get("requested") else f"{status}, no commissioning needed"
-        return Done(f"MAAS: {how}", data={"status": status})
+        return Done(f"MAAS: {how}", output={"status": status})
     if status == "Failed commissioning" and state.get("requested"):
-        return Failed(f"MAAS failed to commission {ctx.node.name}: {_detail(machine)}",
+        return Failed("CommissioningFailed",
+                      f"MAAS failed to commission {ctx.node.name}: {_detail(machine)}",
                       details={"maas_status": status})
     if status in COMMISSIONABLE:
         maas.commission(machine.system_id)
@@ -73,7 +75,8 @@ def commission(ctx: NodeContext) -> Outcome:
         return Retry(ctx.settings.maas_poll, "commissioning requested")
     if status in BUSY:
         return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
-    return Failed(f"MAAS status {status}: cannot commission; release or fix the machine first",
+    return Failed("NotCommissionable",
+                  f"MAAS status {status}: cannot commission; release or fix the machine first",
                   details={"maas_status": status})
 
 
@@ -156,7 +159,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
     layout (unpartitioned, unformatted): deploy mounts their existing filesystems instead."""
     machine = _machine(ctx)
     if machine is None:
-        return Failed("MAAS no longer knows the machine")
+        return Failed("MachineGone", "MAAS no longer knows the machine")
     if machine.status_name in ("Deployed", "Deploying"):
         return Done(f"{machine.status_name}: storage left as it is")
     storage = ctx.node.data.get("storage")
@@ -164,7 +167,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
     have = {d.name: d for d in ctx.ports.maas.block_devices(machine.system_id)}
     missing = sorted(n for n in devices if n not in have)
     if missing:
-        return Failed(f"MAAS found no disk {', '.join(missing)} on {ctx.node.name} "
+        return Failed("DiskMissing", f"MAAS found no disk {', '.join(missing)} on {ctx.node.name} "
                       f"(found: {', '.join(sorted(have)) or 'none'})")
     changed, kept, preserved = [], [], []
     keep = set(_kept(ctx))
@@ -185,7 +188,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
     parts += [f"{', '.join(preserved)} kept out of the layout (preserved data, mounted as it "
               "is at deploy)"] if preserved else []
     return Done("Storage: " + "; ".join(parts or ["no disks in the design"]),
-                data={"changed": changed, "kept": kept, "preserved": preserved})
+                output={"changed": changed, "kept": kept, "preserved": preserved})
 
 
 def _platform(ctx: NodeContext, key: str) -> str:
@@ -198,13 +201,14 @@ def deploy(ctx: NodeContext) -> Outcome:
     maas, state = ctx.ports.maas, ctx.state
     machine = _machine(ctx)
     if machine is None:
-        return Failed("MAAS does not know the machine: run prepare_nodes first")
+        return Failed("MachineUnknown", "MAAS does not know the machine: run prepare_nodes first")
     status = machine.status_name
     if status == "Deployed":
         how = "deployed" if state.get("requested") else "already deployed, left untouched"
-        return Done(f"MAAS: {how}", data={"already": not state.get("requested")})
+        return Done(f"MAAS: {how}", output={"already": not state.get("requested")})
     if status == "Failed deployment" and state.get("requested"):
-        return Failed(f"MAAS failed to deploy {ctx.node.name}: {_detail(machine)}",
+        return Failed("DeploymentFailed",
+                      f"MAAS failed to deploy {ctx.node.name}: {_detail(machine)}",
                       details={"maas_status": status})
     if status in BUSY:
         return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
@@ -218,7 +222,8 @@ def deploy(ctx: NodeContext) -> Outcome:
         mounts = ", ".join(f"{m[0]} at {m[1]}" for m in kept_mounts(ctx))
         return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}"
                      + (f"; mounting kept {mounts}" if mounts else ""))
-    return Failed(f"MAAS status {status}: not ready to deploy (prepare_nodes first)",
+    return Failed("NotDeployable",
+                  f"MAAS status {status}: not ready to deploy (prepare_nodes first)",
                   details={"maas_status": status})
 
 
@@ -244,17 +249,17 @@ def mark_prepared(ctx: NodeContext) -> Outcome:
     return Done("Node available for deployment")
 
 
-def prepare_steps(options: dict[str, Any]) -> list[StepDef]:
+def prepare_steps(options: dict[str, Any]) -> list[NodeStep]:
     return [
-        StepDef("enlist", enlist, lambda s: s.enlist_timeout),
-        StepDef("commission", commission, lambda s: s.commission_timeout),
-        StepDef("apply_storage", apply_storage, lambda s: s.release_timeout),
-        StepDef("mark_prepared", mark_prepared, lambda s: s.release_timeout),
+        node_step("enlist", enlist, lambda s: s.enlist_timeout),
+        node_step("commission", commission, lambda s: s.commission_timeout),
+        node_step("apply_storage", apply_storage, lambda s: s.release_timeout),
+        node_step("mark_prepared", mark_prepared, lambda s: s.release_timeout),
     ]
 
 
-def deploy_steps(options: dict[str, Any]) -> list[StepDef]:
+def deploy_steps(options: dict[str, Any]) -> list[NodeStep]:
     return [
-        StepDef("deploy", deploy, lambda s: s.deploy_timeout),
-        StepDef("join", join, lambda s: s.join_timeout),
+        node_step("deploy", deploy, lambda s: s.deploy_timeout),
+        node_step("join", join, lambda s: s.join_timeout),
     ]

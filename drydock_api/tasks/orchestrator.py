@@ -3,6 +3,7 @@ steps a previous (dead) worker completed, stopping before the next step on termi
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 from collections.abc import Callable
@@ -14,16 +15,16 @@ from common.context import RequestContext, current_marker
 from common.documents import Document
 from common.errors import BerthError
 from common.status import simple_message
+from common.workflow import Done, Failed, Retry
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.tasks.actions import ActionDef
-from drydock_api.tasks.engine import StepEngine
+from drydock_api.tasks.engine import Attempts, StepEngine
 from drydock_api.tasks.outcomes import (
-    Done,
-    Failed,
     NodeContext,
+    NodeStep,
     Ports,
     SiteContext,
     StepSettings,
@@ -36,10 +37,37 @@ S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never s
 
 @dataclass
 class Lease:
-    """A worker's hold on a task; `lost` is set when renewal fails (another worker has it)."""
+    """A worker's hold on a task; `lost` is set when renewal fails (another worker has it).
+    `changed` is notified on that and whenever one of the task's node attempts ends."""
 
     task_id: str
     lost: threading.Event = field(default_factory=threading.Event)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def lose(self) -> None:
+        self.lost.set()
+        self.wake()
+
+    def wake(self) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+
+@dataclass
+class _NodeRun:
+    """One node of a running task: the steps still to run, the current step (its row, its
+    context, whose `state` survives its attempts) and where its attempts stand."""
+
+    node: NodeDef
+    sub: TaskRow
+    options: dict[str, Any]
+    pending: list[NodeStep]
+    previous: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, TaskRow] | None = None
+    step: NodeStep | None = None
+    row: TaskRow | None = None
+    ctx: NodeContext | None = None
+    seen: Attempts = field(default_factory=lambda: Attempts(started=0.0))
 
 
 class DesignSource:
@@ -55,16 +83,18 @@ class Orchestrator:
     def __init__(self, tasks: TaskStore, progress: ProgressStore,
                  actions: dict[str, ActionDef], designs: DesignSource, ports: Ports,
                  settings: StepSettings, pool: Executor, engine: StepEngine,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float],
+                 sleep: Callable[[float], None] | None = None) -> None:
         self._tasks = tasks
         self._progress = progress
         self._actions = actions
         self._designs = designs
         self._ports = ports
         self._settings = settings
-        self._pool = pool
+        self.pool = pool
         self._engine = engine
-        self._clock = clock
+        self.clock = clock
+        self.sleep = sleep  # None: wait for due attempts in real time
 
     def run(self, task: TaskRow, lease: Lease) -> None:
         """Run (or resume) a task we hold the lease of, to complete or terminated."""
@@ -76,7 +106,7 @@ class Orchestrator:
                              end_user=task.created_by)
         action = self._actions[row.action]
         if action.site is not None and row.status == S.TERMINATING:
-            self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self._clock())
+            self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self.clock())
             return
         try:
             if action.site is not None:
@@ -94,7 +124,7 @@ class Orchestrator:
         row = self._tasks.get(task.id)
         if row.status in (S.REQUESTED, S.QUEUED):
             if row.terminate_requested:
-                self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self._clock())
+                self._tasks.transition(row.id, TaskStatus.TERMINATED, completed=self.clock())
                 return None
             return self._tasks.transition(row.id, TaskStatus.RUNNING)
         if row.status in (S.RUNNING, S.TERMINATING):
@@ -109,13 +139,13 @@ class Orchestrator:
                                           ports=self._ports, request=ctx))
         self._progress.add_messages(row, outcome.messages)
         result = TaskResult.SUCCESS if outcome.ok else TaskResult.FAILURE
-        self._tasks.transition(row.id, TaskStatus.COMPLETE, completed=self._clock(),
+        self._tasks.transition(row.id, TaskStatus.COMPLETE, completed=self.clock(),
                                result=result.value, result_message=outcome.message)
 
     def _fail_task(self, row: TaskRow, message: str) -> None:
         self._progress.add_messages(row, [simple_message(message)])
         target = TaskStatus.TERMINATED if row.status == S.TERMINATING else TaskStatus.COMPLETE
-        self._tasks.transition(row.id, target, completed=self._clock(),
+        self._tasks.transition(row.id, target, completed=self.clock(),
                                result=TaskResult.FAILURE.value, result_message=message)
 
     def _run_nodes(self, row: TaskRow, action: ActionDef, design: Design,
@@ -123,7 +153,7 @@ class Orchestrator:
         names = list(row.node_names or [])
         missing = [n for n in names if n not in design.nodes]
         node_tasks = self._progress.ensure_node_tasks(row, names)
-        futures: list[Future[None]] = []
+        runs: list[_NodeRun] = []
         for name in names:
             sub = node_tasks[name]
             if sub.status in (S.COMPLETE, S.TERMINATED):
@@ -135,10 +165,10 @@ class Orchestrator:
                 continue
             if self._skip_retired(action, sub, name):
                 continue
-            futures.append(self._pool.submit(self._run_node, row, action, design.nodes[name],
-                                             sub, ctx, lease))
-        for future in futures:
-            future.result()
+            assert action.steps is not None
+            options = dict(row.options or {})
+            runs.append(_NodeRun(design.nodes[name], sub, options, action.steps(options)))
+        _Schedule(self, row, ctx, lease, runs).run()
 
     def _skip_retired(self, action: ActionDef, sub: TaskRow, name: str) -> bool:
         """Retired nodes are never targets of prepare/deploy: skipped (not failed)."""
@@ -161,45 +191,78 @@ class Orchestrator:
         status, terminate, _owner = self._tasks.control(row.id)
         return terminate or status == S.TERMINATING
 
-    def _run_node(self, row: TaskRow, action: ActionDef, node: NodeDef, sub: TaskRow,
-                  ctx: RequestContext, lease: Lease) -> None:
+    def attempt(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
+                lease: Lease) -> float | None:
+        """Run a node on: its steps in order, each one attempt at a time, skipping those done
+        (by a previous worker too). When to come back (a step waits), or None: it ended."""
         current_marker.set(ctx.marker)
-        assert action.steps is not None
-        options = dict(row.options or {})
-        recorded = self._progress.steps_of(sub.id)
-        previous: dict[str, Any] = {}
-        for step in action.steps(options):
-            done = recorded.get(step.name)
-            if done is not None and done.status == S.COMPLETE and done.result == R.SUCCESS:
-                previous[step.name] = done.data
-                continue
-            if self._stop_requested(row, lease):
-                return
-            step_row = self._progress.start_step(sub, step.name)
-            nctx = NodeContext(node=node, options=options, ports=self._ports,
-                               settings=self._settings, request=ctx, clock=self._clock,
-                               previous=previous, cancelled=lease.lost.is_set)
-            outcome = self._engine.run(step, nctx)
+        while True:
+            if run.step is None and not self._next_step(row, run, ctx, lease):
+                return None
+            assert run.step is not None and run.row is not None and run.ctx is not None
+            if run.seen.next_at is not None and run.seen.next_at > self.clock():
+                return run.seen.next_at  # resumed after a takeover: not due yet
+            outcome, run.seen = self._engine.attempt(run.step, run.ctx, run.seen)
             if lease.lost.is_set():
-                return
-            ok = not isinstance(outcome, Failed)
-            text = outcome.reason if isinstance(outcome, Failed) else outcome.message
-            message = simple_message(f"{node.name}: {text}", error=not ok, node=node.name,
-                                     step=step.name, context_type="node", context=node.name)
-            result = TaskResult.SUCCESS if ok else TaskResult.FAILURE
-            data = None if isinstance(outcome, Failed) else outcome.data
-            records = [simple_message(f"{node.name}: {r.get('disk', '')} {r.get('result', '')}"
-                                      .strip(), error=False, node=node.name, step=step.name,
-                                      context_type="node", context=node.name, **r)
-                       for r in (outcome.records if isinstance(outcome, Done) else ())]
-            self._progress.finish(step_row, result=result, status=TaskStatus.COMPLETE,
-                                  data=data, messages=[message, *records])
-            LOG.info("%s %s %s: %s", row.action, node.name, step.name, text)
-            if not ok:
-                self._progress.finish(sub, result=TaskResult.FAILURE, status=TaskStatus.COMPLETE)
-                return
-            previous[step.name] = data
-        self._progress.finish(sub, result=TaskResult.SUCCESS, status=TaskStatus.COMPLETE)
+                return None
+            if isinstance(outcome, Retry):
+                self._progress.save_retry(run.row, run.seen.to_json())
+                return run.seen.next_at
+            if not self._record(row, run, outcome):
+                return None
+
+    def _next_step(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
+                   lease: Lease) -> bool:
+        """Start the node's next step not done yet (resuming its saved retry); False when
+        none is left (the node succeeded) or the task is to stop."""
+        if run.recorded is None:
+            run.recorded = self._progress.steps_of(run.sub.id)
+        while run.pending:
+            step = run.pending[0]
+            done = run.recorded.get(step.name)
+            if done is None or done.status != S.COMPLETE or done.result != R.SUCCESS:
+                break
+            run.previous[step.name] = done.data
+            run.pending.pop(0)
+        else:
+            self._progress.finish(run.sub, result=TaskResult.SUCCESS,
+                                  status=TaskStatus.COMPLETE)
+            return False
+        if self._stop_requested(row, lease):
+            return False
+        step = run.pending.pop(0)
+        run.step, run.row = step, self._progress.start_step(run.sub, step.name)
+        saved = self._progress.saved_retry(run.row)
+        run.seen = Attempts.load(saved) if saved else Attempts.first(self.clock())
+        run.ctx = NodeContext(node=run.node, options=run.options, ports=self._ports,
+                              settings=self._settings, request=ctx, clock=self.clock,
+                              previous=run.previous, cancelled=lease.lost.is_set)
+        return True
+
+    def _record(self, row: TaskRow, run: _NodeRun, outcome: Done | Failed) -> bool:
+        """Record a step's end; True when the node goes on with its next step."""
+        node, step, step_row = run.node, run.step, run.row
+        assert step is not None and step_row is not None
+        ok = isinstance(outcome, Done)
+        message = simple_message(f"{node.name}: {outcome.message}", error=not ok,
+                                 node=node.name, step=step.name, context_type="node",
+                                 context=node.name)
+        result = TaskResult.SUCCESS if ok else TaskResult.FAILURE
+        data = outcome.output if isinstance(outcome, Done) else None
+        records = [simple_message(f"{node.name}: {r.get('disk', '')} {r.get('result', '')}"
+                                  .strip(), error=False, node=node.name, step=step.name,
+                                  context_type="node", context=node.name, **r)
+                   for r in (outcome.records if isinstance(outcome, Done) else ())]
+        self._progress.finish(step_row, result=result, status=TaskStatus.COMPLETE,
+                              data=data, messages=[message, *records])
+        LOG.info("%s %s %s: %s", row.action, node.name, step.name, outcome.message)
+        if not ok:
+            self._progress.finish(run.sub, result=TaskResult.FAILURE,
+                                  status=TaskStatus.COMPLETE)
+            return False
+        run.previous[step.name] = data
+        run.step, run.row, run.ctx = None, None, None
+        return True
 
     def _finish(self, row: TaskRow) -> None:
         """Count node results; unfinished nodes of a terminated task are marked terminated."""
@@ -221,7 +284,7 @@ class Orchestrator:
         if status == S.RUNNING and stopping:
             self._tasks.transition(row.id, TaskStatus.TERMINATING)
         target = TaskStatus.TERMINATED if stopping else TaskStatus.COMPLETE
-        self._tasks.transition(row.id, target, completed=self._clock(), result=result.value,
+        self._tasks.transition(row.id, target, completed=self.clock(), result=result.value,
                                successes=ok, failures=bad,
                                result_message=_summary(row.action, ok, bad, skipped))
 
@@ -231,3 +294,45 @@ def _summary(action: str, ok: list[str], bad: list[str], skipped: list[str]) -> 
     text += f" ({', '.join(bad)})" if bad else ""
     return text + (f", {len(skipped)} skipped ({', '.join(skipped)})" if skipped else "")
 
+
+class _Schedule:
+    """Runs a task's nodes: each node's next attempt goes to the pool when it is due (a heap
+    of due times); between attempts no thread is held. Woken when an attempt ends or the lease
+    is lost; with a `sleep` (a fake clock) waits for a due time by sleeping instead."""
+
+    def __init__(self, orch: Orchestrator, row: TaskRow, ctx: RequestContext, lease: Lease,
+                 runs: list[_NodeRun]) -> None:
+        self.o, self.row, self.ctx, self.lease = orch, row, ctx, lease
+        self.runs = runs
+        self.due: list[tuple[float, int]] = [(orch.clock(), i) for i in range(len(runs))]
+        self.running: dict[Future[float | None], int] = {}
+
+    def run(self) -> None:
+        while self.due or self.running:
+            if self.lease.lost.is_set():
+                self.due.clear()
+            now = self.o.clock()
+            while self.due and self.due[0][0] <= now:
+                _, i = heapq.heappop(self.due)
+                future = self.o.pool.submit(self.o.attempt, self.row, self.runs[i], self.ctx,
+                                            self.lease)
+                future.add_done_callback(lambda _: self.lease.wake())
+                self.running[future] = i
+            self._wait(now)
+            for future in [f for f in self.running if f.done()]:
+                i = self.running.pop(future)
+                again = future.result()
+                if again is not None and not self.lease.lost.is_set():
+                    heapq.heappush(self.due, (again, i))
+
+    def _wait(self, now: float) -> None:
+        """Until an attempt ends, the lease is lost or the next attempt is due."""
+        delay = max(0.0, self.due[0][0] - now) if self.due else None
+        if not self.running and self.o.sleep is not None and delay is not None:
+            self.o.sleep(delay)
+            return
+        with self.lease.changed:
+            if any(f.done() for f in self.running) or self.lease.lost.is_set():
+                return
+            if delay is None or delay > 0:
+                self.lease.changed.wait(delay)

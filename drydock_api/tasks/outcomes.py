@@ -1,4 +1,5 @@
-"""What a step returns, and what it gets: typed, frozen outcomes and the per-node context."""
+"""What a node step gets (the per-node context, the ports and settings) and how Drydock's steps
+are defined; what a step returns (Done / Retry / Failed) is common.workflow's."""
 
 from __future__ import annotations
 
@@ -7,34 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.context import RequestContext
+from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import JoinState, OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
-
-
-@dataclass(frozen=True)
-class Done:
-    message: str
-    data: dict[str, Any] | None = None
-    notes: tuple[str, ...] = ()
-    records: tuple[dict[str, Any], ...] = ()   # each becomes one more message (e.g. per disk)
-
-
-@dataclass(frozen=True)
-class Retry:
-    """Not finished yet: call the step again after `delay` seconds at the latest (the engine
-    waits; it looks sooner while the situation `note` describes is new, see poll_delay)."""
-
-    delay: float
-    note: str
-
-
-@dataclass(frozen=True)
-class Failed:
-    reason: str
-    details: dict[str, Any] | None = None
-
-
-Outcome = Done | Retry | Failed
 
 
 class Labeller(Protocol):
@@ -65,6 +41,9 @@ class NodeRecords(Protocol):
     def set_kept_disks(self, name: str, disks: list[str]) -> None: ...
 
 
+MAX_RETRY_DELAY = 30.0  # the longest wait between retries of a transient driver error (s)
+
+
 @dataclass(frozen=True)
 class StepSettings:
     graceful_timeout: float = 60.0
@@ -82,6 +61,11 @@ class StepSettings:
     long_poll_wait: float = 10.0  # how long one look at a watched peer may wait (s)
     first_poll: float = 0.1  # MAAS/BMC polls start this soon after a change (s) ...
     poll_backoff: float = 0.1  # ... then wait this fraction of the time since the change
+
+    def policy(self, timeout: float) -> StepPolicy:
+        """A step's timeout, with the retries of transient driver errors these settings give."""
+        return StepPolicy(timeout=timeout, retries=self.retries, backoff=self.retry_delay,
+                          max_backoff=MAX_RETRY_DELAY, outage_window=self.outage_window)
 
 
 @dataclass
@@ -130,8 +114,9 @@ StepFn = Callable[[NodeContext], Outcome]
 SiteFn = Callable[[SiteContext], SiteOutcome]
 
 
-@dataclass(frozen=True)
-class StepDef:
-    name: str
-    fn: StepFn
-    timeout: Callable[[StepSettings], float]
+NodeStep = StepDef[NodeContext]
+
+
+def node_step(name: str, fn: StepFn, timeout: Callable[[StepSettings], float]) -> NodeStep:
+    """A node step whose timeout the settings give (e.g. `lambda s: s.power_timeout`)."""
+    return StepDef(name, fn, lambda ctx: ctx.settings.policy(timeout(ctx.settings)))

@@ -92,7 +92,7 @@ class Worker:
             try:
                 if not self.store.renew(lease.task_id, self.owner, self.settings.lease_seconds):
                     LOG.warning("Lost the lease on task %s", lease.task_id)
-                    lease.lost.set()
+                    lease.lose()
             except Exception:
                 LOG.exception("Renewing the lease on %s failed", lease.task_id)
 

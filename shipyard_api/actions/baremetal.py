@@ -15,6 +15,14 @@ from typing import Any, Protocol, cast
 
 from common.context import RequestContext
 from common.errors import BerthError
+from common.workflow import (
+    Failed,
+    Outcome,
+    StepPolicy,
+    done,
+    failed,
+    retry_after,
+)
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
 from shipyard_api.clients.ports import DrydockPort, node_names_filter
@@ -25,14 +33,6 @@ from shipyard_api.strategy.order import CircularDependency
 from shipyard_api.strategy.progress import DEPLOY, SUCCESS, Call, Deployment, group_summary
 from shipyard_api.strategy.selectors import NodeIndex, node_filter, without_retired
 from shipyard_api.workflow.definitions import StepContext
-from shipyard_api.workflow.outcomes import (
-    Failed,
-    Outcome,
-    StepPolicy,
-    done,
-    failed,
-    retry_after,
-)
 
 LOG = logging.getLogger(__name__)
 MEMO = "baremetal"
@@ -148,7 +148,7 @@ def select_groups(drydock: NodeSelectionPort, ref: str, strategy: Strategy,
 
 def _poll(ctx: StepContext, deployment: Deployment,
           pending: Mapping[str, Any]) -> Outcome | None:
-    """None once the call is settled; a RetryAfter while its task still runs."""
+    """None once the call is settled; a Retry while its task still runs."""
     call = Call(pending["group"], pending["phase"], tuple(pending["nodes"]))
     task_id = str(pending["task_id"])
     interval = _config(ctx, PHASE_CONFIG[call.phase][0])

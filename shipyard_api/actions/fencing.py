@@ -25,11 +25,11 @@ from datetime import datetime
 from typing import Any
 
 from common.context import RequestContext
+from common.workflow import Outcome, done, failed
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import Services, services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.workflow.definitions import StepContext
-from shipyard_api.workflow.outcomes import Outcome, done, failed
 
 GRACEFUL, FENCE_FIRST = "graceful", "fence-first"
 

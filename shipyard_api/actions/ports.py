@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from common.workflow import StepPolicy
 from shipyard_api.clients.ports import DrydockPort, PromenadePort
 from shipyard_api.workflow.definitions import FinishContext, StepContext
-from shipyard_api.workflow.outcomes import StepPolicy
 
 
 class DocumentsPort(Protocol):

@@ -8,13 +8,13 @@ from typing import Any, cast
 from common.context import RequestContext
 from common.errors import BadGateway, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
+from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import fencing, progress, steps
 from shipyard_api.actions.design import decommission_timeouts, node_names
 from shipyard_api.actions.params import REVISIONS, Params, version_of
 from shipyard_api.actions.ports import DocumentsPort, Services, services
 from shipyard_api.clients.ports import node_names_filter, node_ready
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
-from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
 
 NAME = "redeploy_server"
 PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase")

@@ -7,13 +7,13 @@ from typing import Any
 
 from common.errors import Conflict
 from common.status import simple_message
+from common.workflow import Outcome, StepPolicy, done
 from shipyard_api.actions import baremetal, steps
 from shipyard_api.actions.design import node_names
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import DocumentsPort, services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
-from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done
 
 SITE_PARAMS = ("allow-intermediate-commits",)
 

@@ -10,11 +10,11 @@ from common.clients.drydock import NodeFilter
 from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
+from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions.design import deployment_configuration, etcd_membership, node_names
 from shipyard_api.actions.params import version_of
 from shipyard_api.actions.ports import Services, services
 from shipyard_api.workflow.definitions import FinishContext, StepContext
-from shipyard_api.workflow.outcomes import Outcome, StepPolicy, done, failed, retry_after
 
 LOG = logging.getLogger(__name__)
 FINISHED = ("complete", "terminated")

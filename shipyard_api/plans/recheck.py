@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from common.errors import NotFound
+from common.workflow import Outcome, Retry, failed
 from shipyard_api.actions import fencing, steps
 from shipyard_api.actions.ports import services
 from shipyard_api.actions.redeploy import destroy_options
@@ -21,7 +22,6 @@ from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.plans import facts, site
 from shipyard_api.strategy.model import strategy_of
 from shipyard_api.workflow.definitions import StepContext, StepFn
-from shipyard_api.workflow.outcomes import Outcome, RetryAfter, failed
 
 CHECKED = "plan_checked"
 
@@ -92,7 +92,7 @@ def guarded(run: StepFn) -> StepFn:
                           f"changed: {facts.diff_text(changes)}; this step did nothing. Plan "
                           "again.", {"plan_id": plan_id, "changes": changes})
         outcome = run(ctx)
-        if isinstance(outcome, RetryAfter):
+        if isinstance(outcome, Retry):
             memo: dict[str, Any] = {**outcome.memo, CHECKED: True}
             return replace(outcome, memo=memo)
         return outcome

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from common import workflow
 from common.context import RequestContext
-from shipyard_api.workflow.outcomes import Outcome, StepPolicy
 
 
 @dataclass
@@ -46,23 +46,11 @@ class StepContext:
         return self.outputs.get(name, {})
 
 
-StepFn = Callable[[StepContext], Outcome]
-PolicyFn = Callable[[StepContext], StepPolicy]
-ExclusiveFn = Callable[[StepContext], set[str]]
-CancelFn = Callable[[StepContext], None]
-
-
-@dataclass(frozen=True)
-class StepDef:
-    """One step of an action; `per_node` steps form a chain per target node. `cancel` stops
-    the work a running or waiting step started elsewhere (on stop and on timeout)."""
-
-    name: str
-    run: StepFn
-    policy: PolicyFn = lambda ctx: StepPolicy()
-    per_node: bool = False
-    exclusive: ExclusiveFn | None = None
-    cancel: CancelFn | None = None
+# One step of an action (see common.workflow.StepDef): `per_node` steps form a chain per
+# target node; `cancel` stops the work a running or waiting step started elsewhere (on stop
+# and on timeout).
+StepDef = workflow.StepDef[StepContext]
+StepFn = Callable[[StepContext], workflow.Outcome]
 
 
 @dataclass(frozen=True)

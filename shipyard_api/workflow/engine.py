@@ -16,6 +16,7 @@ from typing import Any
 
 from common.context import current_marker
 from common.errors import BerthError
+from common.workflow import Done, Failed, Outcome, Retry, StepPolicy, next_attempt
 from shipyard_api.workflow.definitions import (
     ActionDefinition,
     FinishContext,
@@ -23,7 +24,6 @@ from shipyard_api.workflow.definitions import (
     StepDef,
 )
 from shipyard_api.workflow.models import ActionRow, StepRow
-from shipyard_api.workflow.outcomes import Done, Failed, Outcome, RetryAfter, StepPolicy
 from shipyard_api.workflow.states import TERMINAL_ACTION, TERMINAL_STEP, ActionState, StepState
 from shipyard_api.workflow.store import ActionStore, LeaseLost
 
@@ -263,14 +263,14 @@ class _Run:
         e, now = self.e, self.e.clock()
         step = next(s for s in e.store.steps(self.action_id) if s.step_id == sid)
         save = e.store.save_step
-        LOG.log(logging.DEBUG if isinstance(result, RetryAfter) else logging.INFO,
+        LOG.log(logging.DEBUG if isinstance(result, Retry) else logging.INFO,
                 "Action %s step %s: %s", self.action_id, sid, _describe(result))
         if isinstance(result, Done):
-            notes = [*step.notes, _note(now, result.note)] if result.note else step.notes
+            notes = [*step.notes, _note(now, result.message)] if result.message else step.notes
             save(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now, output=result.output,
                  details=result.details, notes=notes, next_attempt_at=None)
             e.step_ended(step, S.SUCCESS, now)
-        elif isinstance(result, RetryAfter):
+        elif isinstance(result, Retry):
             notes = [*step.notes, _note(now, result.note)][-50:] if result.note else step.notes
             memo = {k: v for k, v in {**(step.memo or {}), **result.memo}.items()
                     if k != FAILING_SINCE}
@@ -293,16 +293,18 @@ class _Run:
         details = exc.to_status() if isinstance(exc, BerthError) else {"error": str(exc)}
         failures = step.failures + 1
         memo = dict(step.memo or {})
-        outage = now - float(memo.setdefault(FAILING_SINCE, now))
+        since = float(memo.setdefault(FAILING_SINCE, now))
+        outage = now - since
         if not isinstance(exc, BerthError):
             LOG.error("Step %s of %s raised", step.step_id, self.action_id, exc_info=exc)
-        if retry and (failures <= policy.retries or outage < policy.outage_window):
+        due = next_attempt(policy, failures, since, now) if retry else None
+        if due is not None:
             delay = policy.backoff_for(failures)
             note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}; retrying in "
                          f"{delay:g} s" + (f" (failing for {outage:.0f} s)" if outage else ""))
             e.store.save_step(self.action_id, e.owner, step.step_id, S.WAITING,
                               failures=failures, details=details, memo=memo,
-                              next_attempt_at=now + delay, notes=[*step.notes, note][-50:])
+                              next_attempt_at=due, notes=[*step.notes, note][-50:])
         else:
             cause = exc.message if isinstance(exc, BerthError) else str(exc)
             if retry and outage:
@@ -364,8 +366,8 @@ def _failure_text(step: StepRow) -> str:
 
 def _describe(result: Outcome | BaseException) -> str:
     if isinstance(result, Done):
-        return f"done {result.note}".strip()
-    if isinstance(result, RetryAfter):
+        return f"done {result.message}".strip()
+    if isinstance(result, Retry):
         return f"again in {result.delay:g} s {result.note}".strip()
     if isinstance(result, Failed):
         return f"failed {result.reason}: {result.message}"

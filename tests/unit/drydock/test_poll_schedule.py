@@ -4,37 +4,33 @@ from __future__ import annotations
 
 import pytest
 
+from common.workflow import Done, Outcome, Retry
 from drydock_api.drivers.maas.fake import FakeMaas
 from drydock_api.drivers.oob_fake import FakeOob
 from drydock_api.nodes.design import NodeDef
-from drydock_api.tasks.engine import StepEngine, poll_delay
-from drydock_api.tasks.outcomes import (
-    Done,
-    NodeContext,
-    Outcome,
-    Ports,
-    Retry,
-    StepDef,
-    StepSettings,
-)
+from drydock_api.tasks.engine import Attempts, StepEngine, poll_delay
+from drydock_api.tasks.outcomes import NodeContext, Ports, StepSettings, node_step
 from tests.unit.drydock.conftest import FakeClock
 
 SETTINGS = StepSettings(maas_poll=5.0, first_poll=0.1, poll_backoff=0.1, release_timeout=3600)
 
 
 def run(step_fn: object, clock: FakeClock) -> tuple[Outcome, list[float]]:
-    """Run one step with the engine on a fake clock; the outcome and every wait."""
+    """Run one step attempt by attempt on a fake clock, as the orchestrator schedules it
+    (waiting until each saved next attempt time); the outcome and every wait."""
     waits: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        waits.append(round(seconds, 6))
-        clock.advance(seconds)
-
     node = NodeDef("n1", None, (), {}, None, None, None, None, (), None)
     ctx = NodeContext(node=node, options={}, ports=Ports(maas=FakeMaas(), oob=FakeOob()),
                       settings=SETTINGS, request=None, clock=clock)  # type: ignore[arg-type]
-    step = StepDef("release", step_fn, lambda s: s.release_timeout)  # type: ignore[arg-type]
-    return StepEngine(clock=clock, sleep=sleep).run(step, ctx), waits
+    step = node_step("release", step_fn, lambda s: s.release_timeout)  # type: ignore[arg-type]
+    engine, seen = StepEngine(clock=clock), Attempts.first(clock())
+    while True:
+        outcome, seen = engine.attempt(step, ctx, seen)
+        if not isinstance(outcome, Retry):
+            return outcome, waits
+        assert seen.next_at is not None
+        waits.append(round(seen.next_at - clock(), 6))
+        clock.advance(seen.next_at - clock())
 
 
 def test_polls_wait_first_poll_then_a_fraction_of_the_time_unchanged_up_to_the_interval() -> None:

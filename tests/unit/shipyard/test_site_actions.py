@@ -129,7 +129,7 @@ def test_site_relabel_follows_the_nodes_the_baremetal_step_deployed(harness: Har
             memo={}, outputs={"resolve_design": {"design_ref": "ref", "config": {}},
                               **outputs}, services=harness.services, now=0.0)
 
-    assert "nothing to relabel" in relabel_nodes(ctx({"baremetal": {"deployed": []}})).note
+    assert "nothing to relabel" in relabel_nodes(ctx({"baremetal": {"deployed": []}})).message
     assert harness.drydock.tasks == {}
     relabel_nodes(ctx({"baremetal": {"deployed": ["node02", "node03"]}}))
     assert next(iter(harness.drydock.tasks.values()))["nodes"] == ["node02", "node03"]

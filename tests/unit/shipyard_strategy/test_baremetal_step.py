@@ -11,11 +11,11 @@ import pytest
 
 from common.context import RequestContext
 from common.errors import BadGateway, BadRequest
+from common.workflow import Failed
 from shipyard_api.actions.baremetal import baremetal, select_groups
 from shipyard_api.strategy.model import parse_strategy, strategy_of
 from shipyard_api.strategy.selectors import node_filter
 from shipyard_api.workflow.definitions import StepContext
-from shipyard_api.workflow.outcomes import Failed
 from sitesim.design import SiteEndpoints, design_documents
 from sitesim.siteconfig import load_site
 from tests.unit.shipyard.conftest import Harness
