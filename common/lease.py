@@ -1,14 +1,19 @@
 """Leases on database rows: the one shape in which Shipyard's and Drydock's stores hand a row
 (an action, a task, a node, the documents lock) to one process at a time. A row is held by
 `lease_owner` until `lease_expires` (epoch seconds); taking, renewing and dropping are
-conditional UPDATEs, so of two processes racing for a row exactly one succeeds."""
+conditional UPDATEs, so of two processes racing for a row exactly one succeeds.
+
+Taking and renewing first wait for the row's write lock (SQLite's BEGIN IMMEDIATE, the row
+lock on PostgreSQL), and the new expiry counts that wait: a renewal stuck behind other
+writers must not write a lease already shorter than `seconds` (or already expired)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, or_, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 
@@ -28,12 +33,16 @@ class Lease:
 
     def take(self, session: Session, where: list[ColumnElement[bool]], owner: str,
              now: float, seconds: float) -> bool:
-        """Hold the row `where` selects (its conditions include whether it is free)."""
+        """Hold the row `where` selects (its conditions include whether it is free) until
+        `seconds` after `now` (plus the wait for the row's lock)."""
+        now += self._lock(session, where)
         return self._update(session, where, lease_owner=owner, lease_expires=now + seconds)
 
     def renew(self, session: Session, where: list[ColumnElement[bool]], owner: str,
               now: float, seconds: float) -> bool:
-        """Extend `owner`'s lease; False when another process holds the row now."""
+        """Extend `owner`'s lease to `seconds` after `now` (plus the wait for the row's
+        lock); False when another process holds the row now."""
+        now += self._lock(session, where)
         return self._update(session, [*where, self.owner == owner],
                             lease_expires=now + seconds)
 
@@ -42,6 +51,12 @@ class Lease:
         """Give the row up (when `owner` still holds it), setting `values` too."""
         self._update(session, [*where, self.owner == owner], lease_owner=None,
                      lease_expires=None, **values)
+
+    def _lock(self, session: Session, where: list[ColumnElement[bool]]) -> float:
+        """Wait for the write lock of the rows `where` selects; how long that took (s)."""
+        started = time.monotonic()
+        session.execute(select(self.owner).where(*where).with_for_update())
+        return time.monotonic() - started
 
     def _update(self, session: Session, where: list[ColumnElement[bool]],
                 **values: Any) -> bool:

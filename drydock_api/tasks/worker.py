@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -112,8 +113,14 @@ class Worker:
                 self._wake.wait(self.settings.poll_interval)
 
     def _heartbeat_loop(self) -> None:
+        """Renew every `lease_seconds / 3`, counted from the previous renewal's start (a slow
+        renewal does not push the next one later)."""
         interval = max(self.settings.lease_seconds / 3, 0.01)
-        while not self.stopping.wait(interval):
+        due = time.monotonic()
+        while True:
+            due = max(due + interval, time.monotonic())
+            if self.stopping.wait(due - time.monotonic()):
+                return
             self.heartbeat_once()
 
     def stop(self) -> None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from common.errors import Conflict
 from drydock_api import db
+from drydock_api.db.models import TaskRow
 from drydock_api.db.store import NodesBusy, TaskStore
 from drydock_api.tasks.states import IllegalTransition, TaskStatus
 from tests.unit.drydock.conftest import FakeClock
@@ -121,3 +125,29 @@ def test_list_filters_and_pages(store: TaskStore, clock: FakeClock):
     assert [t.id for t in store.list_tasks(limit=2, marker=first[-1].id)] == [ids[2], ids[1]]
     assert len(store.list_tasks(since=clock() - 25)) == 2
     assert store.list_tasks(actions=["verify_nodes"]) == []
+
+
+def test_a_renewal_that_waits_for_the_write_lock_counts_from_when_it_has_it(
+        store: TaskStore, clock: FakeClock):
+    """A renewal stuck behind another writer used to write an expiry computed before the
+    wait: late by the whole wait (the cause of a rival's takeover of a renewed lease)."""
+    task, _ = create(store, ["n1"])
+    store.claim("a", 10, 5)
+    locked, done = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        with store.sessions.begin() as s:
+            s.execute(update(TaskRow).where(TaskRow.id == task.id).values(updated=clock()))
+            locked.set()
+            time.sleep(0.3)  # another writer holds the lock this long (at least)
+        done.set()
+
+    blocker = threading.Thread(target=hold_the_row)
+    blocker.start()
+    assert locked.wait(10)
+    renewed_at = clock()  # the fake clock stands still: only the lock wait can add to it
+    assert store.renew(task.id, "a", 10)
+    blocker.join(10)
+    assert done.is_set()
+    expires = store.get(task.id).lease_expires
+    assert expires is not None and expires - renewed_at >= 10 + 0.25
