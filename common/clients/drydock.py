@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
 from common.api import API_PREFIX as P
@@ -11,6 +12,29 @@ from common.httpclient import ServiceClient
 VERSION_HEADER = "X-Task-Version"
 WAITED_HEADER = "X-Long-Poll"
 READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
+
+
+class TaskStatus(StrEnum):
+    """A task's `status`."""
+
+    REQUESTED = "requested"
+    QUEUED = "queued"
+    RUNNING = "running"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+    COMPLETE = "complete"
+
+
+class ResultStatus(StrEnum):
+    """A task's `result.status`."""
+
+    INCOMPLETE = "incomplete"
+    SUCCESS = "success"
+    PARTIAL_SUCCESS = "partial_success"
+    FAILURE = "failure"
+
+
+FINISHED = frozenset({TaskStatus.COMPLETE, TaskStatus.TERMINATED})  # a task that ended
 
 
 

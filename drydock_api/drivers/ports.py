@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from common.errors import BadGateway
 from drydock_api.nodes.design import BmcAccess
@@ -75,7 +75,7 @@ class BlockDevice:
 class EraseStatus:
     """A BMC drive-erase task: `state` running, completed or failed, with the BMC's words."""
 
-    state: str
+    state: Literal["running", "completed", "failed"]
     message: str = ""
 
 

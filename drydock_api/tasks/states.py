@@ -1,29 +1,14 @@
-"""Task statuses and results, the transition table, and the one function that applies it."""
+"""Task statuses and results (the wire enums of common.clients.drydock), the transition table,
+and the one function that applies it."""
 
 from __future__ import annotations
 
-import enum
-
+from common.clients.drydock import ResultStatus as TaskResult
+from common.clients.drydock import TaskStatus
 from common.workflow import IllegalTransition, transition
 
 __all__ = ["ACTIVE", "FINAL", "TRANSITIONS", "IllegalTransition", "TaskResult", "TaskStatus",
            "check_transition", "summarize"]
-
-
-class TaskStatus(enum.StrEnum):
-    REQUESTED = "requested"
-    QUEUED = "queued"
-    RUNNING = "running"
-    TERMINATING = "terminating"
-    TERMINATED = "terminated"
-    COMPLETE = "complete"
-
-
-class TaskResult(enum.StrEnum):
-    INCOMPLETE = "incomplete"
-    SUCCESS = "success"
-    PARTIAL_SUCCESS = "partial_success"
-    FAILURE = "failure"
 
 
 S = TaskStatus

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
+from common.clients.drydock import FINISHED
 from common.context import RequestContext
 from common.errors import BerthError
 from common.workflow import (
@@ -30,13 +31,19 @@ from shipyard_api.documents.validation import shipyard_checks
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.model import Strategy, strategy_document, strategy_of
 from shipyard_api.strategy.order import CircularDependency
-from shipyard_api.strategy.progress import DEPLOY, SUCCESS, Call, Deployment, group_summary
+from shipyard_api.strategy.progress import (
+    DEPLOY,
+    FAILED,
+    SUCCESS,
+    Call,
+    Deployment,
+    group_summary,
+)
 from shipyard_api.strategy.selectors import NodeIndex, node_filter, without_retired
 from shipyard_api.workflow.definitions import StepContext
 
 LOG = logging.getLogger(__name__)
 MEMO = "baremetal"
-FINISHED = ("complete", "terminated")
 # phase -> DeploymentConfiguration keys of its poll interval and its per-call timeout
 PHASE_CONFIG = {"prepare": ("prepare_node_interval", "prepare_node_timeout"),
                 DEPLOY: ("deploy_interval", "deploy_timeout")}
@@ -208,7 +215,7 @@ def _finish(ctx: StepContext, deployment: Deployment) -> Outcome:
     if critical:
         return failed("CriticalGroupFailed",
                       f"Critical group(s) failed: {', '.join(critical)}", report)
-    failed_groups = [g for g, s in deployment.status.items() if s == "failed"]
+    failed_groups = [g for g, s in deployment.status.items() if s == FAILED]
     note = (f"All {len(deployment.order)} group(s) succeeded" if not failed_groups else
             f"Non-critical group(s) failed: {', '.join(failed_groups)}")
     deployed = [n for n, s in deployment.nodes.items() if s == SUCCESS]

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from common.clients.drydock import NodeFilter
+from common.clients.drydock import FINISHED, NodeFilter, ResultStatus
 from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
@@ -15,9 +15,9 @@ from shipyard_api.actions.design import deployment_configuration, etcd_membershi
 from shipyard_api.actions.params import version_of
 from shipyard_api.actions.ports import Services, services
 from shipyard_api.workflow.definitions import FinishContext, StepContext
+from shipyard_api.workflow.states import StepState
 
 LOG = logging.getLogger(__name__)
-FINISHED = ("complete", "terminated")
 FOLLOW_LOOKS = 8  # Drydock task changes one attempt follows before the engine persists it
 
 
@@ -125,7 +125,7 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
     result = task.get("result")
     outcome = str(result.get("status") if isinstance(result, dict) else result or "")
     details = {"task": task, "tree": _tree(svc, str(task_id), rc)}
-    if outcome == "success":
+    if outcome == ResultStatus.SUCCESS:
         return done({"task_id": task_id}, details=details,
                     note=f"Drydock {action} task {task_id} succeeded")
     causes = task_errors(task)
@@ -181,8 +181,9 @@ def tag_site_action(ctx: FinishContext) -> None:
     revision = ctx.revision_id or (ctx.outputs.get("preflight") or {}).get("revision_id")
     if revision is None:
         return
-    validated = (ctx.step_states.get("resolve_design") == "success"
-                 and ctx.step_states.get("validate_design", "success") == "success")
+    validated = (ctx.step_states.get("resolve_design") == StepState.SUCCESS
+                 and ctx.step_states.get("validate_design", StepState.SUCCESS)
+                 == StepState.SUCCESS)
     if not ctx.succeeded and not validated:
         return  # site-action-failure only once document validation passed (spec)
     tag = "site-action-success" if ctx.succeeded else "site-action-failure"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from shipyard_api.cli.watch import steps_table, watch
+from shipyard_api.workflow.states import ActionState
 
 if TYPE_CHECKING:
     from shipyard_api.cli.session import Shipyard
@@ -72,7 +73,7 @@ def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
     action = watch(sy, action["id"], poll, timeout)
     if sy.output == "table":
         sy.emit(action, ACTION_COLUMNS)
-    if action["state"] != "complete":
+    if action["state"] != ActionState.COMPLETE:
         click.echo(f"Action {action['id']} ended {action['state']}: "
                    f"{action.get('message') or action.get('reason')}", err=True)
         raise SystemExit(1)

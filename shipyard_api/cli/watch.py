@@ -21,6 +21,7 @@ from rich.text import Text
 
 from shipyard_api.actions.progress import progress_lines
 from shipyard_api.cli.session import Shipyard
+from shipyard_api.workflow.states import StepState
 
 ENDED = ("complete", "failed", "stopped")
 LONG_POLL = 15.0  # seconds one look may wait for a change (Shipyard caps it, 20 s by default)
@@ -60,7 +61,7 @@ def changed_lines(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     for step in new.get("steps") or []:
         if before.get(step.get("id")) == step_signature(step):
             continue
-        if old is None and step.get("state") == "pending":
+        if old is None and step.get("state") == StepState.PENDING:
             continue
         note = last_note(step)
         lines.append(f"{stamp} {step.get('id')} {step.get('state')}"

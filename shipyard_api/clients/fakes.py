@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from common.clients.drydock import Task
+from common.clients.drydock import FINISHED, ResultStatus, Task, TaskStatus
 from common.clients.promenade import NodeView
 from common.context import RequestContext
 from common.errors import BadGateway, NotFound
@@ -155,10 +155,11 @@ class FakeDrydock:
             if key in self._by_key:
                 return dict(self.tasks[self._by_key[key]])
             task_id = f"task-{len(self.tasks) + 1}"
-            self.tasks[task_id] = {"task_id": task_id, "action": action, "status": "queued",
-                                   "design_ref": design_ref, "node_filter": node_filter,
+            self.tasks[task_id] = {"task_id": task_id, "action": action,
+                                   "status": TaskStatus.QUEUED.value, "design_ref": design_ref,
+                                   "node_filter": node_filter,
                                    "options": dict(options), "nodes": nodes,
-                                   "result": {"status": "incomplete"}}
+                                   "result": {"status": ResultStatus.INCOMPLETE.value}}
             self._by_key[key] = task_id
             return dict(self.tasks[task_id])
 
@@ -182,11 +183,12 @@ class FakeDrydock:
                     if n not in self.bmc_down:
                         self.power[n] = "off"
             if (self._reads[task_id] >= self.polls_to_finish
-                    and task["status"] not in ("complete", "terminated")):
+                    and task["status"] not in FINISHED):
                 failures = [n for n in task["nodes"] if (task["action"], n) in self.fail
                             or (n in self.bmc_down and task["action"] in BMC_ACTIONS)]
-                task["status"] = "complete"
-                task["result"] = {"status": "failure" if failures else "success",
+                task["status"] = TaskStatus.COMPLETE.value
+                result = ResultStatus.FAILURE if failures else ResultStatus.SUCCESS
+                task["result"] = {"status": result.value,
                                   "failures": failures,
                                   "successes": [n for n in task["nodes"] if n not in failures]}
             return dict(task)
@@ -196,8 +198,8 @@ class FakeDrydock:
             self.calls.append(Call("terminate", None, task_id, ctx.marker))
             self.terminated.append(task_id)
             task = self.tasks.get(task_id)
-            if task is not None and task["status"] != "complete":
-                task["status"] = "terminated"
+            if task is not None and task["status"] != TaskStatus.COMPLETE:
+                task["status"] = TaskStatus.TERMINATED.value
 
     def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:

@@ -15,6 +15,7 @@ from shipyard_api.actions.progress import progress_lines
 from shipyard_api.ui.graph import group_graph
 from shipyard_api.ui.html import Html, join, tag
 from shipyard_api.ui.site import FILTERS, SiteFacts, matches
+from shipyard_api.workflow.states import ActionState as A
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -137,7 +138,7 @@ def action_link(action: Mapping[str, Any]) -> Html:
 
 def actions_page(actions: Sequence[Mapping[str, Any]], user: str | None) -> Html:
     newest = sorted(actions, key=lambda a: str(a.get("datetime") or ""), reverse=True)
-    running = any(a.get("state") in ("pending", "running", "stopping") for a in actions)
+    running = any(a.get("state") in (A.PENDING, A.RUNNING, A.STOPPING) for a in actions)
     body: list[Any] = [tag("h1", "Actions")]
     if not actions:
         body.append(tag("p", "No actions yet.", class_="empty"))
@@ -232,7 +233,7 @@ def groups_of(action: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def action_page(action: Mapping[str, Any], user: str | None,
                 now: dt.datetime | None = None) -> Html:
     now = now or dt.datetime.now(dt.UTC)
-    live = action.get("state") in ("pending", "running", "paused", "stopping")
+    live = action.get("state") in (A.PENDING, A.RUNNING, A.PAUSED, A.STOPPING)
     params = ", ".join(f"{k}={v}" for k, v in (action.get("parameters") or {}).items())
     body: list[Any] = [
         tag("h1", f"{action.get('name')} ", tag("small", action.get("id"))),
