@@ -25,9 +25,9 @@ WORKER_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_tasks", default=8, min=1,
                help="Top-level tasks one worker runs at the same time."),
     cfg.IntOpt("node_pool_size", default=1024, min=1,
-               help="Nodes one worker drives at the same time (threads, started as needed). "
-                    "A node waiting for its BMC or MAAS holds its thread, so nodes beyond this "
-                    "queue behind the others: keep it at least the largest task's node count."),
+               help="Node step attempts one worker runs at the same time (threads, started "
+                    "as needed). A node waiting between polls of its BMC or MAAS, or between "
+                    "retries, holds no thread; one attempt (a MAAS or BMC call) holds one."),
     cfg.FloatOpt("lease_seconds", default=30.0, min=0.1,
                  help="Lease on a claimed task; renewed while working, taken over by another "
                       "worker once expired."),

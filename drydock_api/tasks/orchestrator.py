@@ -191,7 +191,7 @@ class Orchestrator:
         status, terminate, _owner = self._tasks.control(row.id)
         return terminate or status == S.TERMINATING
 
-    def attempt(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
+    def advance(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
                 lease: Lease) -> float | None:
         """Run a node on: its steps in order, each one attempt at a time, skipping those done
         (by a previous worker too). When to come back (a step waits), or None: it ended."""
@@ -314,7 +314,7 @@ class _Schedule:
             now = self.o.clock()
             while self.due and self.due[0][0] <= now:
                 _, i = heapq.heappop(self.due)
-                future = self.o.pool.submit(self.o.attempt, self.row, self.runs[i], self.ctx,
+                future = self.o.pool.submit(self.o.advance, self.row, self.runs[i], self.ctx,
                                             self.lease)
                 future.add_done_callback(lambda _: self.lease.wake())
                 self.running[future] = i
