@@ -53,9 +53,13 @@ class Lease:
                      lease_expires=None, **values)
 
     def _lock(self, session: Session, where: list[ColumnElement[bool]]) -> float:
-        """Wait for the write lock of the rows `where` selects; how long that took (s)."""
+        """Wait for the write lock of the rows `where` selects; how long that took (s). On
+        SQLite beginning the transaction is the wait (Drydock begins IMMEDIATE; a SELECT before
+        the UPDATE of a deferred transaction could fail at once with SQLITE_BUSY in WAL
+        mode); elsewhere SELECT ... FOR UPDATE waits for the row's lock."""
         started = time.monotonic()
-        session.execute(select(self.owner).where(*where).with_for_update())
+        if session.connection().dialect.name != "sqlite":
+            session.execute(select(self.owner).where(*where).with_for_update())
         return time.monotonic() - started
 
     def _update(self, session: Session, where: list[ColumnElement[bool]],
