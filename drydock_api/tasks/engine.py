@@ -57,7 +57,7 @@ class Attempts:
 class StepEngine:
     """One attempt per call; steps themselves never loop and nothing here sleeps."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
 
     def attempt(self, step: NodeStep, ctx: NodeContext,
