@@ -77,7 +77,8 @@ class Harness:
         rev = self.docs.commit(docs)
         self.drydock.node_list = [  # Drydock knows the design's nodes, all deployed
             {"hostname": d["metadata"]["name"], "maas_status": "Deployed", "power_state": "on",
-             "retired": False} for d in docs if d["schema"] == "drydock/BaremetalNode/v1"]
+             "retired": False, "labels": dict(((d["data"] or {}).get("metadata") or {}).get("owner_data") or {})}
+            for d in docs if d["schema"] == "drydock/BaremetalNode/v1"]
         if tag:
             self.docs.add_tag(rev, tag, {"dag_id": "earlier"})
         return rev
