@@ -20,6 +20,7 @@ from common.longpoll import ChangeWaiters, notify_on_commit
 from common.pgwake import Listener, notify
 from common.status import Message, health_message
 from drydock_api import db
+from drydock_api.db.designs import DesignStore
 from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import CHANGES_CHANNEL, TASKS_CHANNEL, TaskStore
@@ -154,7 +155,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     notify_on_commit(store.engine, waiters)
     progress = ProgressStore(store)
     nodes = NodeStore(store.sessions, clock)
-    loader = DesignLoader(resolver or DesignResolver.from_conf(conf))
+    loader = DesignLoader(resolver or DesignResolver.from_conf(conf),
+                          kept=DesignStore(store.sessions, clock))
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
@@ -169,10 +171,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
-    designs = DesignSource(loader.documents, loader.design)
+    designs = DesignSource(loader.kept_documents, loader.kept_design)  # never fetched
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
                                 pool, StepEngine(clock=clock, sleep=sleep), clock)
-    service = TaskService(store, progress, actions, loader.design)
+    service = TaskService(store, progress, actions, loader.admit)
     site_design = SiteDesign(
         ShipyardClient(ServiceClient(conf.peers.shipyard_url, name="Shipyard",
                                      token=conf.auth.service_token or None,
