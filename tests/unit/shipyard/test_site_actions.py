@@ -8,7 +8,6 @@ import pytest
 
 from common.context import RequestContext
 from common.errors import BadRequest, Conflict
-from shipyard_api.clients.fakes import FakeDrydock
 from tests.unit.shipyard.conftest import Harness
 
 
