@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.context import RequestContext
-from drydock_api.drivers.ports import JoinState, OobDriver, Provisioner
+from drydock_api.drivers.ports import OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
 
 
@@ -43,14 +43,6 @@ class Labeller(Protocol):
     def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None: ...
 
 
-class JoinChecker(Protocol):
-    """Is the node's Kubernetes node Ready? With `since` (a version of an earlier answer) the
-    answer may wait, at most `wait` seconds, until the node changes."""
-
-    def node_ready(self, node: str, ctx: RequestContext, *, since: str | None = None,
-                   wait: float = 0.0) -> JoinState: ...
-
-
 class NodeRecords(Protocol):
     """Drydock's own node state that steps change (teardown, retirement)."""
 
@@ -78,8 +70,6 @@ class StepSettings:
     enlist_timeout: float = 1800.0
     commission_timeout: float = 3600.0
     deploy_timeout: float = 3600.0
-    join_timeout: float = 1200.0
-    long_poll_wait: float = 10.0  # how long one look at a watched peer may wait (s)
     first_poll: float = 0.1  # MAAS/BMC polls start this soon after a change (s) ...
     poll_backoff: float = 0.1  # ... then wait this fraction of the time since the change
 
@@ -91,7 +81,6 @@ class Ports:
     labeller: Labeller | None = None
     retire: Callable[[str, str | None], None] | None = None
     records: NodeRecords | None = None
-    kube: JoinChecker | None = None
 
 
 @dataclass
