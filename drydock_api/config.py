@@ -84,16 +84,6 @@ STEP_OPTS: list[cfg.Opt] = [
                  help="Seconds commissioning may take."),
     cfg.FloatOpt("deploy_timeout", default=3600.0, min=0.01,
                  help="Seconds a MAAS deployment may take."),
-    cfg.FloatOpt("join_timeout", default=1200.0, min=0.01,
-                 help="Seconds a deployed node's Kubernetes node may take to become Ready."),
-    cfg.FloatOpt("long_poll_wait", default=10.0, min=0.0,
-                 help="Seconds one look at a peer that can long-poll (Promenade's node "
-                      "view, for the join check) may wait for a change; 0: poll every "
-                      "maas_poll_interval instead."),
-    cfg.StrOpt("join_check", default="promenade", choices=["promenade", "none"],
-               help="How deploy_nodes checks that the Kubernetes node joined: through "
-                    "Promenade's GET /nodes/{name} (promenade), or not at all (none: the "
-                    "caller, e.g. Shipyard's join wait, checks)."),
 ]
 REBOOT_OPTS: list[cfg.Opt] = [
     cfg.BoolOpt("enabled", default=True,

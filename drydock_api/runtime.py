@@ -20,13 +20,14 @@ from common.longpoll import ChangeWaiters, notify_on_commit
 from common.pgwake import Listener, notify
 from common.status import Message, health_message
 from drydock_api import db
+from drydock_api.db.designs import DesignStore
 from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import CHANGES_CHANNEL, TASKS_CHANNEL, TaskStore
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
-from drydock_api.drivers.promenade import PromenadeJoin, PromenadeLabeller
+from drydock_api.drivers.promenade import PromenadeLabeller
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.metrics import DrydockMetrics
 from drydock_api.nodes.inventory import Inventory
@@ -37,7 +38,7 @@ from drydock_api.nodes.sitedesign import SiteDesign
 from drydock_api.tasks.actions import build_actions
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
-from drydock_api.tasks.outcomes import JoinChecker, Labeller, Ports, StepSettings
+from drydock_api.tasks.outcomes import Labeller, Ports, StepSettings
 from drydock_api.tasks.service import TaskService
 from drydock_api.tasks.worker import Worker, WorkerSettings, default_owner
 
@@ -135,14 +136,12 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         retries=conf.steps.step_retries, outage_window=conf.steps.outage_window,
         enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
-        deploy_timeout=conf.steps.deploy_timeout, join_timeout=conf.steps.join_timeout,
-        long_poll_wait=conf.steps.long_poll_wait,
+        deploy_timeout=conf.steps.deploy_timeout,
         first_poll=conf.steps.first_poll_interval, poll_backoff=conf.steps.poll_backoff)
 
 
 def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                   oob: OobDriver | None = None, labeller: Labeller | None = None,
-                  join: JoinChecker | None = None,
                   resolver: DesignResolver | None = None,
                   clock: Callable[[], float] = time.time,
                   sleep: Callable[[float], None] = time.sleep,
@@ -156,7 +155,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     notify_on_commit(store.engine, waiters)
     progress = ProgressStore(store)
     nodes = NodeStore(store.sessions, clock)
-    loader = DesignLoader(resolver or DesignResolver.from_conf(conf))
+    loader = DesignLoader(resolver or DesignResolver.from_conf(conf),
+                          kept=DesignStore(store.sessions, clock))
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
@@ -165,19 +165,17 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     maas = _timed(metrics, "maas", maas)
     if metrics is not None:
         metrics.watch(store)
-    if join is None and conf.steps.join_check == "promenade":
-        join = PromenadeJoin(peer_client(conf, "promenade"))
     ports = Ports(maas=maas, oob=oob,
                   labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
-                  retire=nodes.retire, records=nodes, kube=join)
+                  retire=nodes.retire, records=nodes)
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
-    designs = DesignSource(loader.documents, loader.design)
+    designs = DesignSource(loader.kept_documents, loader.kept_design)  # never fetched
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
                                 pool, StepEngine(clock=clock), clock,
                                 None if sleep is time.sleep else sleep)
-    service = TaskService(store, progress, actions, loader.design)
+    service = TaskService(store, progress, actions, loader.admit)
     site_design = SiteDesign(
         ShipyardClient(ServiceClient(conf.peers.shipyard_url, name="Shipyard",
                                      token=conf.auth.service_token or None,

@@ -111,3 +111,15 @@ class LockRow(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     counter: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class DesignRow(Base):
+    """The documents of a design reference as resolved when a task was admitted; workers
+    read them here, never from the reference (`digest` tells a changed one apart)."""
+
+    __tablename__ = "designs"
+
+    href: Mapped[str] = mapped_column(String(2048), primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64))
+    documents: Mapped[Any] = mapped_column(JSON)
+    stored: Mapped[float] = mapped_column(Float)

@@ -15,15 +15,6 @@ from common.errors import BadGateway
 from drydock_api.nodes.design import BmcAccess
 
 
-@dataclass(frozen=True)
-class JoinState:
-    """`ready`: None when Kubernetes does not know the node yet. `version`: the Node's
-    version, to wait from next time (None: the checker cannot wait; poll instead)."""
-
-    ready: bool | None
-    version: str | None = None
-
-
 class DriverError(BadGateway):
     reason, title = "DriverError", "External system failed"
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.errors import BadRequest, ValidationFailed
+from common.nodenames import MAX_NODE_NAME, check_names
 from common.status import validation_message
 from drydock_api.nodes.design import NodeDef
 
@@ -50,6 +51,9 @@ def _check_entry(i: int, entry: Any) -> list[str]:
         if value is not None and not (isinstance(value, list)
                                       and all(isinstance(v, str) for v in value)):
             problems.append(f"{where}.{key} must be a list of strings")
+        elif key == "node_names" and value and check_names(value).too_long:
+            problems.append(f"{where}.node_names holds names longer than {MAX_NODE_NAME} "
+                            "characters")
     for key in ("node_labels", "rack_labels"):
         if label_pairs(entry.get(key)) is None:
             problems.append(f"{where}.{key} must be an object of label: value "
@@ -98,13 +102,18 @@ def _entry_selects(entry: Mapping[str, Any], node: NodeDef,
     return all(results)
 
 
-def select_nodes(node_filter: Any, nodes: Mapping[str, NodeDef],
-                 rack_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
-    """Names of the nodes `node_filter` selects, in design order; bad filter or names → 400."""
+def require_filter(node_filter: Any) -> None:
+    """400 listing every problem of a node filter (at the API edge, once)."""
     problems = check_filter(node_filter)
     if problems:
         raise ValidationFailed("Invalid node filter", messages=[
             validation_message(p, name="NodeFilter") for p in problems])
+
+
+def select_nodes(node_filter: Any, nodes: Mapping[str, NodeDef],
+                 rack_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+    """Names of the nodes `node_filter` (checked at the edge: `check_filter`) selects, in
+    design order; names that are not nodes of the design → 400 UnknownNodes."""
     if node_filter is None:
         return list(nodes)
     unknown = sorted({n for e in node_filter["filter_set"] for n in e.get("node_names") or []

@@ -13,12 +13,13 @@ from common.designref import href_of
 from common.documents import Document
 from common.encoded import send_json
 from common.errors import ValidationFailed
+from common.nodenames import MAX_NODE_NAME, check_names
 from common.policy import authorize
 from common.status import status_body, validation_message
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import OobDriver
 from drydock_api.nodes.design import Design
-from drydock_api.nodes.filters import select_nodes
+from drydock_api.nodes.filters import require_filter, select_nodes
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.service import NodeService
 from drydock_api.nodes.validation import validate_design
@@ -82,6 +83,7 @@ class NodeFilterResource:
         if problems:
             raise ValidationFailed("Invalid node filter request", messages=[
                 validation_message(p, name="NodeFilterRequest") for p in problems])
+        require_filter(body.get("node_filter"))
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
         names = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
@@ -105,9 +107,12 @@ class WipePlanResource:
         problems = [f"unknown field {k!r}" for k in body if k not in fields]
         problems += [] if "design_ref" in body else ["design_ref is required"]
         raw = body.get("node_names")
-        names = [n for n in raw if isinstance(n, str)] if isinstance(raw, list) else []
-        if not names or len(names) != len(raw or []):
+        found = check_names(raw) if isinstance(raw, list) and raw else None
+        if found is None or found.bad_items:
             problems.append("node_names must be a non-empty list of node names")
+        elif found.too_long:
+            problems.append(f"node_names holds {found.too_long} name(s) longer than "
+                            f"{MAX_NODE_NAME} characters")
         options = body.get("options") or {}
         if not isinstance(options, dict):
             problems.append("options must be an object")
@@ -118,6 +123,8 @@ class WipePlanResource:
                 validation_message(p, name="WipePlanRequest") for p in problems])
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
+        assert found is not None
+        names = list(found.names)
         select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
                      design.nodes, design.rack_labels)
         resp.media = [wipe.plan_for(design.nodes[n], options, self._oob) for n in names]

@@ -1,4 +1,5 @@
-"""prepare_nodes and deploy_nodes, per node: enlist, commission, storage, deploy, join."""
+"""prepare_nodes and deploy_nodes, per node: enlist, commission, storage, deploy (to MAAS
+Deployed; whether the Kubernetes node is Ready is Shipyard's wait_node_ready)."""
 
 from __future__ import annotations
 
@@ -227,22 +228,6 @@ def deploy(ctx: NodeContext) -> Outcome:
                   details={"maas_status": status})
 
 
-def join(ctx: NodeContext) -> Outcome:
-    """Wait until the node's Kubernetes node is Ready (through Promenade)."""
-    if ctx.ports.kube is None:
-        return Done("Kubernetes join not checked here (left to the caller)")
-    answer = ctx.ports.kube.node_ready(ctx.node.name, ctx.request,
-                                       since=ctx.state.get("version"),
-                                       wait=ctx.settings.long_poll_wait)
-    if answer.ready:
-        return Done("Kubernetes node Ready")
-    ctx.state["version"] = answer.version
-    note = "not known to Kubernetes yet" if answer.ready is None else "Kubernetes node not Ready"
-    if answer.version is None or ctx.settings.long_poll_wait <= 0:
-        return Retry(ctx.settings.maas_poll, note)
-    return Retry(0.0, note)  # the next look waits in Promenade until the node changes
-
-
 def mark_prepared(ctx: NodeContext) -> Outcome:
     if ctx.ports.records is not None:
         ctx.ports.records.torn_down(ctx.node.name, False)
@@ -261,5 +246,4 @@ def prepare_steps(options: dict[str, Any]) -> list[NodeStep]:
 def deploy_steps(options: dict[str, Any]) -> list[NodeStep]:
     return [
         node_step("deploy", deploy, lambda s: s.deploy_timeout),
-        node_step("join", join, lambda s: s.join_timeout),
     ]

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
-from drydock_api.drivers.ports import JoinState, OobDriver, Provisioner
+from drydock_api.drivers.ports import OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
 
 
@@ -17,14 +17,6 @@ class Labeller(Protocol):
     """Promenade's node-labels endpoint."""
 
     def put_labels(self, node: str, labels: dict[str, str], ctx: RequestContext) -> None: ...
-
-
-class JoinChecker(Protocol):
-    """Is the node's Kubernetes node Ready? With `since` (a version of an earlier answer) the
-    answer may wait, at most `wait` seconds, until the node changes."""
-
-    def node_ready(self, node: str, ctx: RequestContext, *, since: str | None = None,
-                   wait: float = 0.0) -> JoinState: ...
 
 
 class NodeRecords(Protocol):
@@ -57,8 +49,6 @@ class StepSettings:
     enlist_timeout: float = 1800.0
     commission_timeout: float = 3600.0
     deploy_timeout: float = 3600.0
-    join_timeout: float = 1200.0
-    long_poll_wait: float = 10.0  # how long one look at a watched peer may wait (s)
     first_poll: float = 0.1  # MAAS/BMC polls start this soon after a change (s) ...
     poll_backoff: float = 0.1  # ... then wait this fraction of the time since the change
 
@@ -75,7 +65,6 @@ class Ports:
     labeller: Labeller | None = None
     retire: Callable[[str, str | None], None] | None = None
     records: NodeRecords | None = None
-    kube: JoinChecker | None = None
 
 
 @dataclass

@@ -95,9 +95,9 @@ class TaskService:
         """Admit a task (201) or return the one created earlier with the same key."""
         action, options = self.check_body(body)
         href_of(body["design_ref"])
+        design = self._designs(body["design_ref"], ctx)  # resolved once: kept for the worker
         nodes: list[str] = []
         if action.site is None:
-            design = self._designs(body["design_ref"], ctx)
             nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
         row, created = self._store.create_task(
             action=action.name, design_ref=body["design_ref"],

@@ -6,34 +6,39 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from common.errors import ValidationFailed
+from common.nodenames import MAX_NODE_NAME, NameCheck, check_names, split_names
 from common.status import Message, validation_message
 
 REVISIONS = ("committed", "successful-site-action", "last-site-action")
 DEFAULT_MAX_TARGETS = 1000
-MAX_NODE_NAME = 253  # a Kubernetes node name is a DNS subdomain
 
 
-def check_target_nodes(parameters: Any, limit: int = DEFAULT_MAX_TARGETS) -> None:
-    """400 before anything is planned when target_nodes names more than `limit` nodes or a
-    name longer than a node name can be (counted cheaply, whatever the parameter's form)."""
+def check_targets(parameters: Any, limit: int = DEFAULT_MAX_TARGETS) -> Any:
+    """Shipyard's edge (POST /actions, POST /plans): the target_nodes parameter is checked
+    once (common.nodenames: syntax and limits); 400 at once, before anything is planned, when
+    it names more than `limit` nodes or a name longer than a node name can be. Returns the
+    parameters with target_nodes replaced by the check, which `Params.nodes` takes as it is
+    (its other problems are reported there, with every other parameter's)."""
     if not isinstance(parameters, Mapping):
-        return
-    value = next((v for k, v in parameters.items()
-                  if isinstance(k, str) and canonical(k) == "target-nodes"), None)
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list):
-        return
+        return parameters
+    key = next((k for k in parameters if isinstance(k, str) and canonical(k) == "target-nodes"),
+               None)
+    value = parameters.get(key) if key is not None else None
+    items = None if value is None or value in ("", []) else split_names(value)
+    if items is None:
+        return parameters
+    found = check_names(items, limit)
     problems = []
-    if len(items) > limit:
-        problems.append(f"target_nodes names {len(items)} nodes; at most {limit} are accepted "
+    if found.over_limit:
+        problems.append(f"target_nodes names {found.given} nodes; at most {limit} are accepted "
                         "([workflow] max_target_nodes)")
-    long = [i for i in items if isinstance(i, str) and len(i.strip()) > MAX_NODE_NAME]
-    if long:
-        problems.append(f"{len(long)} target_nodes name(s) are longer than {MAX_NODE_NAME} "
+    if found.too_long:
+        problems.append(f"{found.too_long} target_nodes name(s) are longer than {MAX_NODE_NAME} "
                         "characters")
     if problems:
         raise ValidationFailed("Invalid action parameters", messages=[
             validation_message(p, name="ActionParameters") for p in problems])
+    return {**parameters, key: found}
 
 
 def canonical(name: str) -> str:
@@ -58,22 +63,25 @@ class Params:
         self.problems.append(validation_message(message, name="ActionParameters"))
 
     def nodes(self, key: str, *, required: bool) -> list[str] | None:
+        """The node names of `key`, as checked at the edge (`check_targets`); a caller that
+        did not come through the edge has them checked here, by the same check."""
         value = self.values.get(key)
         if value is None or value == "" or value == []:
             if required:
                 self.problem(f"Parameter {key} is required (a list or a comma-separated string)")
             return None
-        if isinstance(value, str):
-            items: list[Any] = value.split(",")
-        elif isinstance(value, list):
-            items = value
-        else:
-            self.problem(f"Parameter {key} must be a list or a comma-separated string")
-            return None
-        names = [str(i).strip() for i in items if isinstance(i, str) and i.strip()]
-        if len(names) != len(items):
+        if not isinstance(value, NameCheck):
+            items = split_names(value)
+            if items is None:
+                self.problem(f"Parameter {key} must be a list or a comma-separated string")
+                return None
+            value = check_names(items)
+        if value.bad_items:
             self.problem(f"Parameter {key} holds empty or non-string node names")
-        return list(dict.fromkeys(names))
+        if value.too_long:
+            self.problem(f"{value.too_long} {key} name(s) are longer than {MAX_NODE_NAME} "
+                         "characters")
+        return list(value.names)
 
     def boolean(self, key: str, default: bool = False) -> bool:
         value = self.values.get(key)

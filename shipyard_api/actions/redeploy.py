@@ -9,7 +9,7 @@ from common.context import RequestContext
 from common.errors import BadGateway, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
-from shipyard_api.actions import fencing, progress, steps
+from shipyard_api.actions import fencing, labels, progress, steps
 from shipyard_api.actions.design import decommission_timeouts, node_names
 from shipyard_api.actions.params import REVISIONS, Params, version_of
 from shipyard_api.actions.ports import DocumentsPort, Services, services
@@ -205,9 +205,8 @@ def wait_ready(ctx: StepContext) -> Outcome:
 
 
 def relabel(ctx: StepContext) -> Outcome:
-    return steps.drydock_task(ctx, "relabel_nodes", node_names_filter([_node(ctx)]), {},
-                              steps.config_value(ctx, "physical_provisioner",
-                                                 "relabel_nodes_interval"))
+    """The node's design labels, put on Promenade (Shipyard's own Kubernetes-side step)."""
+    return labels.put_design_labels(ctx, [_node(ctx)])
 
 
 def _timeout(section: str, key: str) -> Any:
@@ -237,5 +236,5 @@ def definition() -> ActionDefinition:
         StepDef("wait_node_ready", wait_ready, _timeout("kubernetes", "node_status_timeout"),
                 per_node=True),
         StepDef("relabel_nodes", relabel, _timeout(pp, "relabel_nodes_timeout"),
-                per_node=True, cancel=steps.terminate_task),
+                per_node=True),
     ], prepare, admit=admit)

@@ -8,11 +8,10 @@ from typing import Any
 from common.errors import Conflict
 from common.status import simple_message
 from common.workflow import Outcome, StepPolicy, done
-from shipyard_api.actions import baremetal, steps
+from shipyard_api.actions import baremetal, labels, steps
 from shipyard_api.actions.design import node_names
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import DocumentsPort, services
-from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
 
 SITE_PARAMS = ("allow-intermediate-commits",)
@@ -62,10 +61,7 @@ def relabel_nodes(ctx: StepContext) -> Outcome:
         targets = list(baremetal_output["deployed"])
         if not targets:
             return done(note="No node was deployed; nothing to relabel")
-    node_filter = node_names_filter(list(targets)) if targets else None
-    return steps.drydock_task(ctx, "relabel_nodes", node_filter, {},
-                              steps.config_value(ctx, "physical_provisioner",
-                                                 "relabel_nodes_interval"))
+    return labels.put_design_labels(ctx, list(targets) if targets else None)
 
 
 def relabel_policy(ctx: StepContext) -> StepPolicy:

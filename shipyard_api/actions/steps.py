@@ -63,7 +63,9 @@ def resolve_design(ctx: StepContext) -> Outcome:
                       "document(s)", {"messageList": problems})
     nodes = node_names(docs)
     targets = list(ctx.parameters.get("target_nodes") or [])
-    unknown = [n for n in targets if n not in nodes]
+    # the targets were checked against this revision when the action was created; only an
+    # action created before any revision existed has them checked here
+    unknown = [n for n in targets if n not in nodes] if ctx.revision_id is None else []
     if unknown:
         return failed("UnknownNodes", f"Not nodes of revision {revision}: {', '.join(unknown)}")
     design_ref = svc.documents.design_ref(revision, svc.settings.public_url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from common.api import API_PREFIX
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
 from shipyard_api.workflow.states import StepState
 
@@ -25,7 +26,7 @@ def step_view(action_id: str, step: StepRow, *, full: bool = True) -> dict[str, 
         "next_attempt": iso(step.next_attempt_at) if step.state == StepState.WAITING else None,
         "notes": [{"at": iso(n.get("at")), "message": n.get("message")}
                   for n in step.notes or []],
-        "url": f"/api/v1.0/actions/{action_id}/steps/{step.step_id}",
+        "url": f"{API_PREFIX}/actions/{action_id}/steps/{step.step_id}",
     }
     if full:
         view["details"] = step.details or {}

@@ -37,6 +37,8 @@ class FakePromenade:
     previews: dict[str, dict[str, Any]] = field(default_factory=dict)  # decommission previews
     ready_after: int = 1
     on_decommission: Callable[[str], None] | None = None
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # labels put per node
+    unknown: set[str] = field(default_factory=set)  # nodes Kubernetes does not know (404)
     calls: list[Call] = field(default_factory=list)
     effects: list[tuple[str, str]] = field(default_factory=list)
     _answers: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -104,6 +106,15 @@ class FakePromenade:
                 reads = self._status_reads[node] = self._status_reads.get(node, 0) + 1
         ready = "True" if reads == 0 or reads >= self.ready_after else "Unknown"
         return {"name": node, "kubelet": {"ready": ready, "ready_since": None}}
+
+    def put_labels(self, node: str, labels: Mapping[str, str], ctx: RequestContext) -> None:
+        """The node ends with exactly these labels (404 for a node in `unknown`)."""
+        with self._lock:
+            self.calls.append(Call("put_labels", node, None, ctx.marker))
+            if node in self.unknown:
+                raise NotFound(f"Node {node} not found in Kubernetes")
+            self.labels[node] = dict(labels)
+            self.effects.append(("put_labels", node))
 
     def count(self, op: str, node: str | None = None) -> int:
         return sum(1 for o, n in self.effects if o == op and (node is None or n == node))
@@ -204,13 +215,15 @@ class FakeDrydock:
     def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:
             self.calls.append(Call("node", name, design_ref, ctx.marker))
+            labels = next((dict(n.get("labels") or {}) for n in self.node_list
+                           if n.get("hostname") == name), {})
             if name in self.bmc_down:
                 return {"name": name, "power_state": None, "oob_address": f"bmc-{name}",
                         "power_error": f"BMC bmc-{name} did not answer (3 tries)",
-                        "maas_status": "Deployed"}
+                        "maas_status": "Deployed", "labels": labels}
             return {"name": name, "power_state": self.power.get(name, "on"),
                     "power_error": None, "oob_address": f"bmc-{name}",
-                    "maas_status": "Deployed"}
+                    "maas_status": "Deployed", "labels": labels}
 
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
         with self._lock:

@@ -32,6 +32,27 @@ def design_of(r: Reader, revision: int) -> tuple[str, list[dict[str, Any]]]:
     return r.svc.documents.design_ref(revision, r.svc.settings.public_url), docs
 
 
+def open_design(r: Reader, prepared: Prepared,
+                missing: str = "No committed revision of the design exists"
+                ) -> tuple[Composition, list[dict[str, Any]] | None]:
+    """The plan of a prepared action, on its revision's design (its reference set) and that
+    revision's documents; without a revision, a plan blocked by `missing` and no documents."""
+    out = Composition(revision_id=prepared.revision_id)
+    if prepared.revision_id is None:
+        out.block("shipyard", missing)
+        return out, None
+    out.design_ref, docs = design_of(r, prepared.revision_id)
+    return out, docs
+
+
+def labels_call(node: str, labels: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Shipyard's relabel step for one node: the design's labels, on Promenade directly."""
+    shown = "" if labels is None else ": " + (
+        ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none")
+    return call("promenade", f"PUT {P}/node-labels/{node}", f"the design's labels{shown}",
+                node=node, step="relabel_nodes")
+
+
 def _peer(out: Composition, source: str, node: str | None, what: str,
           exc: BerthError) -> None:
     out.block(source, f"{source.capitalize()} could not {what}: {exc.message}", node)
@@ -44,7 +65,7 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
               for p in promenade.get("phases") or []]
     out = []
     if fenced:
-        out.append(call("drydock", 'POST /api/v1.0/tasks power_off_nodes {"force": true}',
+        out.append(call("drydock", f'POST {P}/tasks power_off_nodes {{"force": true}}',
                         "fence-first: force the node off and confirm Off at its BMC",
                         node=node, step="fence_node", then=["power_off"]))
     out += [
@@ -58,12 +79,11 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
              "delete the Node object", node=node, step="remove_from_cluster"),
         call("drydock", f"POST {P}/tasks prepare_nodes", "enlist, commission, storage",
              node=node, step="prepare_nodes"),
-        call("drydock", f"POST {P}/tasks deploy_nodes", "deploy the OS and join the cluster",
+        call("drydock", f"POST {P}/tasks deploy_nodes", "deploy the OS (until MAAS Deployed)",
              node=node, step="deploy_nodes"),
         call("promenade", f"GET {P}/nodes/{node}", "until the node is Ready", node=node,
              step="wait_node_ready"),
-        call("drydock", f"POST {P}/tasks relabel_nodes", "the design's labels", node=node,
-             step="relabel_nodes")]
+        labels_call(node)]
     return out
 
 
@@ -128,13 +148,11 @@ def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
 
 
 def redeploy(r: Reader, prepared: Prepared) -> Composition:
-    out = Composition(revision_id=prepared.revision_id)
-    if prepared.revision_id is None:
-        out.block("shipyard", f"No {prepared.parameters.get('target-revision')} revision of "
-                  "the design exists; the action would stop at preflight")
+    out, docs = open_design(r, prepared, f"No {prepared.parameters.get('target-revision')} "
+                            "revision of the design exists; the action would stop at preflight")
+    if docs is None:
         return out
-    ref, docs = design_of(r, prepared.revision_id)
-    out.design_ref = ref
+    ref = str(out.design_ref)
     targets = list(prepared.targets or [])
     membership = etcd_membership(docs)
     query = dict(decommission_timeouts(deployment_configuration(docs)))
@@ -167,22 +185,23 @@ def _etcd_in_flight(r: Reader, out: Composition, targets: list[str],
 
 
 def relabel(r: Reader, prepared: Prepared) -> Composition:
-    out = Composition(revision_id=prepared.revision_id)
-    if prepared.revision_id is None:
-        out.block("shipyard", "No committed revision of the design exists")
+    """Each node's design labels as Drydock reads the design (its node listing) and the
+    PUT on Promenade that Shipyard's relabel step makes for it."""
+    out, docs = open_design(r, prepared)
+    if docs is None:
         return out
-    ref, _ = design_of(r, prepared.revision_id)
-    out.design_ref = ref
-    flt = node_names_filter(list(prepared.targets)) if prepared.targets else None
+    wanted = set(prepared.targets) if prepared.targets else None
     try:
-        preview = r.svc.drydock.task_preview("relabel_nodes", ref, flt, {}, ctx=r.rc)
+        views = r.svc.drydock.nodes(str(out.design_ref), ctx=r.rc)
     except BerthError as exc:
-        _peer(out, "drydock", None, "preview relabel_nodes", exc)
+        _peer(out, "drydock", None, "list the design's nodes", exc)
         return out
-    for n in preview.get("nodes") or []:
-        out.nodes.append({"node": n.get("node"), "baremetal": {
-            k: n.get(k) for k in ("maas_status", "retired", "steps")}})
-    out.calls.append(call("drydock", f"POST {P}/tasks relabel_nodes",
-                          "set each node's Kubernetes labels from the design (via Promenade)",
-                          then=[str(n.get("node")) for n in preview.get("nodes") or []]))
+    for view in views:
+        node = str(view.get("hostname"))
+        if wanted is not None and node not in wanted:
+            continue
+        labels = dict(view.get("labels") or {})
+        out.nodes.append({"node": node, "labels": labels, "baremetal": {
+            k: view.get(k) for k in ("maas_status", "retired")}})
+        out.calls.append(labels_call(node, labels))
     return out

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from common.api import API_PREFIX
 from common.context import RequestContext
 from common.errors import BadRequest, Conflict, ValidationFailed
 from common.status import validation_message
@@ -97,7 +98,7 @@ class PlanService:
                 "revision_id": row.revision_id, "created": iso(row.created_at),
                 "expires": iso(row.expires_at), "expired": self.clock() >= row.expires_at,
                 "user": row.user, "context_marker": row.marker, "verdict": verdict(body),
-                **body, "facts": row.facts, "url": f"/api/v1.0/plans/{row.id}"}
+                **body, "facts": row.facts, "url": f"{API_PREFIX}/plans/{row.id}"}
 
     def check(self, plan_id: Any, name: str, prepared: Prepared) -> None:
         """An action may be created from a plan that is current, of the same action and

@@ -15,7 +15,7 @@ from shipyard_api.actions.ports import Services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.documents.validation import shipyard_checks
 from shipyard_api.plans import facts
-from shipyard_api.plans.compose import design_of
+from shipyard_api.plans.compose import open_design
 from shipyard_api.plans.model import Composition, Reader, call
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.criteria import missed_criteria
@@ -76,12 +76,10 @@ def _strategy_problems(out: Composition, docs: list[dict[str, Any]]) -> None:
 
 
 def site(r: Reader, prepared: Prepared) -> Composition:
-    out = Composition(revision_id=prepared.revision_id)
-    if prepared.revision_id is None:
-        out.block("shipyard", "No committed revision of the design exists")
+    out, docs = open_design(r, prepared)
+    if docs is None:
         return out
-    ref, docs = design_of(r, prepared.revision_id)
-    out.design_ref = ref
+    ref = str(out.design_ref)
     _strategy_problems(out, docs)
     strategy = strategy_of(docs)
     try:
@@ -102,8 +100,9 @@ def site(r: Reader, prepared: Prepared) -> Composition:
         _judge(out, strategy.group(g["name"]), g["nodes"], broken)
     if retired:
         out.warn("drydock", f"Retired nodes left out of every group: {', '.join(retired)}")
-    out.calls.append(call("drydock", f"POST {P}/tasks relabel_nodes",
-                          "after the groups: the deployed nodes' labels", then=everyone))
+    out.calls.append(call("promenade", f"PUT {P}/node-labels/{{node}}",
+                          "after the groups: each deployed node's design labels",
+                          then=everyone))
     return out
 
 

@@ -8,7 +8,7 @@ from common.api import API_PREFIX as P
 from common.body import read_json_object
 from common.errors import BadRequest
 from common.policy import authorize
-from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_target_nodes
+from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_targets
 from shipyard_api.plans.service import PlanService
 
 
@@ -24,8 +24,8 @@ class PlansResource:
         if unknown:
             raise BadRequest(f"Unknown field(s) in the plan body: {', '.join(unknown)}")
         definition = self._service.actions.definition(body.get("name"))
-        check_target_nodes(body.get("parameters"), self._max_targets)
-        view = self._service.create(definition.name, body.get("parameters"), req.context.berth)
+        parameters = check_targets(body.get("parameters"), self._max_targets)
+        view = self._service.create(definition.name, parameters, req.context.berth)
         resp.status = falcon.HTTP_201
         resp.location = view["url"]
         resp.media = view

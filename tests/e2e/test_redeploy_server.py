@@ -180,8 +180,8 @@ def test_paused_action_waits_and_unpause_runs_it(berth: Berth,
     assert berth.cli("unpause", f"action/{action['id']}").exit_code == 0
     view = berth.wait_action(action["id"])
     assert view["state"] == "complete", view["message"]
-    relabel = steps_of(view)["relabel_nodes"]["details"]["task"]
-    assert relabel["result"]["status"] == "success" and relabel["node_filter"]
+    put = steps_of(view)["relabel_nodes"]["details"]["labels"]  # put on Promenade directly
+    assert list(put) == ["node02"] and put["node02"].get("kubernetes-etcd") == "enabled"
     labels = berth.sim("/nodes/node02")["kubernetes"]["labels"]
     assert labels.get("kubernetes-etcd") == "enabled"
     assert [a["command"] for a in view["command_audit"]] == ["create", "pause", "unpause"]

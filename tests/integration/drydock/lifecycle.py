@@ -63,7 +63,7 @@ def lc_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LifecycleEnv]:
             "kubernetes": {"kubeconfig": site.kubeconfig, "api_url": site.urls["kube"],
                            "poll_interval": 0.05}}, port=prom_port)
         sections = drydock_sections(site, work, auth=auth, peers=peers,
-                                    steps={"join_timeout": 20, "enlist_timeout": 20,
+                                    steps={"enlist_timeout": 20,
                                            "commission_timeout": 20, "deploy_timeout": 20},
                                     reboot={"interval": 0.05, "lease_seconds": 2,
                                             "soft_timeout": 0.5})

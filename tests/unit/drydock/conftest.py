@@ -13,7 +13,7 @@ import pytest
 from drydock_api import config
 from drydock_api.drivers.maas.fake import FakeMaas
 from drydock_api.drivers.oob_fake import FakeOob
-from drydock_api.drivers.promenade import FakeJoin, FakeLabeller
+from drydock_api.drivers.promenade import FakeLabeller
 from drydock_api.runtime import Runtime, build_runtime
 from tests.unit.drydock import designs
 
@@ -46,7 +46,6 @@ class Site:
     href: str
     docs: list[dict[str, Any]]
     clock: FakeClock | None
-    join: FakeJoin
 
     def address(self, name: str) -> str:
         node = next(d for d in self.docs if d["metadata"]["name"] == name
@@ -82,14 +81,14 @@ def make_site(tmp_path: Path) -> Iterator[SiteFactory]:
         names = names if names is not None else ["n1", "n2", "n3"]
         docs = docs if docs is not None else designs.simple_site(names)
         href = designs.write(tmp_path / f"site{len(made)}.yaml", docs)
-        maas, oob, labeller, join = FakeMaas(names), FakeOob(), FakeLabeller(), FakeJoin()
+        maas, oob, labeller = FakeMaas(names), FakeOob(), FakeLabeller()
         kwargs: dict[str, Any] = {}
         if clock is not None:
             kwargs = {"clock": clock, "sleep": clock.sleep}
         runtime = build_runtime(make_conf(tmp_path, url, **groups), maas=maas, oob=oob,
-                                labeller=labeller, join=join, **kwargs)
+                                labeller=labeller, **kwargs)
         made.append(runtime)
-        return Site(runtime, maas, oob, labeller, href, docs, clock, join)
+        return Site(runtime, maas, oob, labeller, href, docs, clock)
 
     yield factory
     for runtime in made:

@@ -8,7 +8,7 @@ import pytest
 
 from common.errors import ValidationFailed
 from drydock_api.nodes.design import parse_design
-from drydock_api.nodes.filters import UnknownNodes, select_nodes
+from drydock_api.nodes.filters import UnknownNodes, require_filter, select_nodes
 from tests.unit.drydock import designs as D
 
 DOCS = [
@@ -80,8 +80,9 @@ def test_unknown_node_names_are_refused_listing_each() -> None:
     {"filter_set": [{"node_labels": ["a"]}]},
     {"filter_set": [{"color": ["red"]}]},
     {"filter_set": "all"},
+    {"filter_set": [{"node_names": ["n" * 254]}]},
     ["ctl1"],
 ])
-def test_malformed_filters_are_refused(bad: Any) -> None:
+def test_malformed_filters_are_refused_at_the_edge(bad: Any) -> None:
     with pytest.raises(ValidationFailed):
-        select_nodes(bad, DESIGN.nodes)
+        require_filter(bad)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from drydock_api.drivers.ports import MaasError
-from drydock_api.tasks.lifecycle import parse_size
+from drydock_api.tasks.lifecycle import deploy_steps, parse_size
 from tests.unit.drydock.conftest import SiteFactory
 from tests.unit.drydock.test_orchestrator import messages, names, run_task
 
@@ -69,7 +69,6 @@ def test_prepare_then_deploy_torn_down_nodes_enlists_commissions_lays_out_and_de
               for d in site.maas.block_devices("id-n1")}
     assert layout == {"sda": [("ext4", "/boot"), ("ext4", "/")],
                       "sdb": [("xfs", "/var/lib/data")]}
-    site.join.ready.update(n1=True, n2=True)
     deployed = run_task(site, "deploy_nodes")
     assert deployed["result"]["status"] == "success", messages(deployed)
     assert site.maas.status("n1") == "Deployed" and site.maas.deployed_images["n1"] == "jammy"
@@ -93,7 +92,6 @@ def test_a_disk_kept_by_teardown_stays_out_of_the_layout_and_is_mounted_as_it_is
               for d in site.maas.block_devices("id-n1")}
     assert layout == {"sda": [("ext4", "/boot"), ("ext4", "/")], "sdb": []}
     assert any("sdb kept out of the layout" in m for m in messages(prepared, "n1"))
-    site.join.ready["n1"] = True
     deployed = run_task(site, "deploy_nodes", names("n1"))
     assert deployed["result"]["status"] == "success", messages(deployed)
     text = base64.b64decode(site.maas.user_data["n1"] or "").decode()
@@ -111,7 +109,6 @@ def test_a_full_teardown_forgets_kept_disks(make_site: SiteFactory):
 
 def test_nodes_already_in_the_target_state_succeed_untouched(make_site: SiteFactory):
     site = make_site(["n1"])
-    site.join.ready["n1"] = True
     prepared = run_task(site, "prepare_nodes")
     deployed = run_task(site, "deploy_nodes")
     assert prepared["result"]["status"] == deployed["result"]["status"] == "success"
@@ -156,17 +153,22 @@ def test_deploy_of_an_unprepared_node_fails_with_the_reason(make_site: SiteFacto
     assert any("prepare_nodes first" in m for m in messages(task, "n1"))
 
 
-def test_deploy_waits_for_the_kubernetes_node_to_be_ready(make_site: SiteFactory):
-    site = make_site(["n1"], steps={"join_timeout": 0.05})
-    task = run_task(site, "deploy_nodes")
-    assert task["result"]["status"] == "failure"
-    assert any("not known to Kubernetes" in m for m in messages(task, "n1"))
+def test_deploy_ends_at_maas_deployed_without_asking_kubernetes(make_site: SiteFactory):
+    """Kubernetes readiness is Shipyard's (wait_node_ready): deploy_nodes has no join step
+    and no Kubernetes port, and succeeds once MAAS reports the machine Deployed."""
+    site = make_site(["n1", "n2"])
+    torn_down(site, "n1")
+    enlist_on_pxe(site)
+    run_task(site, "prepare_nodes", names("n1"))
+    task = run_task(site, "deploy_nodes", names("n1"))
+    assert task["result"]["status"] == "success", messages(task)
+    assert site.maas.status("n1") == "Deployed"
+    assert [s.name for s in deploy_steps({})] == ["deploy"]
 
 
 def test_retired_nodes_are_skipped_not_failed(make_site: SiteFactory):
     site = make_site(["n1", "n2"])
     site.runtime.nodes.retire("n1", "end of warranty")
-    site.join.ready["n2"] = True
     task = run_task(site, "deploy_nodes")
     assert task["result"]["status"] == "success"
     assert task["result"]["skipped"] == ["n1"] and task["result"]["successes"] == ["n2"]

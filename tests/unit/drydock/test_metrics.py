@@ -14,7 +14,7 @@ from drydock_api.app import Deps, create_app
 from drydock_api.drivers.maas.fake import FakeMaas
 from drydock_api.drivers.oob_fake import FakeOob
 from drydock_api.drivers.ports import OobRouter
-from drydock_api.drivers.promenade import FakeJoin, FakeLabeller
+from drydock_api.drivers.promenade import FakeLabeller
 from drydock_api.metrics import DrydockMetrics
 from drydock_api.runtime import Runtime, build_runtime
 from tests.unit.drydock import designs
@@ -28,7 +28,7 @@ def wired(tmp_path: Path) -> Iterator[tuple[Runtime, DrydockMetrics, FakeMaas, s
     oob = OobRouter({"redfish": metrics.timed("redfish", FakeOob())})
     href = designs.write(tmp_path / "site.yaml", designs.simple_site(["n1", "n2"]))
     runtime = build_runtime(make_conf(tmp_path), maas=maas, oob=oob, labeller=FakeLabeller(),
-                            join=FakeJoin(), metrics=metrics)
+                            metrics=metrics)
     try:
         yield runtime, metrics, maas, href
     finally:

@@ -54,6 +54,11 @@ class InlineExecutor(Executor):
         return future
 
 
+def owner_data(doc: dict[str, Any]) -> dict[str, str]:
+    """A BaremetalNode's design labels, as Drydock's node view shows them."""
+    return dict(((doc.get("data") or {}).get("metadata") or {}).get("owner_data") or {})
+
+
 class Harness:
     """One database, fake peers and documents, a fake clock, and engines sharing them."""
 
@@ -77,7 +82,8 @@ class Harness:
         rev = self.docs.commit(docs)
         self.drydock.node_list = [  # Drydock knows the design's nodes, all deployed
             {"hostname": d["metadata"]["name"], "maas_status": "Deployed", "power_state": "on",
-             "retired": False} for d in docs if d["schema"] == "drydock/BaremetalNode/v1"]
+             "retired": False, "labels": owner_data(d)}
+            for d in docs if d["schema"] == "drydock/BaremetalNode/v1"]
         if tag:
             self.docs.add_tag(rev, tag, {"dag_id": "earlier"})
         return rev

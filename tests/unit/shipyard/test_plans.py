@@ -267,12 +267,16 @@ def test_intermediate_commits_are_a_blocker_of_a_site_plan(harness: Harness,
     assert plan["groups"][0]["nodes"] == ["node01", "node02", "node03"]
 
 
-def test_relabel_plan_lists_nodes_and_the_drydock_call(harness: Harness,
-                                                       planner: PlanService) -> None:
+def test_relabel_plan_lists_nodes_and_the_promenade_call(harness: Harness,
+                                                          planner: PlanService) -> None:
     harness.commit()
     plan = planner.create("relabel_nodes", {"target_nodes": ["node02"]}, CTX)
     assert [n["node"] for n in plan["nodes"]] == ["node02"]
-    assert plan["calls"][0]["request"] == "POST /api/v1.0/tasks relabel_nodes"
+    assert plan["nodes"][0]["labels"] == {"role": "compute"}
+    [put] = plan["calls"]
+    assert (put["service"], put["request"]) == ("promenade",
+                                                "PUT /api/v1.0/node-labels/node02")
+    assert "role=compute" in put["why"]
 
 
 def test_action_whose_plan_is_no_longer_stored_stops_before_doing_anything(

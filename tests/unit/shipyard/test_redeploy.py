@@ -28,9 +28,11 @@ def test_redeploy_runs_every_step_in_order_for_the_target(harness: Harness) -> N
         "wait_node_ready.node01", "relabel_nodes.node01"]
     assert {s["state"] for s in view["steps"]} == {"success"}
     assert harness.promenade.effects == [("decommission", "node01"),
-                                         ("remove_from_cluster", "node01")]
+                                         ("remove_from_cluster", "node01"),
+                                         ("put_labels", "node01")]
+    assert harness.promenade.labels == {"node01": {"role": "compute"}}  # the design's
     actions = [t["action"] for t in harness.drydock.tasks.values()]
-    assert actions == ["destroy_nodes", "prepare_nodes", "deploy_nodes", "relabel_nodes"]
+    assert actions == ["destroy_nodes", "prepare_nodes", "deploy_nodes"]  # bare metal only
     assert all(t["nodes"] == ["node01"] for t in harness.drydock.tasks.values())
 
 

@@ -8,7 +8,6 @@ import pytest
 
 from common.context import RequestContext
 from common.errors import BadRequest, Conflict
-from shipyard_api.clients.fakes import FakeDrydock
 from tests.unit.shipyard.conftest import Harness
 
 
@@ -21,13 +20,12 @@ def test_successful_site_action_tags_the_revision_with_its_id(harness: Harness,
     assert view["state"] == "complete"
     assert (rev, "site-action-success", {"dag_id": action["id"]}) in harness.docs.tag_log
     actions = [t["action"] for t in harness.drydock.tasks.values()]
-    assert actions == ["prepare_nodes", "deploy_nodes", "relabel_nodes"]
-    relabel = [t for t in harness.drydock.tasks.values() if t["action"] == "relabel_nodes"]
-    assert relabel[0]["nodes"] == ["node01", "node02", "node03"]  # every deployed node
+    assert actions == ["prepare_nodes", "deploy_nodes"]  # labels go to Promenade, not Drydock
+    assert sorted(harness.promenade.labels) == ["node01", "node02", "node03"]  # every deployed
 
 
 def test_failure_after_validation_tags_site_action_failure(harness: Harness) -> None:
-    harness.services.drydock = harness.drydock = FailingRelabel()
+    harness.promenade.unknown.add("node02")  # Kubernetes does not know it: relabel fails
     rev = harness.commit()
     action = harness.create("deploy_site")
     view = harness.drive(action["id"])
@@ -75,9 +73,22 @@ def test_allow_intermediate_commits_overrides_and_is_recorded(harness: Harness) 
 def test_relabel_nodes_relabels_only_the_targets(harness: Harness) -> None:
     harness.commit()
     action = harness.create("relabel_nodes", {"target_nodes": ["node02"]})
-    assert harness.drive(action["id"])["state"] == "complete"
-    task = next(iter(harness.drydock.tasks.values()))
-    assert task["action"] == "relabel_nodes" and task["nodes"] == ["node02"]
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete"
+    assert harness.promenade.labels == {"node02": {"role": "compute"}}
+    assert harness.drydock.tasks == {}  # Shipyard puts the labels on Promenade itself
+    assert "role=compute" in harness.step(action["id"], "relabel_nodes")["notes"][-1]["message"]
+
+
+def test_relabel_of_a_node_kubernetes_does_not_know_fails_naming_it(harness: Harness) -> None:
+    harness.commit()
+    harness.promenade.unknown.add("node03")
+    action = harness.create("relabel_nodes", {"target_nodes": ["node02", "node03"]})
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    step = harness.step(action["id"], "relabel_nodes")
+    assert step["reason"] == "RelabelFailed" and "node03" in view["message"]
+    assert harness.promenade.labels == {"node02": {"role": "compute"}}
 
 
 def test_unknown_action_is_a_bad_request(harness: Harness) -> None:
@@ -108,16 +119,6 @@ def test_site_action_conflicts_with_any_node_action_until_it_ends(harness: Harne
     harness.create("redeploy_server", {"target_nodes": "node03"})
 
 
-class FailingRelabel(FakeDrydock):
-    """Every relabel task ends in failure."""
-
-    def get_task(self, task_id: str, **kwargs: Any) -> dict[str, Any]:
-        task = super().get_task(task_id, **kwargs)
-        if task["action"] == "relabel_nodes" and task["status"] == "complete":
-            task["result"] = {"status": "failure"}
-        return task
-
-
 def test_site_relabel_follows_the_nodes_the_baremetal_step_deployed(harness: Harness) -> None:
     from shipyard_api.actions.site import relabel_nodes
     from shipyard_api.workflow.definitions import StepContext
@@ -129,10 +130,11 @@ def test_site_relabel_follows_the_nodes_the_baremetal_step_deployed(harness: Har
             memo={}, outputs={"resolve_design": {"design_ref": "ref", "config": {}},
                               **outputs}, services=harness.services, now=0.0)
 
+    harness.commit()
     assert "nothing to relabel" in relabel_nodes(ctx({"baremetal": {"deployed": []}})).message
-    assert harness.drydock.tasks == {}
+    assert harness.promenade.labels == {}
     relabel_nodes(ctx({"baremetal": {"deployed": ["node02", "node03"]}}))
-    assert next(iter(harness.drydock.tasks.values()))["nodes"] == ["node02", "node03"]
+    assert sorted(harness.promenade.labels) == ["node02", "node03"]
 
 
 def test_stopping_deploy_site_terminates_the_group_task_in_flight(harness: Harness) -> None:

@@ -88,7 +88,8 @@ def test_all_groups_succeed_and_the_action_completes(harness: Harness, name: str
     fake = drydock(harness)
     assert sorted(fake.sent("prepare_nodes")) == sorted(n.name for n in example_nodes())
     assert sorted(fake.sent("deploy_nodes")) == sorted(n.name for n in example_nodes())
-    assert (fake.listings, fake.filters_resolved) == (1, 0)  # one listing, no filter calls
+    # one listing to plan, one for the labels of relabel_nodes; no node filter calls
+    assert (fake.listings, fake.filters_resolved) == (2, 0)
     relabel = [s for s in view["steps"] if s["id"] == "relabel_nodes"][0]
     assert relabel["state"] == "success"
     rev = max(harness.docs.revisions)

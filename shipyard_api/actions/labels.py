@@ -1,0 +1,51 @@
+"""The relabel steps: each node's design labels (its `owner_data`, as Drydock reads the design
+with host profiles applied) put on its Kubernetes node through Promenade. Shipyard owns every
+Kubernetes-side step (decommission, remove-from-cluster, readiness, labels); Drydock owns bare
+metal, so Berth's workflows never route labels through Drydock's relabel_nodes task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.errors import NotFound
+from common.workflow import Outcome, done, failed
+from shipyard_api.actions import steps
+from shipyard_api.actions.ports import services
+from shipyard_api.workflow.definitions import StepContext
+
+
+def design_labels(ctx: StepContext, targets: list[str] | None) -> dict[str, dict[str, str]]:
+    """Node -> its design labels: the targets (one node: Drydock's view of it; several: one
+    listing), or every node of the design when `targets` is None."""
+    svc, rc = services(ctx), ctx.request_context()
+    ref = str(steps.design(ctx)["design_ref"])
+    if targets is not None and len(targets) == 1:
+        views: list[Any] = [{**svc.drydock.node(targets[0], ref, ctx=rc),
+                             "hostname": targets[0]}]
+    else:
+        views = list(svc.drydock.nodes(ref, ctx=rc))
+    wanted = None if targets is None else set(targets)
+    return {str(v["hostname"]): {str(k): str(val) for k, val in (v.get("labels") or {}).items()}
+            for v in views if v.get("hostname") and (wanted is None or v["hostname"] in wanted)}
+
+
+def put_design_labels(ctx: StepContext, targets: list[str] | None) -> Outcome:
+    """PUT each node's design labels on Promenade (idempotent: the node ends with exactly
+    those labels, kubernetes.io ones kept); a node Kubernetes does not know fails the step."""
+    svc, rc = services(ctx), ctx.request_context()
+    labels = design_labels(ctx, targets)
+    missing = sorted(set(targets or []) - set(labels))
+    absent: dict[str, str] = {n: "not a node of the design" for n in missing}
+    for node, values in labels.items():
+        try:
+            svc.promenade.put_labels(node, values, ctx=rc)
+        except NotFound as exc:
+            absent[node] = exc.message
+    if absent:
+        return failed("RelabelFailed", "Labels not set on " + "; ".join(
+            f"{n}: {why}" for n, why in sorted(absent.items())), {"labels": labels})
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(next(iter(labels.values())).items())) \
+        if len(labels) == 1 else f"{len(labels)} node(s)"
+    return done(details={"labels": labels},
+                note=f"Kubernetes labels set from the design through Promenade: "
+                     f"{shown or 'none'}")
