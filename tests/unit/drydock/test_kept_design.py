@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from cryptography.fernet import Fernet
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from common.context import RequestContext
 from drydock_api.db.designs import DesignStore
@@ -211,3 +211,15 @@ def test_designs_no_unfinished_task_needs_go_after_the_retention(
     assert kept.documents(running) == designs.simple_site(["busy"])  # an unfinished task's
     assert kept.documents(recent) is not None and kept.documents(latest) is not None
     assert kept.keep("file:///done.yaml", designs.simple_site(["done"])) == finished
+
+
+def test_a_task_whose_kept_design_is_gone_fails_instead_of_fetching_another(
+        make_site: SiteFactory) -> None:
+    site = make_site(["n1"])
+    task_id = destroy(site, "n1")
+    with site.runtime.store.sessions.begin() as s:
+        s.execute(delete(DesignRow))
+    run_queued(site.runtime)
+    result = site.runtime.service.get(task_id)["result"]
+    assert result["status"] == "failure" and "is no longer kept" in result["message"]
+    assert stored_rows(site.runtime) == []  # the file was not read again
