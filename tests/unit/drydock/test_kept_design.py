@@ -12,16 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
-from cryptography.fernet import Fernet
 from sqlalchemy import delete, select
 
 from common.context import RequestContext
-from drydock_api.db.designs import DesignStore
 from drydock_api.db.models import DesignRow
 from drydock_api.runtime import Runtime, build_runtime
-from drydock_api.tasks.states import TaskResult, TaskStatus
 from tests.unit.drydock import designs
-from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory, make_conf
+from tests.unit.drydock.conftest import Site, SiteFactory, make_conf
 from tests.unit.drydock.test_orchestrator import names
 
 PATH = "/api/v1.0/revisions/7/rendered-documents"
@@ -182,35 +179,6 @@ def test_a_task_admitted_without_a_digest_reads_its_design_by_href(
     run_queued(site.runtime)  # fetched once and kept, as before digests
     assert site.runtime.service.get(row.id)["result"]["status"] == "success"
     assert [r.href for r in stored_rows(site.runtime)] == [site.href]
-
-
-def test_designs_no_unfinished_task_needs_go_after_the_retention(
-        make_site: SiteFactory) -> None:
-    site = make_site(["n1"])
-    clock, tasks = FakeClock(), site.runtime.store
-    kept = DesignStore(tasks.sessions, clock, Fernet.generate_key(), retention=100)
-
-    def admitted(name: str) -> tuple[str, str]:
-        digest = kept.keep(f"file:///{name}.yaml", designs.simple_site([name]))
-        row, _ = tasks.create_task(
-            action="destroy_nodes", design_ref=f"file:///{name}.yaml", node_filter=None,
-            options={}, node_names=[], created_by=None, marker=None, idempotency_key=None,
-            exclusive=False, design_digest=digest)
-        return digest, row.id
-
-    (finished, task_id), (running, _) = admitted("done"), admitted("busy")
-    tasks.transition(task_id, TaskStatus.RUNNING)
-    tasks.transition(task_id, TaskStatus.COMPLETE, completed=clock(),
-                     result=TaskResult.SUCCESS.value)
-    clock.advance(60)
-    recent = kept.keep("file:///recent.yaml", designs.simple_site(["r"]))  # no task (yet)
-    assert kept.documents(finished) is not None  # within the retention
-    clock.advance(60)
-    latest = kept.keep("file:///latest.yaml", designs.simple_site(["l"]))  # sweeps
-    assert kept.documents(finished) is None
-    assert kept.documents(running) == designs.simple_site(["busy"])  # an unfinished task's
-    assert kept.documents(recent) is not None and kept.documents(latest) is not None
-    assert kept.keep("file:///done.yaml", designs.simple_site(["done"])) == finished
 
 
 def test_a_task_whose_kept_design_is_gone_fails_instead_of_fetching_another(
