@@ -78,6 +78,7 @@ SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
         # MAAS and the BMCs are polled with Drydock's defaults: soon after each request,
         # backing off to the intervals ([steps] first_poll_interval, poll_backoff).
         "oob": {"graceful_timeout": 10, "request_timeout": 5},
+        "database": {"design_key_file": lambda s: s["berth_dir"] + "/drydock-designs.key"},
     },
     "shipyard": {
         "documents": {"secret_key_file": lambda s: s["berth_dir"] + "/shipyard-documents.key",

@@ -100,6 +100,16 @@ REBOOT_OPTS: list[cfg.Opt] = [
                  help="Seconds after which a power on that did not happen is requested again."),
 ]
 
+# Drydock's own options of the shared [database] group.
+DESIGN_STORE_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("design_key_file", default="drydock-designs.key",
+               help="File of the Fernet key encrypting the designs kept in the database at "
+                    "task admission (they hold BMC credentials); made (mode 0600) when "
+                    "missing. Every Drydock process on the database must share it."),
+    cfg.FloatOpt("design_retention", default=86400.0, min=60.0,
+                 help="Seconds a kept design stays once no unfinished task uses it and no "
+                      "task was admitted with it (deleted when another design is kept)."),
+]
 SITE_DESIGN_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("source", default="shipyard", choices=["shipyard", "tasks"],
                help="The design used when a request names none (reboot requests, node "
@@ -112,6 +122,7 @@ SITE_DESIGN_OPTS: list[cfg.Opt] = [
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
     ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS), ("inventory", INVENTORY_OPTS),
+    ("database", DESIGN_STORE_OPTS),
 ]
 
 

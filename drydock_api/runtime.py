@@ -13,6 +13,7 @@ from oslo_config import cfg
 from sqlalchemy import text
 
 from common.clients.shipyard import ShipyardClient
+from common.crypto import load_or_create_key
 from common.designref import DesignResolver
 from common.errors import BerthError
 from common.httpclient import ServiceClient, peer_client
@@ -155,8 +156,9 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     notify_on_commit(store.engine, waiters)
     progress = ProgressStore(store)
     nodes = NodeStore(store.sessions, clock)
-    loader = DesignLoader(resolver or DesignResolver.from_conf(conf),
-                          kept=DesignStore(store.sessions, clock))
+    kept = DesignStore(store.sessions, clock, load_or_create_key(conf.database.design_key_file),
+                       retention=conf.database.design_retention)
+    loader = DesignLoader(resolver or DesignResolver.from_conf(conf), kept=kept)
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
@@ -171,7 +173,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
-    designs = DesignSource(loader.kept_documents, loader.kept_design)  # never fetched
+    designs = DesignSource(loader.task_documents, loader.task_design)  # never fetched
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
                                 pool, StepEngine(clock=clock), clock,
                                 None if sleep is time.sleep else sleep)

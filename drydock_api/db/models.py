@@ -31,6 +31,9 @@ class TaskRow(Base):
     result: Mapped[str] = mapped_column(String(16))
     result_message: Mapped[str | None] = mapped_column(Text)
     design_ref: Mapped[Any] = mapped_column(JSON, nullable=True)
+    # The digest of the design kept when the task was admitted (table designs); NULL on
+    # subtasks and on tasks admitted before designs were kept by digest.
+    design_digest: Mapped[str | None] = mapped_column(String(64), index=True)
     node_filter: Mapped[Any] = mapped_column(JSON, nullable=True)
     options: Mapped[Any] = mapped_column(JSON, nullable=True)
     node_names: Mapped[Any] = mapped_column(JSON, nullable=True)
@@ -114,12 +117,12 @@ class LockRow(Base):
 
 
 class DesignRow(Base):
-    """The documents of a design reference as resolved when a task was admitted; workers
-    read them here, never from the reference (`digest` tells a changed one apart)."""
+    """The documents of a design as resolved when a task was admitted, by their digest (a
+    content address: a row never changes); encrypted, for they hold BMC credentials."""
 
     __tablename__ = "designs"
 
-    href: Mapped[str] = mapped_column(String(2048), primary_key=True)
-    digest: Mapped[str] = mapped_column(String(64))
-    documents: Mapped[Any] = mapped_column(JSON)
-    stored: Mapped[float] = mapped_column(Float)
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    href: Mapped[str] = mapped_column(String(2048))  # the reference it was admitted by
+    documents: Mapped[str] = mapped_column(Text)  # Fernet token of the documents' JSON
+    used: Mapped[float] = mapped_column(Float)  # when a task was last admitted with it

@@ -60,7 +60,7 @@ class TaskStore:
     def create_task(self, *, action: str, design_ref: Any, node_filter: Any,
                     options: dict[str, Any], node_names: list[str], created_by: str | None,
                     marker: str | None, idempotency_key: str | None,
-                    exclusive: bool) -> tuple[TaskRow, bool]:
+                    exclusive: bool, design_digest: str | None = None) -> tuple[TaskRow, bool]:
         """Insert a queued task; same idempotency key → the existing task (created False).
         With `exclusive`, nodes already in an active task → 409 NodesBusy."""
         try:
@@ -79,7 +79,8 @@ class TaskStore:
                 row = TaskRow(
                     id=task_id, parent_id=None, root_id=task_id, action=action,
                     status=TaskStatus.QUEUED.value, result=TaskResult.INCOMPLETE.value,
-                    design_ref=design_ref, node_filter=node_filter, options=options,
+                    design_ref=design_ref, design_digest=design_digest,
+                    node_filter=node_filter, options=options,
                     node_names=node_names, idempotency_key=idempotency_key,
                     created_by=created_by, context_marker=marker, created=now, updated=now,
                     terminate_requested=False, successes=[], failures=[])

@@ -1,5 +1,6 @@
 """Loads a task's design from its design reference (cached by href in the resolver); the API
-keeps the design of each task it admits, and workers read that kept design."""
+keeps the design of each task it admits (by digest, recorded on the task), and workers read
+exactly that kept design."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 from common.context import RequestContext
 from common.designref import DesignResolver, href_of
 from common.documents import Document
+from common.errors import NotFound
 from drydock_api.db.designs import DesignStore
+from drydock_api.db.models import TaskRow
 from drydock_api.nodes.design import Design, parse_design
 
 LOG = logging.getLogger(__name__)
@@ -21,7 +24,7 @@ class DesignLoader:
     """Documents come from the resolver's cache; the design parsed from a cached list of
     documents is kept beside it, so a 10,000-node design is parsed once per fetch, not once
     per request. With a `kept` store, `admit` (task creation) stores what it resolved and
-    `kept_documents`/`kept_design` (workers) read only that."""
+    `task_documents`/`task_design` (workers) read only that, by the task's digest."""
 
     def __init__(self, resolver: DesignResolver, cache_size: int = 8,
                  kept: DesignStore | None = None) -> None:
@@ -30,8 +33,9 @@ class DesignLoader:
         self._kept = kept
         self._parsed: OrderedDict[tuple[str, str], tuple[list[Document], Design]] = \
             OrderedDict()
-        self._admitted: dict[str, list[Document]] = {}  # href -> the documents last kept
-        self._read: OrderedDict[str, tuple[str, list[Document]]] = OrderedDict()
+        # href -> the documents last kept and their digest
+        self._admitted: dict[str, tuple[list[Document], str]] = {}
+        self._read: OrderedDict[str, list[Document]] = OrderedDict()  # digest -> documents
         self._lock = threading.Lock()
 
     def check(self, ref: Any) -> str:
@@ -45,48 +49,67 @@ class DesignLoader:
     def design(self, ref: Any, ctx: RequestContext | None = None) -> Design:
         return self._parse("fetched", href_of(ref), self.documents(ref, ctx))
 
-    def admit(self, ref: Any, ctx: RequestContext | None = None) -> Design:
-        """At task creation: the design resolved once and kept for the task's workers (the
-        same documents, still in the resolver's cache, are not stored again)."""
+    def admit(self, ref: Any, ctx: RequestContext | None = None) -> tuple[Design, str | None]:
+        """At task creation: the design resolved once and kept for the task's workers, and the
+        digest the task records (None without a store). The digest of documents still in the
+        resolver's cache is not computed again."""
         docs, href = self.documents(ref, ctx), href_of(ref)
+        digest = None
         if self._kept is not None:
             with self._lock:
-                known = self._admitted.get(href) is docs
-            if not known:
-                self._kept.keep(href, docs)
-                with self._lock:
-                    self._admitted[href] = docs
-                    while len(self._admitted) > self._cache_size:
-                        self._admitted.pop(next(iter(self._admitted)))
-        return self._parse("fetched", href, docs)
+                hit = self._admitted.get(href)
+            known = hit[1] if hit is not None and hit[0] is docs else None
+            digest = self._kept.keep(href, docs, known)
+            with self._lock:
+                self._admitted[href] = (docs, digest)
+                while len(self._admitted) > self._cache_size:
+                    self._admitted.pop(next(iter(self._admitted)))
+        return self._parse("fetched", href, docs), digest
 
-    def kept_documents(self, ref: Any, ctx: RequestContext | None = None) -> list[Document]:
-        """The documents kept when the task was admitted (one small query tells whether this
-        process already holds them); never fetched, except for a task admitted before
-        designs were kept (an older Drydock), whose design is fetched and kept now."""
+    def kept_documents(self, ref: Any, ctx: RequestContext | None = None,
+                       digest: str | None = None) -> list[Document]:
+        """The documents kept under `digest` when the task was admitted: exactly those, never
+        fetched (a digest names one content: once read, no query is needed). A task admitted
+        before tasks recorded a digest reads the design last kept for its href, else has it
+        fetched and kept now."""
         if self._kept is None:
             return self.documents(ref, ctx)
-        href = href_of(ref)
-        digest = self._kept.digest(href)
+        if digest is None:
+            digest = self._kept.latest(href_of(ref))
+            if digest is None:
+                LOG.info("No design kept for %s (a task admitted before designs were kept): "
+                         "fetching it once", href_of(ref))
+                docs = self.documents(ref, ctx)
+                return self._remember(self._kept.keep(href_of(ref), docs), docs)
         with self._lock:
-            hit = self._read.get(href)
-        if hit is not None and hit[0] == digest:
-            return hit[1]
-        found = self._kept.documents(href) if digest is not None else None
-        if found is None:
-            LOG.info("No design kept for %s (a task admitted before designs were kept): "
-                     "fetching it once", href)
-            docs = self.documents(ref, ctx)
-            found = (self._kept.keep(href, docs), docs)
+            hit = self._read.get(digest)
+        if hit is not None:
+            return hit
+        docs_kept = self._kept.documents(digest)
+        if docs_kept is None:
+            raise NotFound(f"The design this task was admitted with (digest {digest[:12]}) "
+                           "is no longer kept", reason="DesignNotKept")
+        return self._remember(digest, docs_kept)
+
+    def kept_design(self, ref: Any, ctx: RequestContext | None = None,
+                    digest: str | None = None) -> Design:
+        docs = self.kept_documents(ref, ctx, digest)
+        return self._parse("kept", digest or href_of(ref), docs)
+
+    def task_documents(self, task: TaskRow, ctx: RequestContext) -> list[Document]:
+        """A task's design documents, as admitted (what the orchestrator reads)."""
+        return self.kept_documents(task.design_ref, ctx, task.design_digest)
+
+    def task_design(self, task: TaskRow, ctx: RequestContext) -> Design:
+        return self.kept_design(task.design_ref, ctx, task.design_digest)
+
+    def _remember(self, digest: str, docs: list[Document]) -> list[Document]:
         with self._lock:
-            self._read[href] = found
-            self._read.move_to_end(href)
+            self._read[digest] = docs
+            self._read.move_to_end(digest)
             while len(self._read) > self._cache_size:
                 self._read.popitem(last=False)
-        return found[1]
-
-    def kept_design(self, ref: Any, ctx: RequestContext | None = None) -> Design:
-        return self._parse("kept", href_of(ref), self.kept_documents(ref, ctx))
+        return docs
 
     def _parse(self, source: str, href: str, docs: list[Document]) -> Design:
         key = (source, href)

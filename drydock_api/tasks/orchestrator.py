@@ -112,7 +112,7 @@ class Orchestrator:
             if action.site is not None:
                 self._run_site_level(row, action, ctx)
                 return
-            design = self._designs.design(row.design_ref, ctx)
+            design = self._designs.design(row, ctx)
         except BerthError as exc:
             self._fail_task(row, f"Design {row.design_ref!r} could not be loaded: {exc.message}")
             return
@@ -134,7 +134,7 @@ class Orchestrator:
 
     def _run_site_level(self, row: TaskRow, action: ActionDef, ctx: RequestContext) -> None:
         assert action.site is not None
-        docs = self._designs.documents(row.design_ref, ctx)
+        docs = self._designs.documents(row, ctx)
         outcome = action.site(SiteContext(documents=docs, options=dict(row.options or {}),
                                           ports=self._ports, request=ctx))
         self._progress.add_messages(row, outcome.messages)

@@ -59,7 +59,7 @@ def _filter_or_all(action: str, node_filter: Any, options: dict[str, Any]) -> li
 class TaskService:
     def __init__(self, store: TaskStore, progress: ProgressStore,
                  actions: dict[str, ActionDef],
-                 designs: Callable[[Any, RequestContext], Design]) -> None:
+                 designs: Callable[[Any, RequestContext], tuple[Design, str | None]]) -> None:
         self._store = store
         self._progress = progress
         self._actions = actions
@@ -95,12 +95,13 @@ class TaskService:
         """Admit a task (201) or return the one created earlier with the same key."""
         action, options = self.check_body(body)
         href_of(body["design_ref"])
-        design = self._designs(body["design_ref"], ctx)  # resolved once: kept for the worker
+        # resolved once and kept: the task records the digest its workers read
+        design, digest = self._designs(body["design_ref"], ctx)
         nodes: list[str] = []
         if action.site is None:
             nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
         row, created = self._store.create_task(
-            action=action.name, design_ref=body["design_ref"],
+            action=action.name, design_ref=body["design_ref"], design_digest=digest,
             node_filter=body.get("node_filter"), options=options, node_names=nodes,
             created_by=ctx.end_user or ctx.user, marker=ctx.marker,
             idempotency_key=idempotency_key, exclusive=action.exclusive)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from oslo_config import cfg
 from sqlalchemy.orm import Session, sessionmaker
 
+from common.crypto import FernetCipher, load_or_create_key
 from common.httpclient import peer_client
 from shipyard_api.db import make_engine, session_factory, upgrade
-from shipyard_api.documents.crypto import FernetCipher, load_or_create_key
 from shipyard_api.documents.store import DocumentStore
 from shipyard_api.documents.validation import CommitValidator, HttpPeerValidator, PeerValidator
 
@@ -36,7 +36,8 @@ def build_document_deps(conf: cfg.ConfigOpts,
         upgrade(url)
         sessions = session_factory(make_engine(url))
     opts = conf.documents
-    cipher = FernetCipher(load_or_create_key(opts.secret_key_file))
+    cipher = FernetCipher(load_or_create_key(opts.secret_key_file),
+                          "[documents] secret_key_file")
     store = DocumentStore(sessions, cipher=cipher, lease_seconds=opts.lock_lease_seconds)
     peers: list[PeerValidator] = [
         HttpPeerValidator(name, peer_client(conf, name), timeout=opts.validation_timeout)

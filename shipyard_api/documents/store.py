@@ -14,10 +14,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.clients.shipyard import design_ref
+from common.crypto import Cipher
 from common.documents import BASE_SCHEMA, doc_ref
 from common.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from common.status import Message, validation_message
-from shipyard_api.documents.crypto import Cipher
 from shipyard_api.documents.diff import (
     BufferMode,
     CollectionStatus,

@@ -65,7 +65,7 @@ def deployed(image: str, site: Site, tmp_path_factory: pytest.TempPathFactory) -
     tokens = write_tokens(work / "tokens.yaml")
     ports = {name: free_port() for name in SERVICES}
     write_configs(site, work, tokens["admin"], ports)
-    os.chown(work, UID, UID)  # the services' SQLite files and documents key are written here
+    os.chown(work, UID, UID)  # the services' SQLite files and Fernet keys are written here
     tag = f"berth-test-{os.getpid()}"
     containers: list[Container] = []
     try:
@@ -135,3 +135,5 @@ def test_redeploy_server_runs_to_completion_through_the_containers(
     assert seen["power"] == "on" and seen["maas_status"] == "Deployed"
     assert seen["kubernetes"]["ready"] and not seen["kubernetes"]["unschedulable"]
     assert seen["disks"]["sda"]["marker"] != before["disks"]["sda"]["marker"]
+    # Drydock's API and worker containers kept the task designs with the one key they share
+    assert (deployed["work"] / "drydock-designs.key").exists()

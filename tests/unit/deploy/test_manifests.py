@@ -234,6 +234,8 @@ def test_config_points_at_files_the_pods_mount(overlay) -> None:
             assert "admin" in tokens[value]["roles"]  # peers accept the service token
         if service_of(cont) == "shipyard":
             assert conf["documents"]["secret_key_file"] in files
+        if service_of(cont) == "drydock":  # API and worker pods share the designs' key
+            assert conf["database"]["design_key_file"] in files
         if name == "promenade-api":
             assert conf["kubernetes"]["kubeconfig"] in files
 

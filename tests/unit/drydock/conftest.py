@@ -57,6 +57,7 @@ def make_conf(tmp: Path, url: str | None = None, **groups: dict[str, Any]) -> An
     conf = config.load(str(tmp / "absent.conf"))
     conf.set_override("connection", url or f"sqlite:///{tmp}/drydock.db", group="database")
     conf.set_override("file_root", str(tmp), group="design")
+    conf.set_override("design_key_file", str(tmp / "designs.key"), group="database")
     tiny = {"oob": {"poll_interval": 0.001, "graceful_timeout": 0.05, "power_timeout": 5.0},
             "steps": {"maas_poll_interval": 0.001, "step_retry_delay": 0.001, "outage_window": 0,
                       "release_timeout": 5.0},

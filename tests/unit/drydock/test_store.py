@@ -1,4 +1,5 @@
-"""Tasks and leases on SQLite and PostgreSQL: admission, idempotency, claims, takeover."""
+"""Tasks, leases and kept designs on SQLite and PostgreSQL: admission, idempotency, claims,
+takeover, retention."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import update
 
 from common.errors import Conflict
 from drydock_api import db
+from drydock_api.db.designs import DesignStore
 from drydock_api.db.models import TaskRow
 from drydock_api.db.store import NodesBusy, TaskStore
-from drydock_api.tasks.states import IllegalTransition, TaskStatus
+from drydock_api.tasks.states import IllegalTransition, TaskResult, TaskStatus
+from tests.unit.drydock import designs
 from tests.unit.drydock.conftest import FakeClock
 
 
@@ -151,3 +155,33 @@ def test_a_renewal_that_waits_for_the_write_lock_counts_from_when_it_has_it(
     assert done.is_set()
     expires = store.get(task.id).lease_expires
     assert expires is not None and expires - renewed_at >= 10 + 0.25
+
+
+def test_designs_are_kept_once_by_digest_and_go_once_no_unfinished_task_needs_them(
+        store: TaskStore, clock: FakeClock) -> None:
+    kept = DesignStore(store.sessions, clock, Fernet.generate_key(), retention=100)
+
+    def admitted(name: str) -> tuple[str, str]:
+        digest = kept.keep(f"file:///{name}.yaml", designs.simple_site([name]))
+        row, _ = store.create_task(
+            action="destroy_nodes", design_ref=f"file:///{name}.yaml", node_filter=None,
+            options={}, node_names=[], created_by=None, marker=None, idempotency_key=None,
+            exclusive=False, design_digest=digest)
+        return digest, row.id
+
+    (finished, task_id), (running, _) = admitted("done"), admitted("busy")
+    assert kept.keep("file:///again.yaml", designs.simple_site(["busy"])) == running  # same
+    assert kept.latest("file:///busy.yaml") == running and kept.latest("file:///x") is None
+    store.transition(task_id, TaskStatus.RUNNING)
+    store.transition(task_id, TaskStatus.COMPLETE, completed=clock(),
+                     result=TaskResult.SUCCESS.value)
+    clock.advance(60)
+    recent = kept.keep("file:///recent.yaml", designs.simple_site(["r"]))  # no task (yet)
+    assert kept.documents(finished) is not None  # within the retention
+    clock.advance(60)
+    latest = kept.keep("file:///latest.yaml", designs.simple_site(["l"]))  # sweeps
+    assert kept.documents(finished) is None
+    assert kept.documents(running) == designs.simple_site(["busy"])  # an unfinished task's
+    assert kept.documents(recent) is not None and kept.documents(latest) is not None
+    assert kept.keep("file:///done.yaml", designs.simple_site(["done"])) == finished
+    assert kept.documents(finished) == designs.simple_site(["done"])  # kept again

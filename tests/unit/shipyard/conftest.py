@@ -11,6 +11,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from common.context import RequestContext
+from common.crypto import FernetCipher
 from shipyard_api.actions.fakes import FakeDocuments
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.actions.service import ActionService
@@ -19,7 +20,6 @@ from shipyard_api.app import Deps
 from shipyard_api.catalog import definitions
 from shipyard_api.clients.fakes import FakeDrydock, FakePromenade
 from shipyard_api.db import make_engine, session_factory, upgrade
-from shipyard_api.documents.crypto import FernetCipher
 from shipyard_api.documents.deps import DocumentDeps
 from shipyard_api.documents.store import DocumentStore
 from shipyard_api.documents.validation import CommitValidator

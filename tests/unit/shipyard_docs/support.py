@@ -13,11 +13,11 @@ from oslo_config import cfg
 from common import config
 from common.app import create_service_app, service_spec
 from common.auth import Identity, TokenAuthenticator
+from common.crypto import FernetCipher
 from common.status import Message, validation_message
 from shipyard_api import policy
 from shipyard_api.db import make_engine, session_factory, upgrade
 from shipyard_api.documents.config import OPTS
-from shipyard_api.documents.crypto import FernetCipher
 from shipyard_api.documents.store import DocumentStore
 from shipyard_api.documents.validation import CommitValidator
 from shipyard_api.resources.documents import document_routes

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from common.context import RequestContext
+from common.crypto import FernetCipher, load_or_create_key
 from common.httpclient import ServiceClient
 from common.status import status_body, validation_message
-from shipyard_api.documents.crypto import FernetCipher, load_or_create_key
 from shipyard_api.documents.deps import build_document_deps
 from shipyard_api.documents.validation import HttpPeerValidator, shipyard_checks
 from tests.unit.shipyard_docs.support import deployment_configuration, doc, make_conf, node

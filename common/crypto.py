@@ -1,4 +1,5 @@
-"""Encryption at rest of secret documents (Fernet), with the key kept in a file."""
+"""Encryption at rest (Fernet), with the key kept in a file: Shipyard's secret documents,
+Drydock's kept designs."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ class Cipher(Protocol):
 
 
 class FernetCipher:
-    """AES-128-CBC + HMAC-SHA256 tokens (cryptography's Fernet)."""
+    """AES-128-CBC + HMAC-SHA256 tokens (cryptography's Fernet); `option` names the config
+    option of the key file in the error raised for a token made with another key."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, option: str = "the key file option") -> None:
         self._fernet = Fernet(key)
+        self._option = option
 
     def encrypt(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode()
@@ -32,8 +35,8 @@ class FernetCipher:
         try:
             return self._fernet.decrypt(token.encode()).decode()
         except InvalidToken as exc:
-            raise InternalError("A stored secret cannot be decrypted with the configured "
-                                "key ([documents] secret_key_file)", retry=False) from exc
+            raise InternalError(f"A stored secret cannot be decrypted with the configured "
+                                f"key ({self._option})", retry=False) from exc
 
 
 def load_or_create_key(path: str | Path) -> bytes:
