@@ -26,7 +26,7 @@ from common.workflow import (
 )
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
-from shipyard_api.clients.ports import DrydockPort, node_names_filter
+from shipyard_api.clients.ports import DrydockPort, node_names_filter, node_ready
 from shipyard_api.documents.validation import shipyard_checks
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.model import Strategy, strategy_document, strategy_of
@@ -157,6 +157,8 @@ def _poll(ctx: StepContext, deployment: Deployment,
           pending: Mapping[str, Any]) -> Outcome | None:
     """None once the call is settled; a Retry while its task still runs."""
     call = Call(pending["group"], pending["phase"], tuple(pending["nodes"]))
+    if "ready" in pending:
+        return _await_ready(ctx, deployment, call, pending)
     task_id = str(pending["task_id"])
     interval = _config(ctx, PHASE_CONFIG[call.phase][0])
     try:
@@ -168,7 +170,13 @@ def _poll(ctx: StepContext, deployment: Deployment,
                            f"{exc.message}", details=_report(deployment, task_id))
     if str(task.get("status")) in FINISHED:
         result = task.get("result") if isinstance(task.get("result"), dict) else {}
-        deployment.record(call, [str(n) for n in (result or {}).get("successes") or []])
+        successes = [str(n) for n in (result or {}).get("successes") or []]
+        if call.phase == DEPLOY and successes:
+            deadline = ctx.now + steps.config_value(ctx, "kubernetes", "node_status_timeout")
+            return _await_ready(ctx, deployment, call, {
+                **pending, "ready": {"nodes": successes, "joined": [], "since": ctx.now,
+                                     "deadline": deadline}})
+        deployment.record(call, successes)
         return None
     if ctx.now >= float(pending["deadline"]):
         limit = _config(ctx, PHASE_CONFIG[call.phase][1])
@@ -181,6 +189,32 @@ def _poll(ctx: StepContext, deployment: Deployment,
                                   f"finish within {limit:g} s; it was terminated")
         return None
     return retry_after(interval, details=_report(deployment, task_id))
+
+
+def _await_ready(ctx: StepContext, deployment: Deployment, call: Call,
+                 pending: Mapping[str, Any]) -> Outcome | None:
+    """A deployed node succeeds once its Kubernetes node is Ready (Shipyard owns readiness,
+    as Airship's deployment step checks node status after deploy_nodes); one not Ready within
+    `kubernetes.node_status_timeout` fails. None once the group's deploy is settled."""
+    ready = pending["ready"]
+    svc, rc = services(ctx), ctx.request_context()
+    joined = list(ready["joined"])
+    joined += [n for n in ready["nodes"]
+               if n not in joined and node_ready(svc.promenade.node_status(n, ctx=rc))]
+    late = [n for n in ready["nodes"] if n not in joined]
+    if not late or ctx.now >= float(ready["deadline"]):
+        deployment.record(call, joined, why="not Ready in Kubernetes within "
+                          f"{float(ready['deadline']) - float(ready['since']):g} s")
+        return None
+    pending = {**pending, "ready": {**ready, "joined": joined}}
+    interval = steps.config_value(ctx, "kubernetes", "node_status_interval")
+    # soon after the deploy (a node joins seconds to minutes after it), then every interval
+    return retry_after(min(interval, max(0.5, 0.1 * (ctx.now - float(ready["since"])))),
+                       memo={MEMO: {"deployment": deployment.to_dict(), "call": pending}},
+                       details=_report(deployment, str(pending["task_id"])),
+                       note=f"deploy {call.group}: {len(joined)} node(s) Ready in Kubernetes, "
+                            f"waiting for {', '.join(late[:5])}"
+                            + (f" and {len(late) - 5} more" if len(late) > 5 else ""))
 
 
 def _advance(ctx: StepContext, deployment: Deployment, note: str = "") -> Outcome:
@@ -239,8 +273,10 @@ def cancel(ctx: StepContext) -> None:
 
 
 def baremetal_policy(ctx: StepContext) -> StepPolicy:
-    """Bounded by every group's prepare and deploy timeouts (each call has its own bound)."""
+    """Bounded by every group's prepare, deploy and readiness timeouts (each has its own
+    bound)."""
     state = ctx.memo.get(MEMO)
     groups = len(state["deployment"]["status"]) if state else 1
-    per_group = _config(ctx, "prepare_node_timeout") + _config(ctx, "deploy_timeout")
+    per_group = _config(ctx, "prepare_node_timeout") + _config(ctx, "deploy_timeout") \
+        + steps.config_value(ctx, "kubernetes", "node_status_timeout")
     return services(ctx).settings.policy(max(1, groups) * per_group + 600)

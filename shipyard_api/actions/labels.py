@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.errors import NotFound
-from common.workflow import Outcome, done, failed
+from common.workflow import Outcome, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
 from shipyard_api.workflow.definitions import StepContext
@@ -31,19 +31,35 @@ def design_labels(ctx: StepContext, targets: list[str] | None) -> dict[str, dict
 
 def put_design_labels(ctx: StepContext, targets: list[str] | None) -> Outcome:
     """PUT each node's design labels on Promenade (idempotent: the node ends with exactly
-    those labels, kubernetes.io ones kept); a node Kubernetes does not know fails the step."""
+    those labels, kubernetes.io ones kept). A node Kubernetes does not know (yet: it may
+    still be joining) is asked again every `relabel_nodes_interval` until
+    `relabel_nodes_timeout`, then fails the step; a node not in the design fails it at once."""
     svc, rc = services(ctx), ctx.request_context()
     labels = design_labels(ctx, targets)
-    missing = sorted(set(targets or []) - set(labels))
-    absent: dict[str, str] = {n: "not a node of the design" for n in missing}
+    labelled = set(ctx.memo.get("labelled") or ())
+    outside = {n: "not a node of the design" for n in sorted(set(targets or []) - set(labels))}
+    absent: dict[str, str] = {}
     for node, values in labels.items():
+        if node in labelled:
+            continue
         try:
             svc.promenade.put_labels(node, values, ctx=rc)
+            labelled.add(node)
         except NotFound as exc:
             absent[node] = exc.message
-    if absent:
+    pp = "physical_provisioner"
+    since = float(ctx.memo.get("absent_since", ctx.now))
+    if absent and not outside and ctx.now - since < steps.config_value(
+            ctx, pp, "relabel_nodes_timeout"):
+        return retry_after(steps.config_value(ctx, pp, "relabel_nodes_interval"),
+                           memo={"labelled": sorted(labelled), "absent_since": since},
+                           note="Waiting for " + ", ".join(sorted(absent)[:5])
+                           + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+                           + " to join Kubernetes")
+    if absent or outside:
         return failed("RelabelFailed", "Labels not set on " + "; ".join(
-            f"{n}: {why}" for n, why in sorted(absent.items())), {"labels": labels})
+            f"{n}: {why}" for n, why in sorted({**absent, **outside}.items())),
+            {"labels": labels})
     shown = ", ".join(f"{k}={v}" for k, v in sorted(next(iter(labels.values())).items())) \
         if len(labels) == 1 else f"{len(labels)} node(s)"
     return done(details={"labels": labels},

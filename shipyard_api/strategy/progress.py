@@ -73,15 +73,16 @@ class Deployment:
             self._log(group, phase, "success", "no node needed this phase")
             self._after_phase(group, phase)
 
-    def record(self, call: Call, succeeded: Iterable[str]) -> None:
-        """Drydock's result for `call`: nodes not reported successful failed."""
+    def record(self, call: Call, succeeded: Iterable[str], why: str = "") -> None:
+        """The result of `call`: nodes not reported successful failed (`why`, if given)."""
         ok = set(succeeded)
         _, done_status = PHASES[call.phase]
         for n in call.nodes:
             self.nodes[n] = done_status if n in ok else FAILURE
         failed = [n for n in call.nodes if n not in ok]
         self._log(call.group, call.phase, "failed" if failed else "success",
-                  f"failed: {', '.join(failed)}" if failed else "")
+                  f"failed: {', '.join(failed)}" + (f" ({why})" if why else "")
+                  if failed else "")
         self._after_phase(call.group, call.phase)
 
     def record_failure(self, call: Call, reason: str) -> None:

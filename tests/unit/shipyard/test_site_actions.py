@@ -80,15 +80,30 @@ def test_relabel_nodes_relabels_only_the_targets(harness: Harness) -> None:
     assert "role=compute" in harness.step(action["id"], "relabel_nodes")["notes"][-1]["message"]
 
 
-def test_relabel_of_a_node_kubernetes_does_not_know_fails_naming_it(harness: Harness) -> None:
+def test_relabel_of_a_node_kubernetes_never_knows_fails_naming_it(harness: Harness) -> None:
+    """Asked every relabel_nodes_interval (1 s) until relabel_nodes_timeout (60 s)."""
     harness.commit()
     harness.promenade.unknown.add("node03")
     action = harness.create("relabel_nodes", {"target_nodes": ["node02", "node03"]})
-    view = harness.drive(action["id"])
+    view = harness.drive(action["id"], rounds=1000)
     assert view["state"] == "failed"
     step = harness.step(action["id"], "relabel_nodes")
     assert step["reason"] == "RelabelFailed" and "node03" in view["message"]
     assert harness.promenade.labels == {"node02": {"role": "compute"}}
+    puts = [c.node for c in harness.promenade.calls if c.op == "put_labels"]
+    assert puts.count("node02") == 1 and puts.count("node03") > 10
+
+
+def test_relabel_waits_for_a_node_still_joining_kubernetes(harness: Harness) -> None:
+    harness.commit()
+    harness.promenade.unknown.add("node03")
+    action = harness.create("relabel_nodes", {"target_nodes": ["node02", "node03"]})
+    harness.run_until(lambda: "Waiting for node03 to join Kubernetes" in str(
+        harness.step(action["id"], "relabel_nodes")["notes"]))
+    harness.promenade.unknown.discard("node03")  # the kubelet registered the Node
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete"
+    assert set(harness.promenade.labels) == {"node02", "node03"}
 
 
 def test_unknown_action_is_a_bad_request(harness: Harness) -> None:

@@ -269,3 +269,45 @@ def test_a_group_naming_a_node_outside_the_design_is_refused_by_drydock() -> Non
         select_groups(fake, "ref", strategy, RequestContext(marker="m", user="admin"))
     assert err.value.reason == "UnknownNodes"
     assert fake.filters_resolved == 1  # only the group Drydock alone can answer
+
+
+def readiness_design(timeout: int) -> list[dict[str, Any]]:
+    docs = example_design()
+    for doc in docs:
+        if doc["schema"] == "shipyard/DeploymentConfiguration/v1":
+            doc["data"]["kubernetes"] = {"node_status_interval": 5, "node_status_timeout": timeout}
+    return docs
+
+
+class TurnsReady(dict[str, Any]):
+    """Promenade views of nodes whose kubelet is NotReady for the first `reads` reads."""
+
+    def __init__(self, nodes: list[str], reads: int) -> None:
+        super().__init__({n: None for n in nodes})
+        self.reads = {n: 0 for n in nodes}
+        self.limit = reads
+
+    def __getitem__(self, node: str) -> dict[str, Any]:
+        self.reads[node] += 1
+        ready = "True" if self.reads[node] > self.limit else "False"
+        return {"name": node, "kubelet": {"ready": ready, "ready_since": None}}
+
+
+def test_a_deployed_node_counts_once_its_kubernetes_node_is_ready(harness: Harness) -> None:
+    harness.commit(readiness_design(timeout=600))
+    harness.promenade.views = views = TurnsReady(["compute03", "compute04"], reads=4)
+    view, step = run(harness)
+    assert view["state"] == "complete", view
+    assert step["details"]["nodes"]["compute04"] == "success"
+    assert views.reads == {"compute03": 5, "compute04": 5}  # asked until Ready, no more
+
+
+def test_a_deployed_node_never_ready_fails_with_the_reason(harness: Harness) -> None:
+    harness.commit(readiness_design(timeout=20))
+    harness.promenade.views = TurnsReady(["compute04"], reads=10_000)
+    view, step = run(harness)
+    assert view["state"] == "complete", view  # compute-nodes-2 needs 50 %: compute03 is enough
+    assert step["details"]["nodes"]["compute04"] == "failure"
+    assert step["details"]["nodes"]["compute03"] == "success"
+    assert any("compute04 (not Ready in Kubernetes within 20 s)" in line
+               for line in step["details"]["processing"]), step["details"]["processing"]
