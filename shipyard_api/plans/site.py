@@ -42,8 +42,10 @@ def _group(position: int, group: Group, nodes: list[str]) -> dict[str, Any]:
             "success_criteria": criteria, "nodes": nodes,
             "calls": [call("drydock", f"POST {P}/tasks prepare_nodes", "enlist, commission, "
                            "storage", then=nodes),
-                      call("drydock", f"POST {P}/tasks deploy_nodes", "deploy and join",
-                           then=nodes)]}
+                      call("drydock", f"POST {P}/tasks deploy_nodes", "deploy (until MAAS "
+                           "Deployed)", then=nodes),
+                      call("promenade", f"GET {P}/nodes/{{node}}", "each deployed node Ready "
+                           "in Kubernetes", then=nodes)]}
 
 
 def _judge(out: Composition, group: Group, nodes: list[str], broken: dict[str, str]) -> None:
