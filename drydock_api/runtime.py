@@ -37,9 +37,9 @@ from drydock_api.nodes.reboot import RebootReconciler, RebootSettings
 from drydock_api.nodes.service import NodeService
 from drydock_api.nodes.sitedesign import SiteDesign
 from drydock_api.tasks.actions import build_actions
+from drydock_api.tasks.context import Labeller, Ports, StepSettings
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
-from drydock_api.tasks.outcomes import Labeller, Ports, StepSettings
 from drydock_api.tasks.service import TaskService
 from drydock_api.tasks.worker import Worker, WorkerSettings, default_owner
 

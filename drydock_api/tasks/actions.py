@@ -13,7 +13,7 @@ from common.status import validation_message
 from common.workflow import Done, Failed, Outcome
 from drydock_api.nodes.validation import validate_design
 from drydock_api.tasks import destroy, lifecycle, site
-from drydock_api.tasks.outcomes import (
+from drydock_api.tasks.context import (
     NodeContext,
     NodeStep,
     SiteContext,

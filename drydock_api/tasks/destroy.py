@@ -8,7 +8,7 @@ from typing import Any
 from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.nodes.design import BmcAccess
 from drydock_api.tasks import wipe
-from drydock_api.tasks.outcomes import NodeContext, NodeStep, node_step
+from drydock_api.tasks.context import NodeContext, NodeStep, node_step
 from drydock_api.tasks.render import iso
 
 ERASE_MODES = ("secure", "secure_only", "quick", "zero")

@@ -13,7 +13,7 @@ from typing import Any
 from common.errors import BerthError
 from common.workflow import Done, Failed, Retry, next_attempt
 from drydock_api.drivers.ports import DriverError
-from drydock_api.tasks.outcomes import NodeContext, NodeStep, StepSettings
+from drydock_api.tasks.context import NodeContext, NodeStep, StepSettings
 
 LOG = logging.getLogger(__name__)
 

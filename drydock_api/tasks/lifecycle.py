@@ -11,7 +11,7 @@ import yaml
 
 from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.drivers.ports import BlockDevice, Machine
-from drydock_api.tasks.outcomes import NodeContext, NodeStep, node_step
+from drydock_api.tasks.context import NodeContext, NodeStep, node_step
 
 COMMISSIONED = ("Ready", "Allocated", "Deployed", "Deploying")
 COMMISSIONABLE = ("New", "Failed commissioning")

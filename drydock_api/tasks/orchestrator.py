@@ -21,14 +21,14 @@ from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.tasks.actions import ActionDef
-from drydock_api.tasks.engine import Attempts, StepEngine
-from drydock_api.tasks.outcomes import (
+from drydock_api.tasks.context import (
     NodeContext,
     NodeStep,
     Ports,
     SiteContext,
     StepSettings,
 )
+from drydock_api.tasks.engine import Attempts, StepEngine
 from drydock_api.tasks.states import TaskResult, TaskStatus, summarize
 
 LOG = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never s
 
 
 @dataclass
-class Lease:
+class TaskHold:
     """A worker's hold on a task; `lost` is set when renewal fails (another worker has it).
     `changed` is notified on that and whenever one of the task's node attempts ends."""
 
@@ -96,7 +96,7 @@ class Orchestrator:
         self.clock = clock
         self.sleep = sleep  # None: wait for due attempts in real time
 
-    def run(self, task: TaskRow, lease: Lease) -> None:
+    def run(self, task: TaskRow, lease: TaskHold) -> None:
         """Run (or resume) a task we hold the lease of, to complete or terminated."""
         current_marker.set(task.context_marker or "-")
         row = self._start(task)
@@ -149,7 +149,7 @@ class Orchestrator:
                                result=TaskResult.FAILURE.value, result_message=message)
 
     def _run_nodes(self, row: TaskRow, action: ActionDef, design: Design,
-                   ctx: RequestContext, lease: Lease) -> None:
+                   ctx: RequestContext, lease: TaskHold) -> None:
         names = list(row.node_names or [])
         missing = [n for n in names if n not in design.nodes]
         node_tasks = self._progress.ensure_node_tasks(row, names)
@@ -185,14 +185,14 @@ class Orchestrator:
                                                        context_type="node", context=name)])
         return True
 
-    def _stop_requested(self, row: TaskRow, lease: Lease) -> bool:
+    def _stop_requested(self, row: TaskRow, lease: TaskHold) -> bool:
         if lease.lost.is_set():
             return True
         status, terminate, _owner = self._tasks.control(row.id)
         return terminate or status == S.TERMINATING
 
     def advance(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
-                lease: Lease) -> float | None:
+                lease: TaskHold) -> float | None:
         """Run a node on: its steps in order, each one attempt at a time, skipping those done
         (by a previous worker too). When to come back (a step waits), or None: it ended."""
         current_marker.set(ctx.marker)
@@ -212,7 +212,7 @@ class Orchestrator:
                 return None
 
     def _next_step(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
-                   lease: Lease) -> bool:
+                   lease: TaskHold) -> bool:
         """Start the node's next step not done yet (resuming its saved retry); False when
         none is left (the node succeeded) or the task is to stop."""
         if run.recorded is None:
@@ -300,7 +300,7 @@ class _Schedule:
     of due times); between attempts no thread is held. Woken when an attempt ends or the lease
     is lost; with a `sleep` (a fake clock) waits for a due time by sleeping instead."""
 
-    def __init__(self, orch: Orchestrator, row: TaskRow, ctx: RequestContext, lease: Lease,
+    def __init__(self, orch: Orchestrator, row: TaskRow, ctx: RequestContext, lease: TaskHold,
                  runs: list[_NodeRun]) -> None:
         self.o, self.row, self.ctx, self.lease = orch, row, ctx, lease
         self.runs = runs

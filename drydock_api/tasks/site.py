@@ -8,7 +8,7 @@ from common.documents import Document
 from common.errors import BerthError
 from common.status import Message, simple_message
 from drydock_api.nodes.design import REGION, parse_design
-from drydock_api.tasks.outcomes import SiteContext, SiteOutcome
+from drydock_api.tasks.context import SiteContext, SiteOutcome
 
 # MAAS configuration names set from the Region's `boot` settings (or the nodes' image).
 BOOT_CONFIG = {"default_osystem": "default_osystem",

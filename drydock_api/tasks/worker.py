@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from drydock_api.db.models import TaskRow
 from drydock_api.db.store import TaskStore
-from drydock_api.tasks.orchestrator import Lease, Orchestrator
+from drydock_api.tasks.orchestrator import Orchestrator, TaskHold
 
 LOG = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class Worker:
         self.orchestrator = orchestrator
         self.settings = settings
         self.owner = owner or default_owner()
-        self._active: dict[str, Lease] = {}
+        self._active: dict[str, TaskHold] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -62,7 +62,7 @@ class Worker:
         return len(claimed)
 
     def start(self, task: TaskRow) -> threading.Thread:
-        lease = Lease(task.id)
+        lease = TaskHold(task.id)
         thread = threading.Thread(target=self._work, args=(task, lease),
                                   name=f"task-{task.id[:8]}", daemon=True)
         with self._lock:
@@ -71,7 +71,7 @@ class Worker:
         thread.start()
         return thread
 
-    def _work(self, task: TaskRow, lease: Lease) -> None:
+    def _work(self, task: TaskRow, lease: TaskHold) -> None:
         try:
             self.orchestrator.run(task, lease)
             if not lease.lost.is_set():

@@ -8,8 +8,8 @@ from common.workflow import Done, Outcome, Retry
 from drydock_api.drivers.maas.fake import FakeMaas
 from drydock_api.drivers.oob_fake import FakeOob
 from drydock_api.nodes.design import NodeDef
+from drydock_api.tasks.context import NodeContext, Ports, StepSettings, node_step
 from drydock_api.tasks.engine import Attempts, StepEngine, poll_delay
-from drydock_api.tasks.outcomes import NodeContext, Ports, StepSettings, node_step
 from tests.unit.drydock.conftest import FakeClock
 
 SETTINGS = StepSettings(maas_poll=5.0, first_poll=0.1, poll_backoff=0.1, release_timeout=3600)
