@@ -12,7 +12,6 @@ from oslo_config import cfg
 API_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_body_bytes", default=10 * 1024 * 1024, min=1,
                help="Largest request body accepted; larger bodies get 413."),
-    cfg.StrOpt("service_name", default="berth", help="Name used in logs."),
     cfg.IntOpt("max_json_depth", default=32, min=2,
                help="Deepest nesting of a JSON body (objects and lists); deeper gets 400."),
     cfg.IntOpt("max_string_length", default=65536, min=16,
