@@ -158,6 +158,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     nodes = NodeStore(store.sessions, clock)
     kept = DesignStore(store.sessions, clock, load_or_create_key(conf.database.design_key_file),
                        retention=conf.database.design_retention)
+    kept.check_key()
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf), kept=kept)
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)

@@ -11,12 +11,13 @@ import hmac
 import json
 from collections.abc import Callable
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.crypto import FernetCipher
 from common.documents import Document
+from common.errors import InternalError
 from drydock_api.db.models import DesignRow, TaskRow
 from drydock_api.tasks.states import FINAL
 
@@ -69,6 +70,23 @@ class DesignStore:
             return None
         docs: list[Document] = json.loads(self._cipher.decrypt(token))
         return docs
+
+    def check_key(self) -> None:
+        """At start: the key must open the designs already kept (every Drydock process on the
+        database must share one key); else an InternalError saying what to do."""
+        with self._sessions() as s:
+            token = s.execute(select(DesignRow.documents)
+                              .order_by(func.length(DesignRow.documents)).limit(1)
+                              ).scalar_one_or_none()
+        if token is None:
+            return
+        try:
+            self._cipher.decrypt(token)
+        except InternalError as exc:
+            raise InternalError(f"{exc.message}: the designs kept in the database were written "
+                                "with another key. Give every Drydock process the same key "
+                                "file, or, if the key was replaced on purpose, delete the rows "
+                                "of table designs once no task is running", retry=False) from exc
 
     def latest(self, href: str) -> str | None:
         """The digest last kept for `href`: the design of a task that recorded none (admitted

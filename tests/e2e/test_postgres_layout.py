@@ -115,7 +115,7 @@ def layout_sections(site: Site, work: Path, token: str, ports: dict[str, int],
              "drydock": ports["drydock-2"]}
     sections = service_sections(site, work, token, peers)
     for service, url in databases.items():
-        sections[service]["database"] = {"connection": url}
+        sections[service].setdefault("database", {})["connection"] = url
     sections["drydock"]["worker"].update(threads=0, lease_seconds=3.0)
     sections["drydock"]["steps"].update(step_retries=2, step_retry_delay=0.2)
     sections["shipyard"]["workflow"].update(api_workers=0, lease_seconds=3)

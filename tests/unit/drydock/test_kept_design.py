@@ -5,6 +5,7 @@ Shipyard again."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,6 +16,9 @@ import yaml
 from sqlalchemy import delete, select
 
 from common.context import RequestContext
+from common.crypto import load_or_create_key
+from common.errors import InternalError
+from drydock_api.db.designs import DesignStore
 from drydock_api.db.models import DesignRow
 from drydock_api.runtime import Runtime, build_runtime
 from tests.unit.drydock import designs
@@ -132,23 +136,23 @@ def test_the_kept_design_holds_no_secret_in_clear(make_site: SiteFactory) -> Non
     assert site.oob.power[site.address("n1")] == "off"
 
 
-def test_a_worker_with_another_key_fails_the_task_naming_the_key_option(
+def test_a_process_with_another_key_refuses_to_start_and_a_task_it_reads_fails(
         make_site: SiteFactory, tmp_path: Path) -> None:
     site = make_site(["n1"])
     task_id = destroy(site, "n1")
-    other = build_runtime(make_conf(tmp_path, database={
-        "design_key_file": str(tmp_path / "other.key")}), maas=site.maas, oob=site.oob)
-    try:
-        run_queued(other)
-        task = other.service.get(task_id)
-    finally:
-        other.stop()
-        other.pool.shutdown(wait=False, cancel_futures=True)
-        other.store.engine.dispose()
-    assert task["result"]["status"] == "failure"
-    assert "cannot be decrypted with the configured key ([database] design_key_file)" in \
-        task["result"]["message"]
-    assert site.oob.power.get(site.address("n1")) != "off"  # nothing was done
+    conf = make_conf(tmp_path, database={"design_key_file": str(tmp_path / "other.key")})
+    with pytest.raises(InternalError) as refused:
+        build_runtime(conf, maas=site.maas, oob=site.oob)
+    assert "([database] design_key_file)" in refused.value.message
+    assert "written with another key" in refused.value.message
+    # a key changed under a running process: the task fails naming the option, nothing done
+    other = DesignStore(site.runtime.store.sessions, time.time,
+                        load_or_create_key(tmp_path / "other.key"))
+    digest = site.runtime.store.get(task_id).design_digest
+    assert digest is not None
+    with pytest.raises(InternalError, match=r"\(\[database\] design_key_file\)"):
+        other.documents(digest)
+    assert site.oob.power.get(site.address("n1")) != "off"
 
 
 def test_a_task_runs_the_design_it_was_admitted_with_after_the_file_changed(
