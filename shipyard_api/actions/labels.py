@@ -5,6 +5,7 @@ metal, so Berth's workflows never route labels through Drydock's relabel_nodes t
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from common.errors import NotFound
@@ -12,6 +13,8 @@ from common.workflow import Outcome, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
 from shipyard_api.workflow.definitions import StepContext
+
+PARALLEL_PUTS = 8  # label PUTs to Promenade at once
 
 
 def design_labels(ctx: StepContext, targets: list[str] | None) -> dict[str, dict[str, str]]:
@@ -39,14 +42,22 @@ def put_design_labels(ctx: StepContext, targets: list[str] | None) -> Outcome:
     labelled = set(ctx.memo.get("labelled") or ())
     outside = {n: "not a node of the design" for n in sorted(set(targets or []) - set(labels))}
     absent: dict[str, str] = {}
-    for node, values in labels.items():
-        if node in labelled:
-            continue
+
+    def put(node: str) -> str | None:
+        """None once the labels are on the node, else why not (not in Kubernetes)."""
         try:
-            svc.promenade.put_labels(node, values, ctx=rc)
-            labelled.add(node)
+            svc.promenade.put_labels(node, labels[node], ctx=rc)
         except NotFound as exc:
-            absent[node] = exc.message
+            return exc.message
+        return None
+
+    todo = [n for n in labels if n not in labelled]
+    with ThreadPoolExecutor(max_workers=PARALLEL_PUTS) as pool:  # a site has many nodes
+        for node, why in zip(todo, pool.map(put, todo), strict=True):
+            if why is None:
+                labelled.add(node)
+            else:
+                absent[node] = why
     pp = "physical_provisioner"
     since = float(ctx.memo.get("absent_since", ctx.now))
     if absent and not outside and ctx.now - since < steps.config_value(
