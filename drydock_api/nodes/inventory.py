@@ -43,9 +43,11 @@ class Inventory:
         self._designs = designs
         self._parallel = parallel
         self._live_limit = live_limit
-        self._snapshot = MachineSnapshot(maas.list_machines, listing_max_age, clock)
+        self._snapshot = MachineSnapshot(maas.list_machines, listing_max_age, clock,
+                                         on_refresh=self._encode_again)
         self._records_key = records_key
-        self._encoded: dict[bool | None, tuple[Any, bytes, bytes]] = {}
+        # retired filter -> (what it was encoded from, JSON, gzipped JSON, the design_ref asked)
+        self._encoded: dict[bool | None, tuple[Any, bytes, bytes, Any]] = {}
         self._encoded_lock = threading.Lock()
 
     def nodes(self, ctx: RequestContext, design_ref: Any = None,
@@ -78,8 +80,16 @@ class Inventory:
                        [n for n in found if n["retired"] == retired])
         packed = gzip.compress(data, compresslevel=6, mtime=0)
         with self._encoded_lock:
-            self._encoded[retired] = (key, data, packed)
+            self._encoded[retired] = (key, data, packed, design_ref)
         return data, packed
+
+    def _encode_again(self) -> None:
+        """After a background MAAS listing: the long lists served so far are encoded again at
+        once, in that thread, so the next request finds them ready (10,000 nodes: ~0.4 s)."""
+        with self._encoded_lock:
+            served = [(retired, entry[3]) for retired, entry in self._encoded.items()]
+        for retired, design_ref in served:
+            self.nodes_json(RequestContext(), design_ref, retired)
 
     def _nodes(self, ctx: RequestContext, design_ref: Any, names: list[str] | None,
                retired: bool | None = None,

@@ -28,8 +28,10 @@ class Listing:
 
 class MachineSnapshot:
     def __init__(self, list_machines: Callable[[], list[Machine]], max_age: float,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float],
+                 on_refresh: Callable[[], None] | None = None) -> None:
         self._list = list_machines
+        self._on_refresh = on_refresh  # called in the background thread after its listing
         self._max_age = max_age
         self._clock = clock
         self._last: Listing | None = None
@@ -70,3 +72,8 @@ class MachineSnapshot:
         finally:
             with self._lock:
                 self._refreshing = False
+        if self._on_refresh is not None:
+            try:
+                self._on_refresh()
+            except Exception:
+                LOG.exception("Preparing node lists after a MAAS listing failed")

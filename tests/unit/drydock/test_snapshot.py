@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import threading
+from typing import cast
 
-from drydock_api.drivers.ports import MaasError, Machine
+import pytest
+
+from common.context import RequestContext
+from drydock_api.drivers.ports import MaasError, Machine, NodeDriver, OobDriver
+from drydock_api.nodes import inventory as inventory_module
+from drydock_api.nodes.design import parse_design
+from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.snapshot import MachineSnapshot
+from tests.unit.drydock import designs
 
 
 class Maas:
@@ -54,3 +62,31 @@ def test_a_failed_listing_carries_the_maas_error() -> None:
     maas.fail = True
     listing = MachineSnapshot(maas.list_machines, 10.0, lambda: 0.0).get()
     assert listing.machines == {} and listing.error == "MAAS unreachable"
+
+
+def test_a_long_node_list_is_encoded_again_as_soon_as_a_background_listing_lands(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request after a background MAAS listing finds the new list encoded already."""
+    maas, now = Maas(), [100.0]
+    design = parse_design(designs.simple_site(["n1", "n2"]))
+    inventory = Inventory(cast(NodeDriver, maas), cast(OobDriver, None), records=dict,
+                          last_design_ref=lambda: "ref", designs=lambda ref, ctx: design,
+                          live_limit=1, listing_max_age=10.0, clock=lambda: now[0],
+                          records_key=lambda: 0)
+    encoded: list[int] = []
+    real = inventory_module._encode
+    monkeypatch.setattr(inventory_module, "_encode",
+                        lambda value: encoded.append(1) or real(value))
+    first, _ = inventory.nodes_json(RequestContext(), "ref")
+    assert b'"Deployed"' in first and len(encoded) == 1
+    maas.status, now[0] = "Releasing", now[0] + 11
+    maas.gate.clear()
+    assert inventory.nodes_json(RequestContext(), "ref")[0] == first  # the old one, at once
+    maas.gate.set()
+    for _ in range(1000):
+        if len(encoded) == 2:
+            break
+        threading.Event().wait(0.01)
+    assert len(encoded) == 2  # encoded again in the listing's thread
+    assert b'"Releasing"' in inventory.nodes_json(RequestContext(), "ref")[0]
+    assert len(encoded) == 2  # the request did not encode
