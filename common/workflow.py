@@ -86,6 +86,15 @@ def failed(reason: str, message: str = "", details: dict[str, Any] | None = None
 
 # -- the retry policy ---------------------------------------------------------------------------
 
+def backoff_delay(interval: float, elapsed: float, *, first: float, fraction: float) -> float:
+    """How long to wait before looking again at something unchanged for `elapsed` seconds:
+    `first` at first, then `fraction` of `elapsed` (a geometric backoff: each wait is that
+    fraction longer than the one before), at most `interval`. A change is seen at most `first`
+    or `fraction` x its age late, so seconds-long work (the simulated site) is followed
+    closely and minutes-long work (real MAAS, BMCs, a node joining) at `interval`."""
+    return min(interval, max(first, fraction * elapsed))
+
+
 @dataclass(frozen=True)
 class StepPolicy:
     """A step's overall timeout and the retries of its errors, as data.

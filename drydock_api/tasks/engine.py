@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from common.errors import BerthError
-from common.workflow import Done, Failed, Retry, next_attempt
+from common.workflow import Done, Failed, Retry, backoff_delay, next_attempt
 from drydock_api.drivers.ports import DriverError
 from drydock_api.tasks.context import NodeContext, NodeStep, StepSettings
 
@@ -19,13 +19,10 @@ LOG = logging.getLogger(__name__)
 
 
 def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float:
-    """How long to wait before looking again at an operation that has been in the same
-    situation for `elapsed` seconds: `first_poll` at first, then a `poll_backoff` fraction of
-    `elapsed` (a geometric backoff: each wait is that fraction longer than the one before), at
-    most `interval`, the step's configured poll interval. A change is seen at most
-    `first_poll` or `poll_backoff` x its age late, so seconds-long work (the simulated site)
-    is followed closely and minutes-long work (real MAAS, BMCs) is polled at `interval`."""
-    return min(interval, max(settings.first_poll, settings.poll_backoff * elapsed))
+    """The step's poll schedule: `first_poll`, backing off by `poll_backoff` to `interval`,
+    the step's configured poll interval (see common.workflow.backoff_delay)."""
+    return backoff_delay(interval, elapsed, first=settings.first_poll,
+                         fraction=settings.poll_backoff)
 
 
 @dataclass(frozen=True)

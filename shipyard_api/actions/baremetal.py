@@ -20,6 +20,7 @@ from common.workflow import (
     Failed,
     Outcome,
     StepPolicy,
+    backoff_delay,
     done,
     failed,
     retry_after,
@@ -209,7 +210,8 @@ def _await_ready(ctx: StepContext, deployment: Deployment, call: Call,
     pending = {**pending, "ready": {**ready, "joined": joined}}
     interval = steps.config_value(ctx, "kubernetes", "node_status_interval")
     # soon after the deploy (a node joins seconds to minutes after it), then every interval
-    return retry_after(min(interval, max(0.5, 0.1 * (ctx.now - float(ready["since"])))),
+    return retry_after(backoff_delay(interval, ctx.now - float(ready["since"]), first=0.5,
+                                     fraction=0.1),
                        memo={MEMO: {"deployment": deployment.to_dict(), "call": pending}},
                        details=_report(deployment, str(pending["task_id"])),
                        note=f"deploy {call.group}: {len(joined)} node(s) Ready in Kubernetes, "

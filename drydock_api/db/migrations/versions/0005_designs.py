@@ -1,5 +1,5 @@
-"""Designs kept at task admission: a task's design reference is resolved once, by the API,
-and workers read the documents from here.
+"""Designs kept at task admission, by digest (content address) and encrypted; each task
+records its design's digest.
 
 Revision ID: 0005_designs
 Revises: 0004
@@ -17,12 +17,18 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "designs",
-        sa.Column("href", sa.String(2048), primary_key=True),
-        sa.Column("digest", sa.String(64), nullable=False),
-        sa.Column("documents", sa.JSON),
-        sa.Column("stored", sa.Float, nullable=False),
+        sa.Column("digest", sa.String(64), primary_key=True),
+        sa.Column("href", sa.String(2048), nullable=False),
+        sa.Column("documents", sa.Text, nullable=False),
+        sa.Column("used", sa.Float, nullable=False),
     )
+    with op.batch_alter_table("tasks") as batch:
+        batch.add_column(sa.Column("design_digest", sa.String(64)))
+        batch.create_index("ix_tasks_design_digest", ["design_digest"])
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("tasks") as batch:
+        batch.drop_index("ix_tasks_design_digest")
+        batch.drop_column("design_digest")
     op.drop_table("designs")
