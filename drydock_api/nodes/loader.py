@@ -91,17 +91,13 @@ class DesignLoader:
                            "is no longer kept", reason="DesignNotKept")
         return self._remember(digest, docs_kept)
 
-    def kept_design(self, ref: Any, ctx: RequestContext | None = None,
-                    digest: str | None = None) -> Design:
-        docs = self.kept_documents(ref, ctx, digest)
-        return self._parse("kept", digest or href_of(ref), docs)
-
     def task_documents(self, task: TaskRow, ctx: RequestContext) -> list[Document]:
         """A task's design documents, as admitted (what the orchestrator reads)."""
         return self.kept_documents(task.design_ref, ctx, task.design_digest)
 
     def task_design(self, task: TaskRow, ctx: RequestContext) -> Design:
-        return self.kept_design(task.design_ref, ctx, task.design_digest)
+        docs = self.task_documents(task, ctx)
+        return self._parse("kept", task.design_digest or href_of(task.design_ref), docs)
 
     def _remember(self, digest: str, docs: list[Document]) -> list[Document]:
         with self._lock:
