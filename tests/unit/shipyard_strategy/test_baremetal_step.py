@@ -311,3 +311,26 @@ def test_a_deployed_node_never_ready_fails_with_the_reason(harness: Harness) -> 
     assert step["details"]["nodes"]["compute03"] == "success"
     assert any("compute04 (not Ready in Kubernetes within 20 s)" in line
                for line in step["details"]["processing"]), step["details"]["processing"]
+
+
+class Unreachable(TurnsReady):
+    """Promenade answering 502 for the first `failures` reads, then the node Ready."""
+
+    def __init__(self, nodes: list[str], failures: int) -> None:
+        super().__init__(nodes, reads=failures)
+
+    def __getitem__(self, node: str) -> dict[str, Any]:
+        view = super().__getitem__(node)
+        if view["kubelet"]["ready"] != "True":
+            raise BadGateway("Promenade unreachable")
+        return view
+
+
+def test_promenade_unreachable_while_waiting_for_readiness_is_retried(
+        harness: Harness) -> None:
+    harness.commit(readiness_design(timeout=600))
+    harness.promenade.views = views = Unreachable(["compute04"], failures=2)
+    view, step = run(harness)
+    assert view["state"] == "complete", view
+    assert step["details"]["nodes"]["compute04"] == "success"
+    assert views.reads["compute04"] == 3  # two failed reads retried, then Ready
