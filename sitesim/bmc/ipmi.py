@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
-import time
 from typing import Any
 
 from pyghmi.ipmi import bmc as pyghmi_bmc
@@ -22,6 +22,7 @@ BOOT_TO_IPMI = {"pxe": "network", "hdd": "hd", "cd": "optical", "biossetup": "se
 CHASSIS_OPS = {0: "power_off", 1: "power_on", 2: "power_cycle", 3: "power_reset",
                5: "graceful_shutdown"}
 CC_NOT_IN_STATE = 0xD5
+LOG = logging.getLogger(__name__)
 
 
 class _FallbackSession(ServerSession):  # type: ignore[misc]
@@ -85,14 +86,12 @@ class SiteIpmiBmc(pyghmi_bmc.Bmc):  # type: ignore[misc]
     def get_system_guid(self) -> Any:
         return self.uuid
 
-    def close(self) -> None:
-        """Unregister the socket from pyghmi's shared IO loop before closing it."""
+    def unregister(self) -> None:
+        """Take the socket out of pyghmi's shared IO loop (see `PyghmiBmcs.stop`)."""
         ipmisession.Session.bmc_handlers.pop(self.serversocket, None)
         ipmisession.Session.socketpool.pop(self.serversocket, None)
         if self.serversocket in ipmisession.iosockets:
             ipmisession.iosockets.remove(self.serversocket)
-            time.sleep(0.05)  # let the IO thread leave a select() that still holds it
-        self.serversocket.close()
 
 
 def apply_chassis(model: SiteModel, node: NodeSpec, directive: int) -> None:
@@ -127,7 +126,7 @@ class _Listener:
     lock = threading.Lock()
     users = 0
     stop = threading.Event()
-    thread: threading.Thread | None = None
+    threads: list[threading.Thread] = []
     anchor: socket.socket | None = None
 
     @classmethod
@@ -143,32 +142,66 @@ class _Listener:
     def acquire(cls) -> None:
         with cls.lock:
             cls.users += 1
-            if cls.thread is None:
+            if not cls.threads:
                 cls.stop = threading.Event()
-                cls.thread = threading.Thread(target=cls._pump, args=(cls.stop,),
-                                              name="sitesim-ipmi", daemon=True)
-                cls.thread.start()
+                cls.threads = [threading.Thread(target=target, args=(cls.stop,), name=name,
+                                                daemon=True)
+                               for target, name in ((cls._pump, "sitesim-ipmi"),
+                                                    (_watch_io_thread, "sitesim-ipmi-watch"))]
+                for thread in cls.threads:
+                    thread.start()
 
     @classmethod
     def release(cls) -> None:
         with cls.lock:
             cls.users -= 1
-            if cls.users > 0 or cls.thread is None:
+            if cls.users > 0 or not cls.threads:
                 return
             cls.stop.set()
-            thread, cls.thread = cls.thread, None
-        thread.join(timeout=5)
+            threads, cls.threads = cls.threads, []
+        for thread in threads:
+            thread.join(timeout=5)
 
-    @staticmethod
-    def _pump(stop: threading.Event) -> None:
+    @classmethod
+    def io_pass(cls, within: float) -> threading.Event:
+        """An event pyghmi's IO thread sets once it has read its sockets after this call and
+        either a packet came or `within` seconds passed (its waiters are served so)."""
+        done = threading.Event()
+        deadline = ipmisession._monotonic_time() + within
+        ipmisession.ioqueue.append((deadline, done, None))
+        if cls.anchor is not None and deadline < ipmisession.selectdeadline:
+            cls.anchor.sendto(b"\x01", cls.anchor.getsockname()[:2])  # break into its select()
+        return done
+
+    @classmethod
+    def _pump(cls, stop: threading.Event) -> None:
+        """Hand received packets to the BMCs. Each wait on the IO thread is bounded (pyghmi's
+        own is not: its waiter is lost if the thread ends), and a request that fails is logged
+        while the others go on, so that one bad exchange never silences every BMC."""
         while not stop.is_set():
-            if not ipmisession.iosockets:  # every socket closed (a site stopping): idle
-                stop.wait(0.05)
-                continue
-            try:
-                ipmisession.Session.wait_for_rsp(0.2)
-            except IndexError:  # the last socket left between our check and pyghmi's
-                continue
+            if not ipmisession.sessionqueue:
+                cls.io_pass(0.5).wait(1.0)
+            while ipmisession.sessionqueue:
+                try:
+                    ipmisession.sessionqueue.popleft().process_pktqueue()
+                except IndexError:  # another pyghmi loop in this process took it
+                    break
+                except Exception:
+                    LOG.exception("an IPMI request failed in the simulated BMC")
+
+
+def _watch_io_thread(stop: threading.Event, interval: float = 0.5) -> None:
+    """Replace pyghmi's IO thread if it has ended (it has no error handling of its own); the
+    pump, blocked waiting on it, goes on with the new one."""
+    while not stop.wait(interval):
+        thread = ipmisession.iothread
+        if thread is None or thread.is_alive():
+            continue
+        LOG.error("the IPMI IO thread had stopped; starting a new one")
+        worker = ipmisession.define_worker()()
+        worker.daemon = True
+        ipmisession.iothread = worker
+        worker.start()
 
 
 def _wake_socket() -> socket.socket:
@@ -201,8 +234,14 @@ class PyghmiBmcs:
             self._started = True
 
     def stop(self) -> None:
+        """Close the sockets once pyghmi's IO thread can no longer be reading them: it has no
+        error handling, and one read of a closed socket would end it, silencing every BMC."""
         for bmc in self.bmcs:
-            bmc.close()
+            bmc.unregister()
+        if self.bmcs:
+            _Listener.io_pass(0.0).wait(5.0)
+        for bmc in self.bmcs:
+            bmc.serversocket.close()
         if self._started:
             _Listener.release()
             self._started = False
