@@ -114,3 +114,13 @@ def test_a_bmc_stopped_while_the_io_thread_reads_it_leaves_the_others_answering(
     monkeypatch.undo()
     assert ipmisession.iothread is io_thread and io_thread.is_alive()
     assert answers(port)
+
+
+def test_a_bmc_socket_stays_non_blocking_when_pyghmi_sends_on_it(bmc):
+    """pyghmi makes a socket blocking to send and non-blocking to read, from two threads: a
+    read between the two would block the IO thread, and with it every BMC of the process."""
+    _, port = bmc
+    sock = next(s for s in ipmisession.iosockets if s.getsockname()[1] == port)
+    ipmisession._io_sendto(sock, b"\x01", ("127.0.0.1", free_port(socket.SOCK_DGRAM)))
+    assert not sock.getblocking()
+    assert answers(port)
