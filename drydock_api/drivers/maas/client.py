@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import ijson
 import requests
 from oauthlib.oauth1 import SIGNATURE_PLAINTEXT
 from requests_oauthlib import OAuth1
@@ -14,6 +15,7 @@ from drydock_api.drivers.ports import BlockDevice, MaasError, Machine, Partition
 
 RETRY_CODES = frozenset({502, 503, 504})
 SAFE = frozenset({"GET", "DELETE"})
+CHUNK = 64 * 1024
 
 
 def oauth_from_key(api_key: str) -> OAuth1:
@@ -63,7 +65,7 @@ class MaasClient:
         self._sleep = sleep
 
     def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-              data: dict[str, Any] | None = None) -> requests.Response:
+              data: dict[str, Any] | None = None, stream: bool = False) -> requests.Response:
         url = f"{self._api}{path}"
         attempts = 1 + (self._retries if method in SAFE else 0)
         for attempt in range(attempts):
@@ -71,7 +73,8 @@ class MaasClient:
                 self._sleep(self._backoff * 2 ** (attempt - 1))
             try:
                 resp = self._session.request(method, url, params=params, data=data,
-                                             auth=self._auth, timeout=self._timeout)
+                                             auth=self._auth, timeout=self._timeout,
+                                             stream=stream)
             except requests.RequestException as exc:
                 if attempt + 1 < attempts:
                     continue
@@ -82,13 +85,17 @@ class MaasClient:
             return resp
         raise MaasError(f"MAAS gave no answer to {method} {path}", transient=True)
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        resp = self._call(method, path, **kwargs)
+    @staticmethod
+    def _check(resp: requests.Response, method: str, path: str) -> None:
         if resp.status_code >= 400:
             text = resp.text.strip()[:500] or resp.reason
             raise MaasError(f"MAAS refused {method} {path} ({resp.status_code}): {text}",
                             transient=resp.status_code in RETRY_CODES,
                             details={"maas_code": resp.status_code, "maas_message": text})
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        resp = self._call(method, path, **kwargs)
+        self._check(resp, method, path)
         try:
             return resp.json() if resp.content else None
         except ValueError as exc:
@@ -100,7 +107,31 @@ class MaasClient:
         return to_machine(matches[0]) if matches else None
 
     def list_machines(self) -> list[Machine]:
-        return [to_machine(m) for m in self._json("GET", "/machines/") or []]
+        """Every machine, decoded as the listing arrives. MAAS describes each machine in ~7 KB
+        (74 MB at 10,000): one json.loads of that holds the interpreter for about a second,
+        stalling every request the process serves meanwhile; decoded a chunk at a time, no
+        step holds it for more than a few milliseconds, and no whole copy is kept."""
+        with self._call("GET", "/machines/", stream=True) as resp:
+            self._check(resp, "GET", "/machines/")
+            machines: list[Machine] = []
+            parsed = ijson.sendable_list()
+            decoder = ijson.items_coro(parsed, "item", use_float=True)
+            empty = True
+            try:
+                for chunk in resp.iter_content(CHUNK):
+                    empty = empty and not chunk.strip()
+                    decoder.send(chunk)
+                    machines.extend(to_machine(m) for m in parsed)
+                    del parsed[:]
+                if not empty:
+                    decoder.close()  # raises on a listing cut short
+                    machines.extend(to_machine(m) for m in parsed)
+            except requests.RequestException as exc:
+                raise MaasError(f"MAAS broke off GET /machines/: {exc}", transient=True) from exc
+            except ijson.JSONError as exc:
+                raise MaasError(f"MAAS answered GET /machines/ with a listing that is not "
+                                f"whole JSON: {exc}", transient=True) from exc
+        return machines
 
     def release(self, system_id: str, erase: str | None) -> Machine:
         data: dict[str, Any] = {}

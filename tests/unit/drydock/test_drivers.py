@@ -40,7 +40,8 @@ class Session:
         resp.status_code = 200
         if isinstance(answer, tuple):
             resp.status_code, answer = answer
-        resp._content = json.dumps(answer).encode()
+        resp._content = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+        resp._content_consumed = True
         return resp
 
 
@@ -48,6 +49,25 @@ def client(answers: dict[tuple[str, str], Any]) -> tuple[MaasClient, Session]:
     session = Session(answers)
     return MaasClient("http://maas/MAAS", "c:t:s", session=session,  # type: ignore[arg-type]
                       retries=0), session
+
+
+def test_the_machine_listing_is_decoded_as_it_arrives(monkeypatch):
+    monkeypatch.setattr("drydock_api.drivers.maas.client.CHUNK", 7)  # many small pieces
+    machines = [{**MACHINE, "system_id": f"s{i}", "hostname": f"n{i}", "power_state": "on"}
+                for i in range(50)]
+    maas, _ = client({("GET", "/machines/"): machines})
+    listed = maas.list_machines()
+    assert [(m.system_id, m.hostname, m.power_state) for m in listed] == [
+        (f"s{i}", f"n{i}", "on") for i in range(50)]
+    assert client({("GET", "/machines/"): b""})[0].list_machines() == []
+
+
+@pytest.mark.parametrize("body", [json.dumps([MACHINE, MACHINE]).encode()[:-30], b"<html>"])
+def test_a_listing_cut_short_or_not_json_is_a_transient_maas_error(body):
+    maas, _ = client({("GET", "/machines/"): body})
+    with pytest.raises(MaasError) as caught:
+        maas.list_machines()
+    assert caught.value.transient and "not whole JSON" in caught.value.message
 
 
 def test_find_by_mac_and_rename():
