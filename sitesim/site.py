@@ -8,6 +8,7 @@ import socket
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -164,7 +165,10 @@ class Site:
             self.ipmi_ports[node.name] = (self.ports.ipmi_base + index if self.ports.ipmi_base
                                           else free_port(socket.SOCK_DGRAM))
         pyghmi = PyghmiBmcs(self.model, [(n, self.ipmi_ports[n.name]) for n in ipmi
-                                         if n.bmc.impl == "pyghmi"])
+                                         if n.bmc.impl == "pyghmi"],
+                            None if self.ports.ipmi_base else partial(free_port,
+                                                                      socket.SOCK_DGRAM))
+        self.ipmi_ports.update(pyghmi.ports)
         self._stops.append(pyghmi.stop)
         pyghmi.start()
         for node in ipmi:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pyghmi.ipmi import bmc as pyghmi_bmc
@@ -234,14 +236,36 @@ def _wake_socket() -> socket.socket:
     return sock
 
 
+def _bound(model: SiteModel, node: NodeSpec, port: int,
+           pick: Callable[[], int] | None, tries: int = 5) -> SiteIpmiBmc:
+    for _ in range(tries - 1):
+        try:
+            return SiteIpmiBmc(model, node, port)
+        except OSError as exc:
+            if pick is None or exc.errno != errno.EADDRINUSE:
+                raise
+            port = pick()
+    return SiteIpmiBmc(model, node, port)
+
+
 class PyghmiBmcs:
     """Every pyghmi BMC of a site, served by the process's IPMI listener thread."""
 
-    def __init__(self, model: SiteModel, nodes: list[tuple[NodeSpec, int]]) -> None:
+    def __init__(self, model: SiteModel, nodes: list[tuple[NodeSpec, int]],
+                 pick: Callable[[], int] | None = None) -> None:
+        """`pick`, when given, chooses another port for a BMC whose port was taken since it
+        was chosen (a port found free is not reserved until bound); `ports` has the result."""
         if nodes:
             _Listener.ensure_anchor()
-        self.bmcs = [SiteIpmiBmc(model, node, port) for node, port in nodes]
+        self.bmcs: list[SiteIpmiBmc] = []
         self._started = False
+        try:
+            for node, port in nodes:
+                self.bmcs.append(_bound(model, node, port, pick))
+        except BaseException:
+            self.stop()
+            raise
+        self.ports = {bmc.node.name: bmc.port for bmc in self.bmcs}
 
     def start(self) -> None:
         if self.bmcs and not self._started:

@@ -124,3 +124,19 @@ def test_a_bmc_socket_stays_non_blocking_when_pyghmi_sends_on_it(bmc):
     ipmisession._io_sendto(sock, b"\x01", ("127.0.0.1", free_port(socket.SOCK_DGRAM)))
     assert not sock.getblocking()
     assert answers(port)
+
+
+def test_a_port_taken_after_it_was_chosen_is_replaced_by_another():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        taken = squatter.getsockname()[1]
+        with pytest.raises(OSError):
+            PyghmiBmcs(Model(), [(node("fixed"), taken)])  # type: ignore[arg-type]
+        bmcs = PyghmiBmcs(Model(), [(node("moved"), taken)],  # type: ignore[arg-type]
+                          lambda: free_port(socket.SOCK_DGRAM))
+    bmcs.start()
+    try:
+        assert bmcs.ports["moved"] != taken
+        assert answers(bmcs.ports["moved"])
+    finally:
+        bmcs.stop()
