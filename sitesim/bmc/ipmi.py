@@ -13,6 +13,7 @@ from pyghmi.ipmi import bmc as pyghmi_bmc
 from pyghmi.ipmi.private import session as ipmisession
 from pyghmi.ipmi.private.serversession import ServerSession
 
+from common.udpsocket import keep_non_blocking
 from sitesim.model import SiteModel
 from sitesim.siteconfig import NodeSpec
 
@@ -40,26 +41,12 @@ class _FallbackSession(ServerSession):  # type: ignore[misc]
         return response
 
 
-class _NonBlockingSocket(socket.socket):
-    """A BMC's UDP socket that stays non-blocking. pyghmi switches a shared socket to blocking
-    to send (in the thread answering a request) and back to non-blocking to read (in its IO
-    thread); interleaved, the IO thread blocked in recvfrom() on a BMC nobody was talking to,
-    and every BMC of the process went silent. A send that would block drops the datagram, as
-    a busy BMC does; the client retries."""
-
-    __slots__ = ()
-
-    def setblocking(self, flag: bool) -> None:
-        super().setblocking(False)
-
-
 class SiteIpmiBmc(pyghmi_bmc.Bmc):  # type: ignore[misc]
     """One node's IPMI BMC; chassis power and boot device read and write the site model."""
 
     def __init__(self, model: SiteModel, node: NodeSpec, port: int) -> None:
         super().__init__({node.bmc.user: node.bmc.password}, port=port, address="127.0.0.1")
-        self.serversocket.__class__ = _NonBlockingSocket
-        self.serversocket.setblocking(False)
+        keep_non_blocking(self.serversocket)  # see common.udpsocket
         self.model = model
         self.node = node
 

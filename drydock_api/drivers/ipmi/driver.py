@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ from pyghmi import exceptions as ipmi_exc
 from pyghmi.ipmi import command as ipmi_command
 from pyghmi.ipmi.private import session as ipmi_session
 
+from common.udpsocket import keep_non_blocking
 from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
@@ -32,6 +34,14 @@ def _describe(bmc: BmcAccess, what: str, exc: BaseException) -> str:
     if text in ("", "None") or "timeout" in text.lower() or "timed out" in text.lower():
         return f"IPMI BMC {bmc.describe()} did not answer {what}"
     return f"IPMI BMC {bmc.describe()} failed {what}: {text}"
+
+
+def _keep_socket_non_blocking(cmd: Any) -> None:
+    """pyghmi's sockets, shared by its sending and reading threads, must never block: see
+    common.udpsocket (a blocked read would stall every IPMI call of the process for good)."""
+    sock = getattr(getattr(cmd, "ipmi_session", None), "socket", None)
+    if isinstance(sock, socket.socket):
+        keep_non_blocking(sock)
 
 
 class IpmiDriver:
@@ -64,6 +74,7 @@ class IpmiDriver:
                         cmd = self._factory(bmc=bmc.address, userid=bmc.account,
                                             password=bmc.credential, port=bmc.port)
                         self._sessions[key] = cmd
+                        _keep_socket_non_blocking(cmd)
                     return fn(cmd)
             except OobError:
                 self._forget(bmc, key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -124,6 +125,25 @@ class FakeCommand:
 
 
 BMC = BmcAccess(type="ipmi", address="127.0.0.1", port=623, account="a", credential="pw")
+
+
+def test_the_ipmi_session_socket_never_blocks():
+    """pyghmi sets its shared socket blocking to send; its IO thread reading it then would block
+    every IPMI call of the process (see common.udpsocket)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    class Session:
+        socket = sock
+
+    class WithSession(FakeCommand):
+        ipmi_session = Session()
+
+    try:
+        IpmiDriver(factory=WithSession).power_on(BMC)
+        sock.setblocking(True)  # as pyghmi's _io_sendto does
+        assert not sock.getblocking()
+    finally:
+        sock.close()
 
 
 def test_ipmi_pxe_boot_override_is_one_time_and_cycle_boots():
