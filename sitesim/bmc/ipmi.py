@@ -196,7 +196,7 @@ class _Listener:
 
 def _watch_io_thread(stop: threading.Event, interval: float = 0.5) -> None:
     """Replace pyghmi's IO thread if it has ended (it has no error handling of its own); the
-    pump, blocked waiting on it, goes on with the new one."""
+    pump's next bounded wait is served by the new one."""
     while not stop.wait(interval):
         thread = ipmisession.iothread
         if thread is None or thread.is_alive():
