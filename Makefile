@@ -45,11 +45,12 @@ $(KEYSTONE_STAMP):
 	.venv-keystone/bin/pip install -q keystone gunicorn
 	touch $(KEYSTONE_STAMP)
 
-# The services, the simulated site and the benchmarks (extra `sim`), and the test tools.
-$(STAMP): setup.cfg setup.py pyproject.toml
+# The services, the simulated site and the benchmarks (extra `sim`), and the test tools; the
+# services' libraries at the versions image/constraints.txt pins (the image's, the tested ones).
+$(STAMP): setup.cfg setup.py pyproject.toml image/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e '.[sim,test]'
+	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test]'
 	touch $(STAMP)
 
 # Debian packages the simulated site and the tests need (etcd, PostgreSQL, IPMI tools).
