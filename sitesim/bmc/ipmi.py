@@ -13,6 +13,7 @@ from pyghmi.ipmi import bmc as pyghmi_bmc
 from pyghmi.ipmi.private import session as ipmisession
 from pyghmi.ipmi.private.serversession import ServerSession
 
+from common.pyghmi_io import IoWatchdog
 from common.udpsocket import keep_non_blocking
 from sitesim.model import SiteModel
 from sitesim.siteconfig import NodeSpec
@@ -130,7 +131,7 @@ class _Listener:
     lock = threading.Lock()
     users = 0
     stop = threading.Event()
-    threads: list[threading.Thread] = []
+    pump: threading.Thread | None = None
     anchor: socket.socket | None = None
 
     @classmethod
@@ -146,25 +147,22 @@ class _Listener:
     def acquire(cls) -> None:
         with cls.lock:
             cls.users += 1
-            if not cls.threads:
+            if cls.pump is None:
                 cls.stop = threading.Event()
-                cls.threads = [threading.Thread(target=target, args=(cls.stop,), name=name,
-                                                daemon=True)
-                               for target, name in ((cls._pump, "sitesim-ipmi"),
-                                                    (_watch_io_thread, "sitesim-ipmi-watch"))]
-                for thread in cls.threads:
-                    thread.start()
+                cls.pump = threading.Thread(target=cls._pump, args=(cls.stop,),
+                                            name="sitesim-ipmi", daemon=True)
+                cls.pump.start()
+            IoWatchdog.ensure()  # pyghmi's IO thread revived if it ends
 
     @classmethod
     def release(cls) -> None:
         with cls.lock:
             cls.users -= 1
-            if cls.users > 0 or not cls.threads:
+            if cls.users > 0 or cls.pump is None:
                 return
             cls.stop.set()
-            threads, cls.threads = cls.threads, []
-        for thread in threads:
-            thread.join(timeout=5)
+            pump, cls.pump = cls.pump, None
+        pump.join(timeout=5)
 
     @classmethod
     def io_pass(cls, within: float) -> threading.Event:
@@ -192,20 +190,6 @@ class _Listener:
                     break
                 except Exception:
                     LOG.exception("an IPMI request failed in the simulated BMC")
-
-
-def _watch_io_thread(stop: threading.Event, interval: float = 0.5) -> None:
-    """Replace pyghmi's IO thread if it has ended (it has no error handling of its own); the
-    pump's next bounded wait is served by the new one."""
-    while not stop.wait(interval):
-        thread = ipmisession.iothread
-        if thread is None or thread.is_alive():
-            continue
-        LOG.error("the IPMI IO thread had stopped; starting a new one")
-        worker = ipmisession.define_worker()()
-        worker.daemon = True
-        ipmisession.iothread = worker
-        worker.start()
 
 
 def _wake_socket() -> socket.socket:

@@ -12,6 +12,7 @@ from pyghmi import exceptions as ipmi_exc
 from pyghmi.ipmi import command as ipmi_command
 from pyghmi.ipmi.private import session as ipmi_session
 
+from common.pyghmi_io import IoWatchdog
 from common.udpsocket import keep_non_blocking
 from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
@@ -52,6 +53,8 @@ class IpmiDriver:
     same BMC is opened while a stale one is registered; so calls are serialised, and a broken
     session is dropped (and its registration removed) before a new one is made. Power changes
     use wait=False; the caller polls. Each call takes milliseconds, so the lock costs little.
+    pyghmi's IO thread is watched from the first call on (`common.pyghmi_io`): if it ended,
+    every call, and the lock with it, would wait for good.
     """
 
     def __init__(self, *, factory: Callable[..., Any] = ipmi_command.Command) -> None:
@@ -66,6 +69,7 @@ class IpmiDriver:
 
     def _call(self, bmc: BmcAccess, what: str, fn: Callable[[Any], Any]) -> Any:
         key = (bmc.address, bmc.port, bmc.account)
+        IoWatchdog.ensure()
         with self._lock:
             try:
                 with translated(bmc, what):

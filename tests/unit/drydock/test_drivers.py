@@ -11,6 +11,7 @@ import requests
 import sushy
 from pyghmi import exceptions as ipmi_exc
 
+from common.pyghmi_io import IoWatchdog
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import MaasError, OobError
@@ -203,3 +204,12 @@ def test_redfish_cycle_powers_on_or_restarts(power, reset):
     assert system.calls == [("boot", {"target": sushy.BOOT_SOURCE_TARGET_PXE,
                                       "enabled": sushy.BOOT_SOURCE_ENABLED_ONCE}),
                             ("reset", reset)]
+
+
+def test_ipmi_calls_start_the_process_s_pyghmi_watchdog(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[bool] = []
+    monkeypatch.setattr(IoWatchdog, "ensure", classmethod(lambda cls: started.append(True)))
+    driver = IpmiDriver(factory=FakeCommand)
+    assert not started
+    driver.power_on(BMC)
+    assert started
