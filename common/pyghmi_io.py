@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from pyghmi.ipmi.private import session as ipmisession
 
@@ -51,8 +52,8 @@ class IoWatchdog:
 
     @classmethod
     def _run(cls) -> None:
-        stop = threading.Event()  # never set: the watchdog lasts as long as the process
-        while not stop.wait(cls.interval):
+        while True:  # as long as the process
+            time.sleep(cls.interval)
             try:
                 revive_io_thread()
             except Exception:  # keep watching: the next pass tries again

@@ -17,7 +17,7 @@ from drydock_api.nodes.design import BmcAccess
 from sitesim.bmc.ipmi import PyghmiBmcs
 from sitesim.ports import free_port
 from tests.integration.sitesim.conftest import wait_for
-from tests.integration.sitesim.test_ipmi_listener import PASSWORD, USER, Model, node
+from tests.support.pyghmi import PASSWORD, USER, Model, end_io_thread, node
 
 
 @pytest.fixture
@@ -27,19 +27,6 @@ def bmc() -> Iterator[BmcAccess]:
     bmcs.start()
     yield BmcAccess("ipmi", "127.0.0.1", port, USER, PASSWORD)
     bmcs.stop()
-
-
-def end_io_thread() -> threading.Thread:
-    """End pyghmi's IO thread as an unexpected error would: select() on a closed socket."""
-    before = ipmisession.iothread
-    broken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    broken.close()
-    ipmisession.iosockets.append(broken)
-    try:
-        wait_for(lambda: not before.is_alive(), timeout=10)
-    finally:
-        ipmisession.iosockets.remove(broken)
-    return before
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")

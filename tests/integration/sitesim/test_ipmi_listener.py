@@ -8,7 +8,6 @@ import struct
 import subprocess
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 from pyghmi.ipmi.private import session as ipmisession
@@ -16,22 +15,7 @@ from pyghmi.ipmi.private import session as ipmisession
 from sitesim.bmc.ipmi import PyghmiBmcs
 from sitesim.ports import free_port
 from tests.integration.sitesim.conftest import wait_for
-
-USER, PASSWORD = "admin", "listener-test"
-
-
-class Model:
-    """The little of the site model a BMC reads for `power status`."""
-
-    def record_call(self, *args: object) -> None:
-        pass
-
-    def is_on(self, name: str) -> bool:
-        return True
-
-
-def node(name: str) -> SimpleNamespace:
-    return SimpleNamespace(name=name, bmc=SimpleNamespace(user=USER, password=PASSWORD))
+from tests.support.pyghmi import PASSWORD, USER, Model, end_io_thread, node
 
 
 def power_status(port: int, retries: int = 1) -> subprocess.CompletedProcess[str]:
@@ -78,14 +62,7 @@ def test_a_request_pyghmi_cannot_handle_is_logged_and_the_bmc_answers_the_next(b
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_an_ended_io_thread_is_replaced(bmc, caplog):
     _, port = bmc
-    before = ipmisession.iothread
-    broken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    broken.close()
-    ipmisession.iosockets.append(broken)  # select() on it raises: pyghmi's IO thread ends
-    try:
-        wait_for(lambda: not before.is_alive(), timeout=10)
-    finally:
-        ipmisession.iosockets.remove(broken)
+    before = end_io_thread()
     assert wait_for(lambda: answers(port))
     assert ipmisession.iothread is not before and ipmisession.iothread.is_alive()
     assert "IO thread had stopped" in caplog.text
