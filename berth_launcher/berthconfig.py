@@ -15,7 +15,10 @@ SERVICES = {"shipyard": 9000, "promenade": 9001, "drydock": 9002}
 # throwaway PostgreSQL cluster.
 SECOND_API_PORTS = {"shipyard": 9010, "drydock": 9012}
 POSTGRES_PORT = 5433
-DB_SERVICES = ("shipyard", "drydock")
+# Services with a database of their own (Promenade's holds its Idempotency-Key entries), and
+# those that also run worker processes beside their API in the PostgreSQL layout.
+DB_SERVICES = ("shipyard", "drydock", "promenade")
+WORKER_SERVICES = ("shipyard", "drydock")
 Sections = dict[str, dict[str, Any]]
 
 
@@ -62,6 +65,7 @@ def postgres_overrides(databases: Mapping[str, str]) -> dict[str, Sections]:
                      "workflow": {"api_workers": 0}},
         "drydock": {"database": {"connection": databases["drydock"]},
                     "worker": {"threads": 0}},
+        "promenade": {"database": {"connection": databases["promenade"]}},
     }
 
 

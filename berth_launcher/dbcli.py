@@ -1,5 +1,5 @@
-"""`berth db upgrade`: Shipyard's and Drydock's own migrations, on the databases `berth up`
-configured (or one given by --url / --config-file)."""
+"""`berth db upgrade`: Shipyard's, Drydock's and Promenade's own migrations, on the databases
+`berth up` configured (or one given by --url / --config-file)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def upgrader(service: str) -> Upgrade:
         from shipyard_api import db as shipyard_db
 
         return shipyard_db.upgrade
+    if service == "promenade":
+        from promenade_api import db as promenade_db
+
+        return promenade_db.upgrade
     from drydock_api import db as drydock_db
 
     return drydock_db.upgrade
@@ -31,8 +35,8 @@ def targets(service: str, url: str | None, config_file: str | None,
     problems = url_problems(url, config_file)
     if (url or config_file) and len(services) > 1:
         problems.insert(1 if len(problems) else 0,
-                        "--url and --config-file name one database: add --service shipyard "
-                        "or --service drydock")
+                        "--url and --config-file name one database: add --service shipyard, "
+                        "--service drydock or --service promenade")
     if problems:
         raise click.UsageError("; ".join(problems))
     if url:
@@ -51,12 +55,12 @@ def targets(service: str, url: str | None, config_file: str | None,
 
 @click.group()
 def db() -> None:
-    """Database maintenance for Shipyard and Drydock."""
+    """Database maintenance for Shipyard, Drydock and Promenade."""
 
 
 @db.command()
-@click.option("--service", type=click.Choice(["shipyard", "drydock", "all"]), default="all",
-              show_default=True)
+@click.option("--service", type=click.Choice(["shipyard", "drydock", "promenade", "all"]),
+              default="all", show_default=True)
 @click.option("--url", default=None, help="Database URL (SQLAlchemy), e.g. "
               "postgresql+psycopg://user@host:5432/shipyard or sqlite:////path/db.")
 @click.option("--config-file", type=click.Path(exists=True, dir_okay=False), default=None,

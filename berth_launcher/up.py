@@ -19,6 +19,7 @@ from berth_launcher.berthconfig import (
     POSTGRES_PORT,
     SECOND_API_PORTS,
     SERVICES,
+    WORKER_SERVICES,
     Sections,
     env_lines,
     postgres_overrides,
@@ -148,9 +149,9 @@ def clear_previous_state(berth_dir: Path) -> None:
 class Up:
     """Everything `berth up` started, stopped in reverse order.
 
-    With `postgres`, Shipyard and Drydock use databases on a throwaway PostgreSQL cluster
-    under berth_dir/postgres, and run as two API processes each (the second on
-    `second_ports`) plus two worker processes each."""
+    With `postgres`, Shipyard, Drydock and Promenade use databases on a throwaway PostgreSQL
+    cluster under berth_dir/postgres; Shipyard and Drydock run as two API processes each (the
+    second on `second_ports`) plus two worker processes each."""
 
     def __init__(self, site_file: str | SiteSpec, berth_dir: Path, ports: SitePorts,
                  with_services: bool = True, service_ports: dict[str, int] | None = None,
@@ -178,7 +179,7 @@ class Up:
         """Process name -> service of every worker process."""
         if not self.postgres:
             return {}
-        return {f"{name}-worker-{n}": name for name in DB_SERVICES for n in (1, 2)}
+        return {f"{name}-worker-{n}": name for name in WORKER_SERVICES for n in (1, 2)}
 
     def start(self) -> dict[str, str]:
         self.berth_dir.mkdir(parents=True, exist_ok=True)

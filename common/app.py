@@ -28,7 +28,7 @@ from common.context import (
     valid_uuid,
 )
 from common.errors import BY_CODE, BadRequest, BerthError, InternalError, PayloadTooLarge
-from common.idempotency import IdempotencyCache, IdempotencyMiddleware
+from common.idempotency import IdempotencyMiddleware, SqlIdempotencyStore
 from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
 from common.policy import Policy
@@ -53,7 +53,7 @@ class ServiceSpec:
     max_body_bytes: int = 10 * 1024 * 1024
     input_limits: InputLimits = DEFAULT_LIMITS
     service_roles: frozenset[str] = frozenset({"service"})
-    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
+    idempotency: SqlIdempotencyStore = field(default_factory=SqlIdempotencyStore.in_memory)
     extra_middleware: Sequence[object] = field(default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
@@ -257,14 +257,16 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
 def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                  rules: Sequence[Any], checks: Sequence[HealthCheck] = (),
                  dependency_checks: Sequence[HealthCheck] = (),
-                 registry: CollectorRegistry | None = None) -> ServiceSpec:
+                 registry: CollectorRegistry | None = None,
+                 idempotency: SqlIdempotencyStore | None = None) -> ServiceSpec:
     """A ServiceSpec whose policy, authenticator and body limit come from `conf`.
 
     `checks` decide `/health` (what this process needs to serve: its database); both they and
     `dependency_checks` (peers, MAAS, Kubernetes) are listed by `/health/extended`, so a peer's
     outage shows there without making every replica of this service unready. `registry` is
     the one the service's own metrics were created in (served at /metrics with the request
-    metrics); a fresh one when the service has none."""
+    metrics); a fresh one when the service has none. `idempotency`: the Idempotency-Key store
+    on the service's database (one of its own in memory when none is given)."""
     from common.auth import make_authenticator
 
     return ServiceSpec(name=name, routes=routes, policy=Policy(conf, rules),
@@ -277,9 +279,8 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                            max_key=conf.api.max_key_length,
                            max_items=conf.api.max_list_items),
                        service_roles=frozenset(conf.auth.service_roles),
-                       idempotency=IdempotencyCache(conf.api.idempotency_cache_size,
-                                                    conf.api.idempotency_ttl,
-                                                    conf.api.idempotency_wait),
+                       idempotency=idempotency or SqlIdempotencyStore.in_memory(
+                           ttl=conf.api.idempotency_ttl, lease=conf.api.idempotency_lease),
                        registry=registry if registry is not None else CollectorRegistry())
 
 

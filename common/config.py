@@ -20,13 +20,14 @@ API_OPTS: list[cfg.Opt] = [
                help="Longest object key (name) in a JSON body; longer gets 400."),
     cfg.IntOpt("max_list_items", default=10000, min=1,
                help="Most items of one list (or keys of one object) in a JSON body."),
-    cfg.IntOpt("idempotency_cache_size", default=10000, min=0,
-               help="POST responses remembered per process for Idempotency-Key replays."),
     cfg.FloatOpt("idempotency_ttl", default=86400.0, min=1,
-                 help="Seconds an Idempotency-Key and its response are remembered."),
-    cfg.FloatOpt("idempotency_wait", default=300.0, min=0,
-                 help="Seconds a repeated request waits for the first one with its "
-                      "Idempotency-Key to finish (then 409, retry later)."),
+                 help="Seconds an Idempotency-Key and its response are remembered (in the "
+                      "service's database, shared by its replicas)."),
+    cfg.FloatOpt("idempotency_lease", default=30.0, min=1,
+                 help="Seconds a request still running under an Idempotency-Key holds it "
+                      "without renewal (its process renews it every third of this). A repeat "
+                      "meanwhile gets 409 RequestInProgress; once the lease of a process that "
+                      "died runs out, a repeat runs the request again."),
     cfg.FloatOpt("long_poll_max_wait", default=20.0, min=0.0,
                  help="Most seconds a long-poll (`?wait=`) holds its request before answering "
                       "that nothing changed; keep it well below the clients' read timeouts."),

@@ -148,8 +148,10 @@ class ServiceClient:
             messages = body.get("details", {}).get("messageList") or [
                 simple_message(str(body.get("message")))
             ]
+            # the peer's `retry` is kept: e.g. 409 RequestInProgress means "ask again later"
+            retry = body.get("retry") if isinstance(body.get("retry"), bool) else None
             return cls(f"{self.name}: {body.get('message')}", messages=messages,
-                       reason=body.get("reason"), details={"peer_status": body})
+                       reason=body.get("reason"), details={"peer_status": body}, retry=retry)
         return cls(f"{self.name} answered {code}: {response.text[:500]}")
 
 

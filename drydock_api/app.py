@@ -9,6 +9,7 @@ from oslo_config import cfg
 
 from common.api import API_PREFIX as P
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
+from common.idempotency import SqlIdempotencyStore
 from drydock_api import config, policy
 from drydock_api.metrics import DrydockMetrics
 from drydock_api.resources.nodes import (
@@ -71,7 +72,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     ]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
-                     deps.dependency_checks, deps.metrics.registry))
+                     deps.dependency_checks, deps.metrics.registry,
+                     SqlIdempotencyStore.from_conf(rt.store.engine, conf)))
 
 
 def get_app() -> Any:

@@ -9,6 +9,7 @@ from oslo_config import cfg
 
 from common.api import API_PREFIX
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
+from common.idempotency import SqlIdempotencyStore
 from common.longpoll import ChangeWaiters
 from promenade_api import config, policy
 from promenade_api.metrics import PromenadeMetrics
@@ -36,13 +37,14 @@ class Deps:
     promenade: Promenade
     health_checks: list[HealthCheck] = field(default_factory=list)
     metrics: PromenadeMetrics = field(default_factory=PromenadeMetrics)
+    idempotency: SqlIdempotencyStore | None = None  # Idempotency-Key entries (the database)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
     metrics = PromenadeMetrics()
     runtime = build_runtime(conf, metrics)
     return Deps(promenade=runtime.promenade, health_checks=runtime.health_checks,
-                metrics=metrics)
+                metrics=metrics, idempotency=runtime.idempotency)
 
 
 def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str, object]]:
@@ -69,7 +71,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade, conf),
                                            policy.list_rules(), deps.health_checks,
-                                           registry=deps.metrics.registry))
+                                           registry=deps.metrics.registry,
+                                           idempotency=deps.idempotency))
 
 
 def get_app() -> Any:

@@ -1,4 +1,5 @@
-"""Wires Promenade from config: the Kubernetes and etcd ports behind the Promenade facade."""
+"""Wires Promenade from config: the Kubernetes and etcd ports behind the Promenade facade, and
+its database (migrated at start; it keeps the Idempotency-Key entries)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import os
 from dataclasses import dataclass
 
 from oslo_config import cfg
+from sqlalchemy import text
 
 from common.app import HealthCheck
 from common.designref import DesignResolver
 from common.health import callable_check
+from common.idempotency_store import SqlIdempotencyStore
 from common.status import health_message
+from promenade_api import db
 from promenade_api.etcd.client import Etcd3Port
 from promenade_api.kube.client import KubeClient, load_api_client
 from promenade_api.metrics import PromenadeMetrics
@@ -21,6 +25,7 @@ from promenade_api.service import Promenade, settings_from_conf
 class Runtime:
     promenade: Promenade
     health_checks: list[HealthCheck]
+    idempotency: SqlIdempotencyStore | None = None
 
 
 def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
@@ -40,9 +45,25 @@ def kubernetes_check(kube: KubeClient) -> HealthCheck:
     return callable_check("kubernetes", lambda: f"Kubernetes API {kube.ping()} reachable")
 
 
+def build_store(conf: cfg.ConfigOpts) -> tuple[SqlIdempotencyStore, HealthCheck]:
+    """Migrate `[database] connection` (promenade.db in the working directory when unset) to
+    head, and the Idempotency-Key store on it with its health check."""
+    url = conf.database.connection or db.DEFAULT_DB
+    db.upgrade(url)
+    engine = db.make_engine(url)
+
+    def database() -> str:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return "database reachable"
+
+    return SqlIdempotencyStore.from_conf(engine, conf), callable_check("database", database)
+
+
 def build_runtime(conf: cfg.ConfigOpts, metrics: PromenadeMetrics) -> Runtime:
+    store, database = build_store(conf)
     kube = build_kube(conf)
     resolver = DesignResolver.from_conf(conf)
     svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
                     settings_from_conf(conf), observe=metrics.operation)
-    return Runtime(svc, [kubernetes_check(kube)])
+    return Runtime(svc, [database, kubernetes_check(kube)], store)

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
+from common.idempotency import SqlIdempotencyStore
 from common.longpoll import ChangeWaiters, notify_on_commit
 from common.pgwake import Listener
 from shipyard_api import config, policy
@@ -45,6 +46,7 @@ class Deps:
     dependency_checks: list[HealthCheck] = field(default_factory=list)
     waiters: ChangeWaiters | None = None  # long-polls of GET /actions/{id}
     metrics: ShipyardMetrics = field(default_factory=ShipyardMetrics)
+    idempotency: SqlIdempotencyStore | None = None  # Idempotency-Key entries (the database)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
@@ -72,7 +74,8 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
     runtime.workers.start()
     return Deps(documents=runtime.documents, actions=actions, plans=plans,
                 site_statuses=statuses, site_view=site, health_checks=checks,
-                dependency_checks=peers, metrics=metrics, waiters=waiters)
+                dependency_checks=peers, metrics=metrics, waiters=waiters,
+                idempotency=SqlIdempotencyStore.from_conf(runtime.sessions.kw["bind"], conf))
 
 
 def action_waiters(conf: cfg.ConfigOpts, runtime: Runtime) -> ChangeWaiters:
@@ -100,7 +103,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
                          deps.plans)]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
-                     deps.dependency_checks, deps.metrics.registry))
+                     deps.dependency_checks, deps.metrics.registry, deps.idempotency))
 
 
 def get_app() -> Any:

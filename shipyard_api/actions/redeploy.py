@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from common.context import RequestContext
-from common.errors import BadGateway, Conflict, NotFound, ValidationFailed
+from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import fencing, labels, progress, steps
@@ -20,6 +20,8 @@ NAME = "redeploy_server"
 PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase")
 OS_DISK_ERASE = ("bmc", "none")
 ERASE = ("secure", "secure-only", "quick", "zero")
+# Promenade's 409 reasons that mean "the request with this key still runs", not a refusal.
+IN_PROGRESS = frozenset({"RequestInProgress", "IdempotencyKeyInProgress"})
 
 
 def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
@@ -119,10 +121,29 @@ def decommission(ctx: StepContext) -> Outcome:
                           {"promenade": peer})
         raise
     except (NotFound, Conflict) as exc:
+        wait = in_progress(exc)
+        if wait is not None:  # the same decommission (this key) still runs: not a refusal
+            return retry_after(wait, note=f"Promenade is still decommissioning the node "
+                               f"(same request); asking again in {wait:g} s")
         return failed(exc.instance_reason, exc.message, exc.to_status())
     how = "fenced: pods removed by the out-of-service taint" if fenced else "drained"
     details = {"promenade": body, **({"drain": drain} if drain else {})}
     return done(details=details, note=f"Promenade decommissioned the node ({how})")
+
+
+def in_progress(exc: BerthError) -> float | None:
+    """Seconds to wait when Promenade's 409 says the request under this Idempotency-Key is
+    still running (RequestInProgress: the first attempt, or one left by a Promenade process
+    that died, whose lease runs out); None for a refusal (PDB, quorum, not Ready, cancelled),
+    which is final. A replay of a finished request is answered 2xx, never 409."""
+    if not isinstance(exc, Conflict) or exc.instance_reason not in IN_PROGRESS:
+        return None
+    peer = exc.details.get("peer_status") or {}
+    after = (peer.get("details") or {}).get("retry_after") if isinstance(peer, dict) else None
+    try:
+        return min(max(float(after), 0.5), 30.0) if after is not None else 5.0
+    except (TypeError, ValueError):
+        return 5.0
 
 
 def cancel_decommission(ctx: StepContext) -> None:
@@ -172,6 +193,10 @@ def remove_from_cluster(ctx: StepContext) -> Outcome:
     except NotFound:
         return done(note="The node was already absent from Kubernetes")
     except Conflict as exc:
+        wait = in_progress(exc)
+        if wait is not None:
+            return retry_after(wait, note="Promenade is still removing the node (same "
+                               f"request); asking again in {wait:g} s")
         return failed("RemoveFromClusterRefused", exc.message, exc.to_status())
     return done(details={"promenade": body}, note="Removed from the Kubernetes cluster")
 

@@ -160,7 +160,8 @@ def test_worker_killed_during_decommission_resumes_it(berth: Berth, successful_r
     faults.clear()
     view = berth.wait_action(action["id"], timeout=300)
     assert_redeployed(berth, "node06", view, before, counts, COMPUTE)
-    assert steps_of(view)["decommission.node06"]["attempts"] == 2  # resumed, same key
+    # resumed with the same key: asked again (409 RequestInProgress) while the first one ran
+    assert steps_of(view)["decommission.node06"]["attempts"] >= 2
 
 
 def test_paused_action_waits_and_unpause_runs_it(berth: Berth,

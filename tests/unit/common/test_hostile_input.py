@@ -3,7 +3,6 @@ listed, deep nesting a 400, YAML alias bombs refused, metric series bounded, the
 taken from the token, Idempotency-Key honoured."""
 
 import json
-import threading
 
 import falcon
 import falcon.testing
@@ -16,8 +15,7 @@ from common.auth import Identity, TokenAuthenticator
 from common.body import loads_checked
 from common.context import acting_user
 from common.documents import parse_documents
-from common.errors import BadRequest, Conflict, UnprocessableEntity, ValidationFailed
-from common.idempotency import IdempotencyCache
+from common.errors import BadRequest, ValidationFailed
 from common.inputcheck import InputLimits, find_problems
 from common.policy import ADMIN, READER, Policy, authorize, rule
 from tests.support.hostile import ALIAS_BOMB
@@ -212,47 +210,6 @@ def test_an_unusable_key_is_400(api):
     client, _ = api
     assert post(client, {"name": "a"},
                 {**ADMIN, "Idempotency-Key": "x" * 300}).status_code == 400
-
-
-def test_a_duplicate_of_a_running_request_waits_for_its_answer():
-    cache = IdempotencyCache(wait=30)
-    scope = ("alice", "POST", "/x", "k")
-    assert cache.begin(scope, "f1") is None  # the first request runs
-    got = []
-    waiter = threading.Thread(target=lambda: got.append(cache.begin(scope, "f1")))
-    waiter.start()
-    resp = falcon.Response()
-    resp.status, resp.media = falcon.HTTP_201, {"done": True}
-    cache.finish(scope, resp)
-    waiter.join(30)
-    assert got and got[0].status == falcon.HTTP_201 and b"done" in got[0].body
-
-
-def test_a_duplicate_gets_409_when_the_first_runs_too_long_and_422_with_another_body():
-    cache = IdempotencyCache(wait=0)
-    scope = ("alice", "POST", "/x", "k")
-    assert cache.begin(scope, "f1") is None
-    with pytest.raises(Conflict):
-        cache.begin(scope, "f1")
-    with pytest.raises(UnprocessableEntity):
-        cache.begin(scope, "f2")
-    cache.forget(scope)  # the first failed: the next one runs
-    assert cache.begin(scope, "f1") is None
-
-
-def test_the_replay_cache_is_bounded_and_keeps_running_requests():
-    cache = IdempotencyCache(size=3, wait=0)
-    running = ("u", "POST", "/x", "running")
-    assert cache.begin(running, "f") is None
-    for i in range(10):
-        scope = ("u", "POST", "/x", str(i))
-        assert cache.begin(scope, "f") is None
-        resp = falcon.Response()
-        resp.media = {"i": i}
-        cache.finish(scope, resp)
-    assert len(cache._entries) == 3 and running in cache._entries
-    with pytest.raises(Conflict):  # still known as running
-        cache.begin(running, "f")
 
 
 def test_documents_without_anchors_load_through_libyaml_and_aliases_are_still_refused() -> None:
