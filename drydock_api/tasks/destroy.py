@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.workflow import Done, Failed, Outcome, Retry
+from drydock_api.drivers.ports import MaasError
 from drydock_api.nodes.design import BmcAccess
 from drydock_api.tasks import wipe
 from drydock_api.tasks.context import NodeContext, NodeStep, node_step
@@ -58,11 +59,17 @@ def plan_wipe(ctx: NodeContext) -> Outcome:
     need_bmc = wipe.needs_bmc(options)
     erasable = set(ctx.ports.oob.erasable_drives(node.bmc)) if need_bmc and node.bmc else set()
     plan = wipe.plan(node, options, erasable)
+    if plan.maas_erase and not plan.refusal:
+        machine = ctx.ports.maas.find_machine(node.name)
+        plan = wipe.with_maas(plan, node, options, erasable,
+                              wipe.MaasView(machine.status_name if machine else None))
     if plan.refusal:
-        return Failed("WipeRefused", plan.refusal,
-                      details={"refused": True, "erasable": sorted(erasable)})
+        return Failed(plan.reason, f"{plan.reason}: {plan.refusal}",
+                      details={"refused": True, "erasable": sorted(erasable),
+                               "maas_status": plan.maas_status})
     return Done("Wipe plan: " + wipe.describe_plan(plan),
-                output={"disks": plan.disks, "maas_erase": plan.maas_erase})
+                output={"disks": plan.disks, "maas_erase": plan.maas_erase,
+                        "maas_status": plan.maas_status, "maas_acquire": plan.acquire})
 
 
 def power_off(ctx: NodeContext) -> Outcome:
@@ -145,10 +152,16 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
 
 
 def release(ctx: NodeContext) -> Outcome:
-    """Release in MAAS once (a machine already releasing/erasing is waited for, not re-released)."""
+    """Release in MAAS once (a machine already releasing/erasing is waited for, not
+    re-released). When the plan leaves the wipe to MAAS, the release carries the erase: a
+    machine that is (or became) Ready is allocated first, since MAAS releases a Ready machine
+    without erasing; one MAAS can neither release nor allocate fails WipeNotPossible."""
     maas, name, state = ctx.ports.maas, ctx.node.name, ctx.state
+    planned_erase = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
     machine = maas.find_machine(name)
     if machine is None:
+        if planned_erase:
+            return _wipe_not_possible(name, "its machine left MAAS before MAAS erased it", None)
         return Done("Not in MAAS: nothing to release", output={"absent": True})
     status = machine.status_name
     if status in FAILED and state.get("requested"):
@@ -162,17 +175,44 @@ def release(ctx: NodeContext) -> Outcome:
         return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
     if status in NOTHING_TO_RELEASE:
         requested = bool(state.get("requested"))
+        if planned_erase and not requested:
+            return _acquire(ctx, machine.system_id, status)
         how = "released" if requested else f"{status}, nothing to release"
         erase = state.get("erase")
         if erase:
             how += f" after its {erase} erase of every disk"
         return Done(f"MAAS: {how}", output={"status": status, "requested": requested,
-                                          "erase": erase, "at": ctx.clock()})
-    erase = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
+                                          "erase": erase, "at": ctx.clock(),
+                                          "acquired": bool(state.get("acquired"))})
+    erase = planned_erase
     state["erase"] = erase
-    maas.release(machine.system_id, erase)
-    state["requested"] = True
+    answer = maas.release(machine.system_id, erase)
+    # MAAS answers a release of a Ready machine with success and does nothing: no erase
+    state["requested"] = answer.status_name not in NOTHING_TO_RELEASE
     return Retry(ctx.settings.maas_poll, "release requested")
+
+
+def _wipe_not_possible(name: str, why: str, status: str | None) -> Failed:
+    return Failed(wipe.NOT_POSSIBLE, f"WipeNotPossible: Node {name}: every disk is to be "
+                  f"wiped by MAAS at release, and {why}; MAAS erased no disk",
+                  details={"maas_status": status})
+
+
+def _acquire(ctx: NodeContext, system_id: str, status: str) -> Outcome:
+    """A machine that became Ready (or was planned Ready) is allocated, so that MAAS
+    releases it with erase; any other status cannot be erased by MAAS."""
+    if status != wipe.ALLOCATABLE:
+        return _wipe_not_possible(ctx.node.name, f"MAAS now reports it {status}, which "
+                                  "MAAS neither releases nor allocates", status)
+    try:
+        ctx.ports.maas.allocate(system_id)
+    except MaasError as exc:
+        if exc.transient:
+            raise
+        return _wipe_not_possible(ctx.node.name, "MAAS refused to allocate the Ready "
+                                  f"machine for its erase: {exc.message}", status)
+    ctx.state["acquired"] = True
+    return Retry(ctx.settings.maas_poll, "Ready machine allocated, to be released with erase")
 
 
 def delete(ctx: NodeContext) -> Outcome:
@@ -199,6 +239,11 @@ def report_disks(ctx: NodeContext) -> Outcome:
     """Per disk: kept or wiped, by which method, verified by what, and when."""
     disks = wipe.report(ctx.previous, iso)
     text = "; ".join(wipe.describe_entry(d) for d in disks)
+    missing = wipe.unverified(ctx.previous, disks)
+    if missing:  # never "not wiped" unless the request asked for it
+        return Failed(wipe.NOT_POSSIBLE, f"WipeNotPossible: Node {ctx.node.name}: no erase "
+                      "was verified for "
+                      f"{', '.join(missing)}. Disks: {text}", details={"disks": disks})
     return Done(f"Disks: {text or 'none in the design'}", output={"disks": disks},
                 records=tuple(disks))
 

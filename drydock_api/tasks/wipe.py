@@ -14,6 +14,13 @@ why and the node is refused before anything is touched.
     preserve_local_storage                       BMC, or refused       kept
     preserve_local_storage, os_disk_erase: none  not erased; the       kept
                                                  redeploy overwrites it
+
+A wipe left to MAAS needs a machine MAAS can release with erase: one it has allocated or
+deployed, or a Ready one that Drydock allocates first (MAAS releases a Ready machine as a
+no-op, without erasing). A machine MAAS does not know, or one it can neither release nor
+allocate (New, Commissioning, Failed commissioning, Testing...), cannot be wiped there: the
+node fails with WipeNotPossible before anything is touched. "Not wiped" is a result only when
+the request asked for it (preserve_local_storage with os_disk_erase: none).
 """
 
 from __future__ import annotations
@@ -35,11 +42,30 @@ MAAS_METHODS = {
 OVERWRITE = "none at teardown: the next deploy's layout overwrites it (old blocks remain)"
 
 
+# MAAS statuses from which a release with erase is accepted (MAAS's RELEASABLE_STATUSES),
+# those where a release is under way (followed to its end), and the one MAAS allocates from.
+RELEASE_ERASES = frozenset({"Allocated", "Deployed", "Deploying", "Failed deployment",
+                            "Failed releasing", "Failed disk erasing", "Broken", "Reserved"})
+RELEASE_UNDER_WAY = frozenset({"Releasing", "Disk erasing"})
+ALLOCATABLE = "Ready"
+REFUSED, NOT_POSSIBLE = "WipeRefused", "WipeNotPossible"
+
+
 @dataclass
 class Plan:
     disks: list[dict[str, Any]] = field(default_factory=list)
     maas_erase: str | None = None
     refusal: str | None = None
+    reason: str = REFUSED
+    maas_status: str | None = None
+    acquire: bool = False  # a Ready machine: allocated first, then released with erase
+
+
+@dataclass(frozen=True)
+class MaasView:
+    """The node's machine as MAAS reports it now: its status, None when MAAS lacks it."""
+
+    status: str | None
 
 
 def needs_bmc(options: Mapping[str, Any]) -> bool:
@@ -80,6 +106,32 @@ def plan(node: NodeDef, options: Mapping[str, Any], erasable: set[str]) -> Plan:
     return Plan([_entry(d, "wiped", MAAS_METHODS[maas]) for d in disks], maas_erase=maas)
 
 
+def with_maas(p: Plan, node: NodeDef, options: Mapping[str, Any], erasable: set[str],
+              machine: MaasView) -> Plan:
+    """A plan that leaves the wipe to MAAS, checked against the machine's status: kept
+    (acquiring a Ready machine first), or refused with WipeNotPossible."""
+    if p.refusal or not p.maas_erase:
+        return p
+    status = machine.status
+    if status in RELEASE_ERASES or status in RELEASE_UNDER_WAY:
+        return Plan(p.disks, p.maas_erase, maas_status=status)
+    if status == ALLOCATABLE:
+        return Plan(p.disks, p.maas_erase, maas_status=status, acquire=True)
+    mode = str(options.get("erase", "secure"))
+    if mode == "secure":
+        need = (f"every disk must be wiped (the default), and "
+                f"{_why_not(node, erasable, list(node.disks))}")
+    else:
+        need = f"erase: {mode} is an erase MAAS does at release"
+    where = ("the machine is not in MAAS" if status is None else
+             f"MAAS neither releases nor allocates a machine in status {status}")
+    return Plan(maas_status=status, reason=NOT_POSSIBLE, refusal=(
+        f"Node {node.name}: {need}; MAAS cannot erase it: {where}. Nothing was touched. "
+        "Bring the machine to Ready in MAAS (commission it), give its BMC Drive.SecureErase "
+        "on every disk, or ask for the OS disk to be left to the redeploy "
+        "(preserve_local_storage with os_disk_erase: none)."))
+
+
 def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str],
                    disks: list[str]) -> Plan:
     os_disk = node.os_disk
@@ -99,8 +151,10 @@ def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str]
     return Plan([_entry(os_disk, "wiped", BMC), *kept])
 
 
-def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver) -> dict[str, Any]:
-    """The plan of one node as JSON, asking its BMC which drives it can erase if needed."""
+def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver,
+             machine: Callable[[], MaasView] | None = None) -> dict[str, Any]:
+    """The plan of one node as JSON, asking its BMC which drives it can erase and, when the
+    wipe is left to MAAS and `machine` is given, MAAS for the machine's status."""
     erasable: set[str] = set()
     if needs_bmc(options) and node.bmc is not None:
         try:
@@ -108,15 +162,35 @@ def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver) -> dict[
         except DriverError as exc:
             return {"node": node.name, "refusal": f"Node {node.name}: its BMC could not say "
                     f"which drives it can erase: {exc.message}", "disks": [],
-                    "maas_erase": None}
+                    "maas_erase": None, "reason": REFUSED}
     p = plan(node, options, erasable)
-    return {"node": node.name, "refusal": p.refusal, "disks": p.disks,
-            "maas_erase": p.maas_erase}
+    if machine is not None and p.maas_erase and not p.refusal:
+        try:
+            p = with_maas(p, node, options, erasable, machine())
+        except DriverError as exc:
+            return {"node": node.name, "refusal": f"Node {node.name}: MAAS could not say "
+                    f"what state its machine is in: {exc.message}", "disks": [],
+                    "maas_erase": None, "reason": NOT_POSSIBLE}
+    return as_json(node.name, p)
+
+
+def as_json(name: str, p: Plan) -> dict[str, Any]:
+    out: dict[str, Any] = {"node": name, "refusal": p.refusal, "disks": p.disks,
+                           "maas_erase": p.maas_erase}
+    if p.refusal:
+        out["reason"] = p.reason
+    if p.maas_status is not None or p.reason == NOT_POSSIBLE:
+        out.update(maas_status=p.maas_status, maas_acquire=p.acquire)
+    return out
 
 
 def describe_plan(p: Plan) -> str:
-    return "; ".join(f"{d['disk']} {d['result']}" + (f" ({d['method']})" if d["method"] else "")
+    text = "; ".join(f"{d['disk']} {d['result']}" + (f" ({d['method']})" if d["method"] else "")
                      for d in p.disks) or "no disks in the design"
+    if p.acquire:
+        text += (f"; the machine is {p.maas_status} in MAAS: allocated first, then released "
+                 "with erase")
+    return text
 
 
 def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None]
@@ -135,15 +209,24 @@ def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None
         elif entry["result"] == "wiped":
             if released.get("requested") and released.get("erase"):
                 row["verified_by"] = (f"MAAS finished the {released['erase']} erase "
-                                      f"(Disk erasing, then {released.get('status')})")
+                                      f"(Disk erasing, then {released.get('status')})"
+                                      + (" of the machine Drydock allocated for it"
+                                         if released.get("acquired") else ""))
                 row["at"] = iso(released.get("at"))
-            else:
+            else:  # never a success: report_disks fails the node (WipeNotPossible)
                 status = released.get("status") or "not in MAAS"
                 row.update(result="not wiped", verified_by=None,
-                           method=f"{entry['method']}: not run, MAAS had nothing to "
-                                  f"release ({status})")
+                           method=f"{entry['method']}: not run, MAAS did not erase "
+                                  f"({status})")
         out.append(row)
     return out
+
+
+def unverified(previous: Mapping[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Disks the plan said would be wiped and that no BMC task or MAAS erase verified."""
+    planned = {d["disk"] for d in (previous.get("plan_wipe") or {}).get("disks") or []
+               if d["result"] == "wiped"}
+    return [r["disk"] for r in rows if r["disk"] in planned and not r.get("verified_by")]
 
 
 def describe_entry(d: Mapping[str, Any]) -> str:

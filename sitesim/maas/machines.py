@@ -197,8 +197,8 @@ class MachineStore:
         if not candidates:
             constraints = ", ".join(f"{k}={v}" for k, v in
                                     (("name", name), ("system_id", system_id)) if v)
-            raise MaasError(409, "No machine available matching the given constraints: "
-                            f"{constraints or 'any'}.")
+            raise MaasError(409, f"No available machine matches constraints: {constraints}"
+                            if constraints else "No machine available.")
         machine = sorted(candidates, key=lambda m: m.hostname)[0]
         self._begin(machine, OPERATIONS["allocate"])
         machine.owner = "admin"
@@ -224,8 +224,12 @@ class MachineStore:
         return machine
 
     def release(self, system_id: str, erase: bool, secure: bool, quick: bool) -> Machine:
-        """MAAS erases only when `erase` is given; secure/quick choose how (every disk)."""
+        """MAAS erases only when `erase` is given; secure/quick choose how (every disk). As
+        MAAS, a Ready or Releasing machine is answered as it is: nothing happens, no erase
+        (MAAS erases only machines it releases: allocate a Ready machine first)."""
         machine = self.get(system_id)
+        if machine.status in (Status.READY, Status.RELEASING):
+            return machine
         mode = (secure, quick) if erase else None
         self._begin(machine, OPERATIONS["release"])
         machine.erase_mode = mode

@@ -1,4 +1,5 @@
-"""An in-memory MAAS for unit tests: machines, release/commission/deploy, storage, tags, faults."""
+"""An in-memory MAAS for unit tests: machines, allocate/release/commission/deploy, storage, tags,
+faults."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections import Counter
 from drydock_api.drivers.ports import BlockDevice, MaasError, Machine, PartitionInfo
 
 DISKS = {"sda": 100 * 10**9, "sdb": 500 * 10**9}
+RELEASABLE = frozenset({"Allocated", "Deployed", "Deploying", "Failed deployment",
+                        "Failed releasing", "Failed disk erasing", "Broken", "Reserved"})
 
 
 class FakeMaas:
@@ -30,6 +33,7 @@ class FakeMaas:
         self.tag_names: set[str] = set()
         self.machine_tags: dict[str, set[str]] = {}
         self.config: dict[str, str] = {}
+        self._settling: set[str] = set()
         self._next = 1000
         self._lock = threading.RLock()
         for name in hostnames or []:
@@ -61,14 +65,18 @@ class FakeMaas:
     def find_machine(self, hostname: str) -> Machine | None:
         with self._lock:
             self.calls[("find", hostname)] += 1
+            self._settle()
             return next((m for m in self.machines.values() if m.hostname == hostname), None)
 
     def find_by_mac(self, mac: str) -> Machine | None:
         with self._lock:
+            self._settle()
             return next((m for m in self.machines.values() if m.mac == mac), None)
 
     def list_machines(self) -> list[Machine]:
-        return list(self.machines.values())
+        with self._lock:
+            self._settle()
+            return list(self.machines.values())
 
     def rename(self, system_id: str, hostname: str) -> Machine:
         with self._lock:
@@ -77,14 +85,30 @@ class FakeMaas:
             return new
 
     def release(self, system_id: str, erase: str | None) -> Machine:
+        """As MAAS: a Ready or Releasing machine is answered as it is (nothing is done, no
+        erase); a releasable one answers Disk erasing (with erase) or Releasing, and reads
+        Ready afterwards unless `release_completes` is False; any other status is 409."""
         with self._lock:
             machine = self._get(system_id)
             self.calls[("release", machine.hostname)] += 1
             if machine.hostname in self.fail_release:
                 raise MaasError(self.fail_release[machine.hostname])
+            if machine.status_name in ("Ready", "Releasing"):
+                return machine
+            if machine.status_name not in RELEASABLE:
+                raise MaasError(f"MAAS refused release (409): Machine cannot be released in "
+                                f"its current state ('{machine.status_name}').")
             self.erase_modes[machine.hostname] = erase
-            status = "Ready" if self.release_completes else "Releasing"
-            return self._set(system_id, status)
+            if self.release_completes:
+                self._settling.add(system_id)
+            return self._set(system_id, "Disk erasing" if erase else "Releasing")
+
+    def _settle(self) -> None:
+        """Releases started since the last read have finished (the machine reads Ready)."""
+        for system_id in self._settling:
+            if system_id in self.machines:
+                self._set(system_id, "Ready")
+        self._settling.clear()
 
     def delete_machine(self, system_id: str) -> None:
         with self._lock:
@@ -103,7 +127,8 @@ class FakeMaas:
         with self._lock:
             machine = self._get(system_id)
             if machine.status_name != "Ready":
-                raise MaasError(f"MAAS refused allocate (409): {machine.status_name}")
+                raise MaasError(f"MAAS refused allocate (409): No available machine matches "
+                                f"constraints: system_id={system_id} ({machine.status_name})")
             self.calls[("allocate", machine.hostname)] += 1
             return self._set(system_id, "Allocated")
 

@@ -190,13 +190,26 @@ def test_maas_release_failure_carries_maas_message(make_site: SiteFactory):
     assert any("cannot release a Broken machine" in m for m in messages(task, "n1"))
 
 
-def test_destroying_a_destroyed_node_succeeds(make_site: SiteFactory):
+def test_destroying_a_destroyed_node_succeeds_when_it_needs_no_maas_erase(
+        make_site: SiteFactory):
     site = make_site(["n1"])
     assert run_task(site)["result"]["status"] == "success"
-    again = run_task(site)
+    again = run_task(site, options={"preserve_local_storage": True, "os_disk_erase": "none"})
     assert again["result"]["status"] == "success"
     assert site.maas.calls[("release", "n1")] == 1
     assert any("nothing to release" in m for m in messages(again))
+
+
+def test_destroying_a_destroyed_node_again_refuses_the_wipe_maas_cannot_do(
+        make_site: SiteFactory):
+    site = make_site(["n1"])
+    assert run_task(site)["result"]["status"] == "success"
+    site.oob.power[site.address("n1")] = "on"  # the node was powered on since
+    again = run_task(site)
+    assert again["result"]["status"] == "failure"
+    [text] = [m for m in messages(again, "n1") if "WipeNotPossible" in m or "MAAS cannot" in m]
+    assert "the machine is not in MAAS" in text and "Nothing was touched" in text
+    assert site.oob.power[site.address("n1")] == "on"
 
 
 def test_retire_marks_the_node_retired_with_its_reason(make_site: SiteFactory):

@@ -66,6 +66,7 @@ def test_a_worker_taking_over_resumes_the_step_with_its_saved_retries(make_site:
     site = make_site(["n1"], clock=clock, steps={"step_retries": 3, "outage_window": 0,
                                                  "step_retry_delay": 0.5})
     calls: list[str] = []
+    site.oob.drives[site.address("n1")] = ["sda", "sdb"]  # the plan needs nothing of MAAS
 
     def failing_find(hostname: str) -> Any:
         calls.append(hostname)
