@@ -10,7 +10,8 @@ Per node, with `pending` = pending_reboot_since and `last` = last_powered_on:
 A pass that cannot act records why in the node row (`reboot_error`, shown in node views).
 Phases (`Phase`, changed only through the TRANSITIONS table) are kept in the node row, so any
 replica can continue; a node lease makes exactly one replica act on a node. Nodes in an active
-prepare/deploy/destroy task are left alone until the task ends.
+prepare/deploy/destroy task are left alone until the task ends. A retired node is never acted
+on (spec 003): its requests wait, marked `skipped: node retired`, until it is unretired.
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ class RebootReconciler:
         record = self._nodes.get(name)
         if record is None:
             return True
+        if record.retired:
+            return self._skip_retired(record)
         bmc, why = self._bmc(record)
         if bmc is None:
             LOG.warning("Reboot of %s cannot act: %s", name, why)
@@ -177,6 +180,16 @@ class RebootReconciler:
             self._oob.power_on(bmc)
             enter(phase, Phase.ON, values, now)
         return False
+
+    def _skip_retired(self, record: NodeRecord) -> bool:
+        """Spec 003: a retired node gets no action but those allowed for retired nodes
+        (teardown, unretire); its requests stay, unexecuted, until it is unretired."""
+        why = "skipped: node retired" + (f" ({record.retired_reason})"
+                                         if record.retired_reason else "")
+        if record.reboot_error != why:
+            LOG.info("Reboot of %s: %s", record.name, why)
+            self._nodes.update(record.name, reboot_error=why)
+        return True
 
     @staticmethod
     def _powered_on(name: str, phase: Phase, now: float, values: dict[str, Any]) -> bool:

@@ -112,6 +112,9 @@ class NodeService:
             raise _invalid("reboot request", problems)
         self._inventory.require(ctx, name, design_ref)
         record = self._nodes.get(name)
+        if record is not None and record.retired:
+            raise NodeRetired(f"Node {name} is retired: a retired node is not rebooted "
+                              "(unretire it first)")
         if record is not None and record.torn_down:
             raise InvalidNodeState(f"Node {name} is torn down: there is nothing to reboot")
         key = str(body.get("key") or "")
