@@ -14,6 +14,7 @@ SERVICES = {
     "shipyard-worker": "shipyard_api.worker:main",
     "shipyard-db": "shipyard_api.db.cli:main",
     "drydock-db": "drydock_api.db.cli:main",
+    "promenade-db": "promenade_api.db.cli:main",
     "shipyard": "shipyard_api.cli.main:main",
 }
 TOOLS = {

@@ -1,5 +1,6 @@
-"""`berth db upgrade`: Shipyard's and Drydock's migrations from an empty database and from every
-earlier revision to head, on SQLite and PostgreSQL; bad arguments change nothing."""
+"""`berth db upgrade`: Shipyard's, Drydock's and Promenade's migrations from an empty database
+and from every earlier revision to head, on SQLite and PostgreSQL; bad arguments change
+nothing."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from sqlalchemy import MetaData, create_engine, inspect
 from berth_launcher.dbcli import current_revision, upgrader
 from berth_launcher.up import main
 
-SERVICES = ("shipyard", "drydock")
+SERVICES = ("shipyard", "drydock", "promenade")
 
 
 def script_dir(service: str) -> ScriptDirectory:
     if service == "shipyard":
         from shipyard_api.db import MIGRATIONS
+    elif service == "promenade":
+        from promenade_api.db import MIGRATIONS
     else:
         from drydock_api.db import MIGRATIONS
     cfg = Config()
@@ -35,6 +38,10 @@ def model_metadata(service: str) -> MetaData:
         from shipyard_api.db import Base as ShipyardBase
 
         return ShipyardBase.metadata
+    if service == "promenade":
+        from common.idempotency_store import METADATA
+
+        return METADATA
     from drydock_api.db.models import Base as DrydockBase
 
     return DrydockBase.metadata
@@ -171,6 +178,8 @@ def test_each_service_has_its_own_upgrade_command(service: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     if service == "shipyard":
         from shipyard_api.db.cli import main as command
+    elif service == "promenade":
+        from promenade_api.db.cli import main as command
     else:
         from drydock_api.db.cli import main as command
     conf = tmp_path / f"{service}.conf"
