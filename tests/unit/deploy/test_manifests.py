@@ -162,7 +162,8 @@ def test_postgres_overlay_runs_two_of_each_api_and_worker_on_the_database_secret
         dict.fromkeys([*API_PORTS, *WORKERS], 2)
     database = find(objects, "Secret", "berth-database")["data"]
     for name, key in (("shipyard-api", "shipyard-url"), ("shipyard-worker", "shipyard-url"),
-                      ("drydock-api", "drydock-url"), ("drydock-worker", "drydock-url")):
+                      ("drydock-api", "drydock-url"), ("drydock-worker", "drydock-url"),
+                      ("promenade-api", "promenade-url")):
         ref = env_of(container(deployments[name]))["OS_DATABASE__CONNECTION"]
         assert ref["valueFrom"]["secretKeyRef"] == {"name": "berth-database", "key": key}
         assert base64.b64decode(database[key]).decode().startswith("postgresql+psycopg://")
