@@ -12,6 +12,7 @@ failed attempt may be retried. Drydock additionally keeps the key on the task ro
 from __future__ import annotations
 
 import hashlib
+import logging
 
 import falcon
 
@@ -27,6 +28,7 @@ from common.idempotency_store import (
 
 __all__ = ["HEADER", "IdempotencyMiddleware", "RequestInProgress", "SqlIdempotencyStore"]
 
+LOG = logging.getLogger(__name__)
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY = 255
 MAX_REMEMBERED_BYTES = 1024 * 1024  # a larger response is not remembered
@@ -89,4 +91,8 @@ class IdempotencyMiddleware:
         if scope is None:
             return
         req.context.idempotency_scope = None
-        self._store.finish(scope, _saved(resp) if req_succeeded else None)
+        try:
+            self._store.finish(scope, _saved(resp) if req_succeeded else None)
+        except Exception:  # the request's own answer stands; its entry's lease runs out
+            LOG.warning("Could not keep the answer of an Idempotency-Key request",
+                        exc_info=True)

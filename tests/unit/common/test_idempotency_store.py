@@ -187,3 +187,32 @@ def test_each_service_migration_creates_the_table_the_store_uses(service: str, t
         assert SqlIdempotencyStore(engine).begin(SCOPE, "f1") == ANSWER
     finally:
         engine.dispose()
+
+
+def test_an_answer_the_database_cannot_keep_is_still_given(tmp_path: Path) -> None:
+    import falcon
+    import falcon.testing
+
+    from common.context import RequestContext
+    from common.idempotency import IdempotencyMiddleware
+
+    class Authenticated:
+        def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+            req.context.berth = RequestContext(user="alice", authenticated=True)
+            req.context.max_body_bytes = 1024
+
+    class Things:
+        def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+            resp.status, resp.media = falcon.HTTP_201, {"made": True}
+
+    store = SqlIdempotencyStore.in_memory()
+
+    def broken(scope: str, saved: Saved | None) -> None:
+        raise RuntimeError("database went away")
+
+    store.finish = broken  # type: ignore[method-assign]
+    app = falcon.App(middleware=[Authenticated(), IdempotencyMiddleware(store)])
+    app.add_route("/things", Things())
+    resp = falcon.testing.TestClient(app).simulate_post(
+        "/things", json={"a": 1}, headers={"Idempotency-Key": "k"})
+    assert resp.status_code == 201 and resp.json == {"made": True}
