@@ -1,12 +1,12 @@
 """Decommission: drain (or fence), clear labels, remove etcd members, await etcd, stop the kubelet.
 
 Each phase starts from what is already true, so a decommission can be run again after any
-failure: a node gone from Kubernetes only loses its etcd members; a node whose kubelet an
-earlier decommission stopped (its last phase, after the drain and clear-labels succeeded; e.g.
-Promenade died while waiting for the kubelet) only goes through the etcd phases again; any other
-node that is not Ready is refused unless the caller confirmed its power-off (`fenced`), in
-which case its pods are removed by the out-of-service taint instead of evictions that no
-kubelet would ever finish.
+failure: a node gone from Kubernetes only loses its etcd members; a node an earlier
+decommission labelled for the kubelet shutdown (its last phase, after the drain and
+clear-labels succeeded; e.g. Promenade died while waiting for the kubelet) goes through the
+etcd phases and the kubelet shutdown again, Ready or not; any other node that is not Ready is
+refused unless the caller confirmed its power-off (`fenced`), in which case its pods are
+removed by the out-of-service taint instead of evictions that no kubelet would ever finish.
 A cancellation (POST .../decommission/cancel) is honoured at the next safe point.
 """
 
@@ -75,10 +75,11 @@ def request_cancel(kube: KubePort, node: str, now: float) -> bool:
 Phase = tuple[str, Callable[[], Any] | str, bool]  # name, run (or why skipped), fatal
 
 
-def stopped_by_decommission(current: Node) -> bool:
-    """The node is not Ready because an earlier decommission stopped its kubelet: that phase
-    sets the kubelet-shutdown label only after the drain, clear-labels and etcd phases."""
-    return current.ready != "True" and current.labels.get(DECOMMISSION_LABEL) == "enabled"
+def past_clear_labels(current: Node) -> bool:
+    """An earlier decommission got to the kubelet shutdown: that phase sets its label only
+    after the drain, clear-labels and etcd phases succeeded (the label itself would be taken
+    away by a second clear-labels, stranding the kubelet-shutdown pod)."""
+    return current.labels.get(DECOMMISSION_LABEL) == "enabled"
 
 
 def phases(svc: Promenade, node: str, current: Node | None, clusters: list[ClusterSpec],
@@ -95,11 +96,14 @@ def phases(svc: Promenade, node: str, current: Node | None, clusters: list[Clust
         gone = f"skipped: {node} is not known to Kubernetes"
         return [("drain", gone, True), ("clear-labels", gone, True), *etcd,
                 ("shutdown-kubelet", gone, False)]
-    if stopped_by_decommission(current) and not params.fenced:
-        earlier = (f"skipped: an earlier decommission of {node} got past it and stopped the "
-                   f"kubelet ({DECOMMISSION_LABEL}=enabled, Ready={current.ready})")
+    if past_clear_labels(current) and not params.fenced:
+        earlier = (f"skipped: an earlier decommission of {node} got past it "
+                   f"({DECOMMISSION_LABEL}=enabled)")
+        kubelet: Callable[[], Any] | str = (
+            (lambda: svc.shutdown_kubelet(node)) if current.ready == "True"
+            else f"skipped: the kubelet of {node} is already stopped (Ready={current.ready})")
         return [("drain", earlier, True), ("clear-labels", earlier, True), *etcd,
-                ("shutdown-kubelet", earlier, False)]
+                ("shutdown-kubelet", kubelet, False)]
     first: Phase = (("fence", lambda: svc.fence(node, timeout, cancel.check), True)
                     if params.fenced else
                     ("drain", lambda: svc.drain(node, params.drain_timeout,
@@ -121,7 +125,7 @@ def current_node(svc: Promenade, node: str, fenced: bool, known: bool) -> Node |
             raise NotFound(f"Node {node} is known neither to Kubernetes nor to the "
                            "design") from exc
         return None
-    if current.ready != "True" and not fenced and not stopped_by_decommission(current):
+    if current.ready != "True" and not fenced and not past_clear_labels(current):
         since = f" since {current.ready_since}" if current.ready_since else ""
         raise NodeNotReady(
             f"{node} is not Ready (Ready={current.ready}{since}): its pods cannot be evicted "

@@ -1,6 +1,7 @@
 """A decommission run again after Promenade died in its last phase (the kubelet shutdown): the
-node is NotReady because of that earlier run, so it is not refused as a failed node; only
-the etcd phases run again."""
+node carries the kubelet-shutdown label of that earlier run, so drain and clear-labels (which
+would take the label away and strand the kubelet-shutdown pod) are not run again, and a node
+NotReady because of it is not refused as a failed node."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ def clusters() -> list:
     return load_clusters([etcd_doc([kubernetes_cluster(2)])])
 
 
+def stop_kubelet(kube, node: str) -> None:
+    kube.nodes[node] = replace(kube.nodes[node], ready="Unknown")
+
+
 def kubelet_stopped(kube, node: str, *, by_decommission: bool) -> None:
     labels = dict(kube.nodes[node].labels)
     if by_decommission:
@@ -33,9 +38,27 @@ def test_a_rerun_after_the_kubelet_was_stopped_by_decommission_completes(svc, ku
     messages = decommission(svc, "node02", clusters(), DecommissionParams())
     text = [m["message"] for m in messages]
     assert [t.split(":")[0] for t in text if "skipped: an earlier decommission" in t] == [
-        "drain", "clear-labels", "shutdown-kubelet"]
+        "drain", "clear-labels"]
+    assert "shutdown-kubelet: skipped: the kubelet of node02 is already stopped " \
+        "(Ready=Unknown)" in text
     assert "remove-etcd: succeeded" in text and "etcd-ready: succeeded" in text
     assert kube.evictions == [] and etcd.removed == ["node02"]
+
+
+def test_a_rerun_while_the_kubelet_still_stops_keeps_the_label_and_waits_for_it(
+        svc, kube, etcd, clock):
+    labels = {**kube.nodes["node04"].labels, DECOMMISSION_LABEL: "enabled"}
+    kube.nodes["node04"] = replace(kube.nodes["node04"], unschedulable=True, labels=labels)
+    kube.add_pod("shutdown-x", "node04", owner=("DaemonSet", "ds"),
+                 labels={"application": "kubelet-shutdown"})  # stops the kubelet a bit later
+    clock.at(3, lambda: stop_kubelet(kube, "node04"))
+    messages = decommission(svc, "node04", clusters(), DecommissionParams())
+    text = [m["message"] for m in messages]
+    assert "clear-labels: skipped: an earlier decommission of node04 got past it " \
+        f"({DECOMMISSION_LABEL}=enabled)" in text
+    assert "shutdown-kubelet: succeeded" in text
+    assert kube.nodes["node04"].labels.get(DECOMMISSION_LABEL) == "enabled"
+    assert kube.evictions == []
 
 
 def test_a_not_ready_node_without_the_kubelet_shutdown_label_is_still_refused(svc, kube, etcd):
