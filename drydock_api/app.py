@@ -68,7 +68,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
-        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob)),
+        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas)),
     ]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,

@@ -17,7 +17,7 @@ from common.nodenames import MAX_NODE_NAME, check_names
 from common.policy import authorize
 from common.status import status_body, validation_message
 from drydock_api.db.nodes import NodeStore
-from drydock_api.drivers.ports import OobDriver
+from drydock_api.drivers.ports import NodeDriver, OobDriver
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import require_filter, select_nodes
 from drydock_api.nodes.inventory import Inventory
@@ -96,9 +96,11 @@ class WipePlanResource:
     """How destroy_nodes would keep or wipe each disk of these nodes, or why it refuses a
     node: asked before anything is touched (Shipyard's redeploy_server preflight)."""
 
-    def __init__(self, designs: Callable[[Any, RequestContext], Design], oob: OobDriver) -> None:
+    def __init__(self, designs: Callable[[Any, RequestContext], Design], oob: OobDriver,
+                 maas: NodeDriver | None = None) -> None:
         self._designs = designs
         self._oob = oob
+        self._maas = maas
 
     @authorize("drydock:wipe_plan")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -127,7 +129,9 @@ class WipePlanResource:
         names = list(found.names)
         select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
                      design.nodes, design.rack_labels)
-        resp.media = [wipe.plan_for(design.nodes[n], options, self._oob) for n in names]
+        resp.media = [wipe.plan_for(design.nodes[n], options, self._oob,
+                                    wipe.machine_of(self._maas, n) if self._maas else None)
+                      for n in names]
 
 
 class ValidateDesignResource:

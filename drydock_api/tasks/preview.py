@@ -44,6 +44,13 @@ def _findings(action: ActionDef, view: dict[str, Any], busy: str | None,
     return blockers, warnings
 
 
+def _machine(view: dict[str, Any]) -> Callable[[], wipe.MaasView] | None:
+    """The node's machine as the inventory read it from MAAS (None: MAAS could not be read)."""
+    if view.get("maas_error"):
+        return None
+    return lambda: wipe.MaasView(view.get("maas_status"))
+
+
 class TaskPreview:
     def __init__(self, service: TaskService, designs: Callable[[Any, RequestContext], Design],
                  inventory: Inventory, nodes: NodeStore, oob: OobDriver) -> None:
@@ -69,7 +76,7 @@ class TaskPreview:
                 out["skipped"].append({"node": name, "reason": "retired: left out by "
                                        f"{action.name}"})
                 continue
-            plan = (wipe.plan_for(design.nodes[name], options, self._oob)
+            plan = (wipe.plan_for(design.nodes[name], options, self._oob, _machine(view))
                     if action.name == "destroy_nodes" else None)
             blockers, warnings = _findings(action, view, self._nodes.busy(name), plan)
             out["nodes"].append({

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drydock_api.drivers.ports import DriverError, OobDriver
+from drydock_api.drivers.ports import DriverError, NodeDriver, OobDriver
 from drydock_api.nodes.design import NodeDef
 
 BMC = "redfish Drive.SecureErase"
@@ -174,6 +174,14 @@ def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver,
     return as_json(node.name, p)
 
 
+def machine_of(maas: NodeDriver, name: str) -> Callable[[], MaasView]:
+    """Reads the node's machine from MAAS when the plan needs it."""
+    def read() -> MaasView:
+        found = maas.find_machine(name)
+        return MaasView(found.status_name if found else None)
+    return read
+
+
 def as_json(name: str, p: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {"node": name, "refusal": p.refusal, "disks": p.disks,
                            "maas_erase": p.maas_erase}
@@ -205,6 +213,10 @@ def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None
         if entry["method"] == BMC:
             done = bmc.get(entry["disk"]) or {}
             row["verified_by"] = f"BMC task {done.get('task')}: {done.get('message')}"
+            if done.get("earlier_task"):
+                row["verified_by"] = (f"erased earlier by task {done['earlier_task']} "
+                                      f"({row['verified_by']})")
+                row["earlier_task"] = done["earlier_task"]
             row["at"] = iso(done.get("at"))
         elif entry["result"] == "wiped":
             if released.get("requested") and released.get("erase"):
@@ -212,6 +224,10 @@ def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None
                                       f"(Disk erasing, then {released.get('status')})"
                                       + (" of the machine Drydock allocated for it"
                                          if released.get("acquired") else ""))
+                if released.get("earlier_task"):
+                    row["verified_by"] = (f"erased earlier by task {released['earlier_task']}"
+                                          f" ({row['verified_by']})")
+                    row["earlier_task"] = released["earlier_task"]
                 row["at"] = iso(released.get("at"))
             else:  # never a success: report_disks fails the node (WipeNotPossible)
                 status = released.get("status") or "not in MAAS"

@@ -193,3 +193,60 @@ def test_a_release_answered_ready_is_not_taken_for_an_erase(make_site: SiteFacto
     assert task["result"]["status"] == "success", messages(task)
     assert maas.calls[("release", "n1")] == 2 and maas.calls[("allocate", "n1")] == 1
     assert maas.erase_modes == {"n1": "secure"}
+
+
+# --- asked before anything runs ------------------------------------------------------------
+def test_the_destroy_preview_shows_wipe_not_possible_and_the_ready_machine_allocated(
+        make_site: SiteFactory, tmp_path: Any):
+    import falcon.testing
+
+    from drydock_api.app import Deps, create_app
+    from tests.unit.drydock.conftest import make_conf
+    from tests.unit.drydock.test_api import ADMIN, TOKENS, post, task_request
+
+    site = make_site(["n1", "n2"])
+    site.maas.machines["id-n1"] = dataclasses.replace(site.maas.machines["id-n1"],
+                                                      status_name="New")
+    site.maas.machines["id-n2"] = dataclasses.replace(site.maas.machines["id-n2"],
+                                                      status_name="Ready")
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    client = falcon.testing.TestClient(app)
+    body = task_request(site)
+    body["node_filter"] = None
+    body["options"] = {"all_nodes": True}
+    resp = post(client, "/api/v1.0/tasks/preview", body)
+    assert resp.status_code == 200, resp.json
+    nodes = {n["node"]: n for n in resp.json["nodes"]}
+    assert nodes["n1"]["wipe"]["reason"] == "WipeNotPossible"
+    assert any("in status New" in b for b in nodes["n1"]["blockers"])
+    assert nodes["n2"]["wipe"]["maas_acquire"] is True and nodes["n2"]["blockers"] == []
+    assert site.maas.calls[("allocate", "n2")] == 0  # asking touched nothing
+    assert client.simulate_get("/api/v1.0/tasks", headers=ADMIN).json == []
+
+
+def test_the_wipe_plan_shipyard_asks_first_refuses_what_maas_cannot_erase(
+        make_site: SiteFactory, tmp_path: Any):
+    """Shipyard's redeploy_server asks this before decommissioning anything."""
+    import falcon.testing
+
+    from drydock_api.app import Deps, create_app
+    from tests.unit.drydock.conftest import make_conf
+    from tests.unit.drydock.test_api import TOKENS, post
+
+    site = make_site(["n1", "n2", "n3"])
+    site.maas.machines["id-n1"] = dataclasses.replace(site.maas.machines["id-n1"],
+                                                      status_name="Commissioning")
+    del site.maas.machines["id-n2"]
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    body = {"design_ref": {"rel": "design", "href": site.href, "type": "application/x-yaml"},
+            "node_names": ["n1", "n2", "n3"], "options": {}}
+    resp = post(falcon.testing.TestClient(app), "/api/v1.0/wipeplan", body)
+    assert resp.status_code == 200, resp.json
+    n1, n2, n3 = resp.json
+    assert n1["reason"] == n2["reason"] == "WipeNotPossible"
+    assert "in status Commissioning" in n1["refusal"]
+    assert "the machine is not in MAAS" in n2["refusal"]
+    assert n3["refusal"] is None and n3["maas_status"] == "Deployed"
+    assert [k for k, n in site.maas.calls.items() if n and k[0] != "find"] == []
