@@ -80,7 +80,9 @@ class NodeDriver(Protocol):
         """Every machine MAAS knows."""
 
     def release(self, system_id: str, erase: str | None) -> Machine:
-        """Release; `erase` None (no erase), 'secure' or 'quick'."""
+        """Release; `erase` None (no erase), 'secure', 'quick' or 'zero'. MAAS erases only a
+        machine it releases (Allocated, Deployed, Failed ...): a Ready or Releasing machine is
+        answered as it is, nothing erased; other statuses are refused (409)."""
 
     def delete_machine(self, system_id: str) -> None:
         """Remove the machine from MAAS (absent already is fine)."""
@@ -134,7 +136,9 @@ class Provisioner(NodeDriver, MaasStorage, MaasSite, Protocol):
         """Start commissioning (New / Ready / Failed commissioning)."""
 
     def allocate(self, system_id: str) -> Machine:
-        """Allocate a Ready machine to us."""
+        """Allocate a Ready machine to us (it becomes Allocated); MAAS refuses (409) a machine
+        in any other status. A Ready machine to be wiped is allocated, then released with
+        erase."""
 
     def deploy(self, system_id: str, distro_series: str, hwe_kernel: str | None = None,
                user_data: str | None = None) -> Machine:
@@ -163,6 +167,10 @@ class OobDriver(Protocol):
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         """Where the erase task stands: running, completed or failed."""
+
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        """The BMC task of an erase of this drive the BMC runs or ran (asked by a worker
+        that died before saving the answer), or None when the BMC knows of none."""
 
     def power_on(self, bmc: BmcAccess) -> None:
         """Request power on. Does not wait."""
@@ -200,6 +208,9 @@ class OobRouter:
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         return self._pick(bmc).erase_status(bmc, task)
+
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        return self._pick(bmc).find_erase(bmc, drive)
 
     def power_on(self, bmc: BmcAccess) -> None:
         self._pick(bmc).power_on(bmc)
