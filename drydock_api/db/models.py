@@ -92,6 +92,9 @@ class NodeRecord(Base):
     lease_expires: Mapped[float | None] = mapped_column(Float)
     kept_disks: Mapped[Any] = mapped_column(JSON, nullable=True)
     reboot_error: Mapped[str | None] = mapped_column(Text)
+    # The node's teardown since it was last deployed (tasks.teardown): steps done, disks
+    # attested erased, and where it stopped.
+    teardown: Mapped[Any] = mapped_column(JSON, nullable=True)
 
 
 class RebootRow(Base):

@@ -16,6 +16,21 @@ LEASE = Lease(NodeRecord.lease_owner, NodeRecord.lease_expires)
 POWER_TASKS = ("deploy_nodes", "destroy_nodes", "prepare_nodes")
 
 
+def teardown_view(record: Any) -> dict[str, Any] | None:
+    """What GET /nodes/{name} shows of the node's teardown (tasks.teardown): its state
+    (in_progress, partial, complete), the task, the last step done and why it stopped, the
+    steps done and the disks attested erased."""
+    if not isinstance(record, dict) or not record:
+        return None
+    steps = record.get("steps") or {}
+    return {"state": record.get("state"), "id": record.get("id"),
+            "task": record.get("task"), "last_step": record.get("last_step"),
+            "cause": record.get("cause"),
+            "steps_done": sorted(steps, key=lambda s: steps[s].get("at") or 0),
+            "erased": {d: {k: e.get(k) for k in ("method", "drive", "task", "at")}
+                       for d, e in (record.get("erased") or {}).items()}}
+
+
 class NodeStore:
     """Every write is one transaction; node rows are created on first use."""
 
@@ -61,6 +76,12 @@ class NodeStore:
 
     def set_kept_disks(self, name: str, disks: list[str]) -> None:
         self.update(name, kept_disks=list(disks) or None)
+
+    def end_teardown(self, name: str) -> None:
+        """The node is deployed again: its teardown (tasks.teardown) is over."""
+        row = self.get(name)
+        if row is not None and row.teardown is not None:
+            self.update(name, teardown=None)
 
     # --- reboot requests -------------------------------------------------------------------
     def add_reboot(self, name: str, key: str, mode: str, value: Any, user: str | None,

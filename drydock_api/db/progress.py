@@ -3,7 +3,7 @@ messages, and node retirement."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC
 from typing import Any
 
@@ -28,7 +28,9 @@ def _tree_key_query() -> Select[Any]:
 
 
 TREE_KEY = _tree_key_query()
-RETRY = "retry"  # a waiting step's row data: its saved retry
+RETRY, STATE = "retry", "state"  # a running step's row data: its saved retry and progress
+# A change of a node's teardown record (tasks.teardown), made in a step's transaction.
+TeardownUpdate = tuple[str, Callable[[dict[str, Any] | None], dict[str, Any] | None]]
 
 
 class ProgressStore:
@@ -86,23 +88,69 @@ class ProgressStore:
             return row
 
     def save_retry(self, step: TaskRow, retry: dict[str, Any]) -> None:
-        """Keep a waiting step's retry (see tasks.engine.Attempts) in its row's data: not
-        shown in task bodies, so the tree is not touched; the step's output replaces it."""
+        """Keep a waiting step's retry (see tasks.engine.Attempts) in its row's data."""
+        self.save_step(step, retry, {})
+
+    def save_step(self, step: TaskRow, retry: dict[str, Any], state: dict[str, Any], *,
+                  teardown: TeardownUpdate | None = None) -> None:
+        """Keep a running step's retry (see tasks.engine.Attempts) and progress (what it
+        asked of which BMC or MAAS machine, the job to follow: NodeContext.state) in its
+        row's data, and the node's teardown change, in one transaction. Not shown in task
+        bodies, so the tree is not touched; the step's output replaces them."""
         with self.sessions.begin() as s:
             s.execute(update(TaskRow).where(TaskRow.id == step.id).values(
-                data={RETRY: retry}))
+                data={RETRY: retry, STATE: state}))
+            if teardown is not None:
+                self._update_teardown(s, *teardown)
 
     @staticmethod
     def saved_retry(step: TaskRow) -> dict[str, Any] | None:
-        """The retry `save_retry` kept for a step still running (after a takeover)."""
+        """The retry `save_step` kept for a step still running (after a takeover)."""
+        return ProgressStore._saved(step, RETRY)
+
+    @staticmethod
+    def saved_state(step: TaskRow) -> dict[str, Any]:
+        """The progress `save_step` kept for a step still running (after a takeover)."""
+        return dict(ProgressStore._saved(step, STATE) or {})
+
+    @staticmethod
+    def _saved(step: TaskRow, key: str) -> dict[str, Any] | None:
         if step.status != TaskStatus.RUNNING or not isinstance(step.data, dict):
             return None
-        saved = step.data.get(RETRY)
+        saved = step.data.get(key)
         return saved if isinstance(saved, dict) else None
 
+    def teardown(self, name: str) -> dict[str, Any] | None:
+        """The node's teardown record (tasks.teardown), None when it has none."""
+        with self.reads() as s:
+            row = s.get(NodeRecord, name)
+            value = row.teardown if row is not None else None
+        return dict(value) if isinstance(value, dict) else None
+
+    def update_teardown(self, update_: TeardownUpdate) -> None:
+        with self.sessions.begin() as s:
+            self._update_teardown(s, *update_)
+
+    def _update_teardown(self, s: Any, name: str,
+                         change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
+                         ) -> None:
+        row = s.get(NodeRecord, name, with_for_update=True)
+        current = row.teardown if row is not None and isinstance(row.teardown, dict) else None
+        new = change(dict(current) if current is not None else None)
+        if new == current:
+            return
+        now = self.clock()
+        if row is None:
+            s.add(NodeRecord(name=name, retired=False, torn_down=False, updated=now,
+                             teardown=new))
+        else:
+            row.teardown, row.updated = new, now
+
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
-               data: Any = None, messages: Sequence[Message] = ()) -> None:
-        """Record a step's or node's end (status, result, output) and its messages at once."""
+               data: Any = None, messages: Sequence[Message] = (),
+               teardown: TeardownUpdate | None = None) -> None:
+        """Record a step's or node's end (status, result, output), its messages and the
+        node's teardown change at once."""
         now = self.clock()
         with self.sessions.begin() as s:
             values: dict[str, Any] = {"status": status.value, "result": result.value,
@@ -115,6 +163,8 @@ class ProgressStore:
             s.execute(update(TaskRow).where(TaskRow.id == task.id).values(**values))
             touch_tree(s, task.root_id)
             self._add_messages(s, task, messages, now)
+            if teardown is not None:
+                self._update_teardown(s, *teardown)
 
     def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
         with self.sessions.begin() as s:

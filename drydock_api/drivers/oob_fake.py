@@ -56,6 +56,15 @@ class FakeOob:
             self.tasks[task] = [bmc.address, drive.split("/")[-1], self.erase_polls]
             return task
 
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        """The last task erasing this drive, as a BMC's task list shows it."""
+        with self._lock:
+            self._check(bmc, "find_erase")
+            name = drive.split("/")[-1]
+            found = [t for t, (address, d, _) in self.tasks.items()
+                     if address == bmc.address and d == name]
+            return found[-1] if found else None
+
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         with self._lock:
             self._check(bmc, "erase_status")

@@ -168,6 +168,10 @@ class OobDriver(Protocol):
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         """Where the erase task stands: running, completed or failed."""
 
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        """The BMC task of an erase of this drive the BMC runs or ran (asked by a worker
+        that died before saving the answer), or None when the BMC knows of none."""
+
     def power_on(self, bmc: BmcAccess) -> None:
         """Request power on. Does not wait."""
 
@@ -204,6 +208,9 @@ class OobRouter:
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         return self._pick(bmc).erase_status(bmc, task)
+
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        return self._pick(bmc).find_erase(bmc, drive)
 
     def power_on(self, bmc: BmcAccess) -> None:
         self._pick(bmc).power_on(bmc)

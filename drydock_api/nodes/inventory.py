@@ -21,6 +21,7 @@ from typing import Any
 from common.context import RequestContext
 from common.errors import BerthError, NotFound
 from drydock_api.db.models import NodeRecord
+from drydock_api.db.nodes import teardown_view
 from drydock_api.drivers.ports import Machine, NodeDriver, OobDriver
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.nodes.snapshot import Listing, MachineSnapshot
@@ -170,6 +171,7 @@ class Inventory:
             "retired": bool(record and record.retired),
             "retired_reason": record.retired_reason if record else None,
             "torn_down": bool(record and record.torn_down),
+            "teardown": teardown_view(record.teardown) if record else None,
             "pending_reboot_since": _iso(record.pending_reboot_since if record else None),
             "last_powered_on": _iso(record.last_powered_on if record else None),
             "last_task_id": record.last_task_id if record else None,

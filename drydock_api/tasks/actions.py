@@ -38,6 +38,7 @@ class ActionDef:
     site: SiteFn | None = None
     skip_retired: bool = False
     needs_filter: bool = False
+    teardown: bool = False  # the node's teardown record follows it (tasks.teardown)
 
 
 def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -99,7 +100,7 @@ def build_actions() -> dict[str, ActionDef]:
         "deploy_nodes": ActionDef("deploy_nodes", no_options("deploy_nodes"),
                                   lifecycle.deploy_steps, skip_retired=True),
         "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options, destroy.steps,
-                                   needs_filter=True),
+                                   needs_filter=True, teardown=True),
         "power_off_nodes": ActionDef("power_off_nodes", destroy.check_power_off_options,
                                      destroy.power_off_steps, needs_filter=True),
         "relabel_nodes": ActionDef(

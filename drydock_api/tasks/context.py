@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
@@ -32,7 +32,10 @@ class NodeRecords(Protocol):
 
     def set_kept_disks(self, name: str, disks: list[str]) -> None: ...
 
+    def end_teardown(self, name: str) -> None: ...
 
+
+T = TypeVar("T")
 MAX_RETRY_DELAY = 30.0  # the longest wait between retries of a transient driver error (s)
 
 
@@ -69,7 +72,11 @@ class Ports:
 
 @dataclass
 class NodeContext:
-    """Everything one node step may use; `state` survives retries of the same step only."""
+    """Everything one node step may use. `state` is the step's progress: saved with the step
+    (with its retry) after every attempt and at each `checkpoint()`, and handed back to the
+    worker that takes the step over. `attested` (disk → how it was erased) is saved with the
+    node's teardown at the same moments. `teardown` is that teardown as the node's task found
+    it (earlier tasks' erases); `task` the id of the running top-level task."""
 
     node: NodeDef
     options: dict[str, Any]
@@ -80,6 +87,46 @@ class NodeContext:
     previous: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     cancelled: Callable[[], bool] = lambda: False
+    checkpoint: Callable[[], None] = lambda: None
+    attested: dict[str, dict[str, Any]] = field(default_factory=dict)
+    teardown: dict[str, Any] | None = None
+    task: str = ""
+
+    def intend(self, key: str, asked: str, **what: Any) -> dict[str, Any]:
+        """Write ahead: record durably that `asked` is about to be sent, before it is. A
+        worker that finds the intent without `accepted_at` cannot know whether it reached
+        its target, and must find out there instead of asking again."""
+        entry = {"asked": asked, **what, "at": self.clock()}
+        self.state[key] = entry
+        self.checkpoint()
+        return entry
+
+    def ask(self, key: str, asked: str, send: Callable[[], T], **what: Any) -> T:
+        """Write the intent, send, and save the acceptance (`job`: what `send` returned when
+        it names something to follow). A failure is saved with the intent before it is
+        raised: the worker saw it, so the request was refused or may not have arrived."""
+        self.intend(key, asked, **what)
+        try:
+            answer = send()
+        except Exception as exc:
+            self.state[key]["error"] = str(exc)
+            self.checkpoint()
+            raise
+        self.accepted(key, **({"job": answer} if isinstance(answer, str) else {}))
+        return answer
+
+    @staticmethod
+    def unanswered(entry: Any) -> bool:
+        """An intent recorded with neither acceptance nor failure: the worker that sent it
+        died in between, and it may have reached its target."""
+        return isinstance(entry, dict) and "accepted_at" not in entry and "error" not in entry
+
+    def accepted(self, key: str, **info: Any) -> dict[str, Any]:
+        """The request of intent `key` was accepted (with the job to follow): saved at once."""
+        entry: dict[str, Any] = self.state[key]
+        entry.update(info, accepted_at=self.clock())
+        self.checkpoint()
+        return entry
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.drivers.ports import MaasError
 from drydock_api.nodes.design import BmcAccess
-from drydock_api.tasks import wipe
+from drydock_api.tasks import teardown, wipe
 from drydock_api.tasks.context import NodeContext, NodeStep, node_step
 from drydock_api.tasks.render import iso
 
@@ -73,20 +73,33 @@ def plan_wipe(ctx: NodeContext) -> Outcome:
 
 
 def power_off(ctx: NodeContext) -> Outcome:
-    """Graceful shutdown, ForceOff after graceful_timeout, done once the BMC reports off."""
+    """Graceful shutdown, ForceOff after graceful_timeout (counted from the first request,
+    also after a takeover), done once the BMC reports off. Each request is written ahead
+    (NodeContext.ask): a graceful shutdown that may have reached the BMC is never asked
+    again; one the BMC refused or did not answer is."""
     bmc, oob, state, now = _bmc(ctx), ctx.ports.oob, ctx.state, ctx.clock()
     if oob.power_state(bmc) == "off":
-        how = ("forced off after the graceful shutdown timed out" if state.get("forced")
-               else "shut down gracefully" if "graceful_at" in state else "already off")
+        how = ("forced off after the graceful shutdown timed out" if "force" in state
+               else "shut down gracefully" if "graceful" in state else "already off")
         return Done(f"Powered off through {bmc.describe()}: {how}",
-                    output={"forced": bool(state.get("forced"))})
-    if "graceful_at" not in state:
-        oob.power_off(bmc, graceful=True)
-        state["graceful_at"] = now
+                    output={"forced": "force" in state})
+    graceful = state.get("graceful")
+    if graceful is None or "error" in graceful and "force" not in state:
+        ctx.ask("graceful", "GracefulShutdown", lambda: oob.power_off(bmc, graceful=True),
+                bmc=bmc.describe(), first_at=(graceful or {}).get("first_at", now))
         return Retry(ctx.settings.power_poll, "graceful shutdown requested")
-    if not state.get("forced") and now - state["graceful_at"] >= ctx.settings.graceful_timeout:
-        oob.power_off(bmc, graceful=False)
-        state["forced"] = True
+    if now - graceful.get("first_at", graceful["at"]) >= ctx.settings.graceful_timeout:
+        return _force_off(ctx, bmc)
+    return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
+
+
+def _force_off(ctx: NodeContext, bmc: BmcAccess) -> Retry:
+    """ForceOff once: asked again only when no acceptance was recorded (the BMC refused it,
+    or the worker died before saving the answer); forcing off a node that is off, or going
+    off, changes nothing more."""
+    if "accepted_at" not in (ctx.state.get("force") or {}):
+        ctx.ask("force", "ForceOff", lambda: ctx.ports.oob.power_off(bmc, graceful=False),
+                bmc=bmc.describe())
         return Retry(ctx.settings.power_poll, "ForceOff requested")
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
@@ -103,14 +116,10 @@ def fence(ctx: NodeContext) -> Outcome:
     """Hard power-off (no graceful shutdown: the node may be hung), confirmed at the BMC."""
     bmc, oob = _bmc(ctx), ctx.ports.oob
     if oob.power_state(bmc) == "off":
-        how = "forced off" if ctx.state.get("forced") else "already off"
+        how = "forced off" if "force" in ctx.state else "already off"
         return Done(f"Power off confirmed by {bmc.describe()}: {how}",
-                    output={"power_state": "off", "forced": bool(ctx.state.get("forced"))})
-    if not ctx.state.get("forced"):
-        oob.power_off(bmc, graceful=False)
-        ctx.state["forced"] = True
-        return Retry(ctx.settings.power_poll, "ForceOff requested")
-    return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
+                    output={"power_state": "off", "forced": "force" in ctx.state})
+    return _force_off(ctx, bmc)
 
 
 def power_off_steps(options: dict[str, Any]) -> list[NodeStep]:
@@ -121,34 +130,62 @@ def power_off_steps(options: dict[str, Any]) -> list[NodeStep]:
 
 def wipe_disks(ctx: NodeContext) -> Outcome:
     """Erase the disks planned for the BMC's Drive.SecureErase, following each BMC task to
-    its end: done only when every task completed; a failed task fails the node."""
+    its end: done only when every task completed; a failed task fails the node. A disk an
+    earlier task of this teardown attested erased is not erased again; each erase is written
+    ahead, and one that may have reached the BMC is looked up there, never sent again."""
     planned = [d["disk"] for d in (ctx.previous.get("plan_wipe") or {}).get("disks") or []
                if d["method"] == wipe.BMC]
     if not planned:
         return Done("No disk to erase through the BMC", output={"bmc": {}})
-    bmc, oob = _bmc(ctx), ctx.ports.oob
-    tasks: dict[str, str] = ctx.state.setdefault("tasks", {})
-    finished: dict[str, dict[str, Any]] = ctx.state.setdefault("finished", {})
-    if not tasks:
+    bmc, oob, state = _bmc(ctx), ctx.ports.oob, ctx.state
+    finished: dict[str, dict[str, Any]] = state.setdefault("finished", {})
+    for disk, e in teardown.earlier_erases(ctx.teardown, ctx.task).items():
+        if disk in planned and disk not in finished:
+            finished[disk] = {"task": e.get("bmc_task"), "message": e.get("message"),
+                              "at": e.get("at"), "earlier_task": e.get("task")}
+    todo = [d for d in planned if d not in finished]
+    unstarted = [d for d in todo if not (state.get(f"erase:{d}") or {}).get("job")]
+    if unstarted:
         erasable = oob.erasable_drives(bmc)
-        for disk in planned:
-            tasks[disk] = oob.secure_erase(bmc, erasable[disk])
-    for disk in planned:
-        if disk in finished:
-            continue
-        status = oob.erase_status(bmc, tasks[disk])
+        for disk in unstarted:
+            _start_erase(ctx, bmc, disk, erasable[disk])
+    for disk in todo:
+        job = state[f"erase:{disk}"]
+        status = oob.erase_status(bmc, job["job"])
         if status.state == "failed":
             return Failed("SecureEraseFailed",
                           f"Drive.SecureErase of {disk} failed on {bmc.describe()}: "
-                          f"{status.message}", details={"disk": disk, "task": tasks[disk]})
+                          f"{status.message}", details={"disk": disk, "task": job["job"]})
         if status.state == "completed":
-            finished[disk] = {"task": tasks[disk], "message": status.message,
-                              "at": ctx.clock()}
+            now = ctx.clock()
+            finished[disk] = {"task": job["job"], "message": status.message, "at": now}
+            ctx.attested[disk] = {"drive": job.get("drive"), "method": wipe.BMC, "at": now,
+                                  "bmc_task": job["job"], "message": status.message}
     running = [d for d in planned if d not in finished]
     if running:
         return Retry(ctx.settings.power_poll, f"BMC erasing {', '.join(running)}")
-    return Done(f"Erased {', '.join(planned)} through {bmc.describe()} (BMC tasks completed)",
+    earlier = sorted({str(f["earlier_task"]) for f in finished.values() if f.get("earlier_task")})
+    return Done(f"Erased {', '.join(planned)} through {bmc.describe()} (BMC tasks completed"
+                + (f"; erased earlier by task {', '.join(earlier)}" if earlier else "") + ")",
                 output={"bmc": finished})
+
+
+def _start_erase(ctx: NodeContext, bmc: BmcAccess, disk: str, drive: str) -> None:
+    """Drive.SecureErase of one disk, unless the BMC already runs (or ran) one asked for it.
+
+    An erase asked before without a recorded task (the worker died before saving the BMC's
+    answer, or saw no answer) is looked up at the BMC: its task list and the drive's
+    operations. When the BMC knows of none, the request did not start an erase, and it is
+    sent: an erase is never left undone on a guess, and the window where the BMC could
+    have started one and forgotten it is one HTTP request wide."""
+    key = f"erase:{disk}"
+    if key in ctx.state:
+        job = ctx.ports.oob.find_erase(bmc, drive)
+        if job is not None:
+            ctx.accepted(key, job=job, found_at_bmc=True)
+            return
+    ctx.ask(key, "SecureErase", lambda: ctx.ports.oob.secure_erase(bmc, drive),
+            bmc=bmc.describe(), disk=disk, drive=drive)
 
 
 def release(ctx: NodeContext) -> Outcome:
@@ -164,6 +201,8 @@ def release(ctx: NodeContext) -> Outcome:
             return _wipe_not_possible(name, "its machine left MAAS before MAAS erased it", None)
         return Done("Not in MAAS: nothing to release", output={"absent": True})
     status = machine.status_name
+    if NodeContext.unanswered(state.get("release")):  # the release may have been accepted
+        state["requested"] = status not in wipe.RELEASE_ERASES
     if status in FAILED and state.get("requested"):
         detail = machine.status_message if machine.status_message != status else None
         return Failed("ReleaseFailed", f"MAAS failed to release {name}: {status}"
@@ -186,7 +225,8 @@ def release(ctx: NodeContext) -> Outcome:
                                           "acquired": bool(state.get("acquired"))})
     erase = planned_erase
     state["erase"] = erase
-    answer = maas.release(machine.system_id, erase)
+    answer = ctx.ask("release", "release", lambda: maas.release(machine.system_id, erase),
+                     machine=machine.system_id, erase=erase)
     # MAAS answers a release of a Ready machine with success and does nothing: no erase
     state["requested"] = answer.status_name not in NOTHING_TO_RELEASE
     return Retry(ctx.settings.maas_poll, "release requested")

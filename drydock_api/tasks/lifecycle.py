@@ -45,12 +45,19 @@ def enlist(ctx: NodeContext) -> Outcome:
         renamed = maas.rename(found.system_id, node.name)
         return Done(f"MAAS knew boot MAC {mac} as {found.hostname}: renamed to {node.name}",
                     output={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
-    if "pxe_at" not in state:
-        if node.bmc is None:
+    asked = state.get("pxe")
+    if asked is None or "error" in asked:  # never asked, or the BMC refused: ask (again)
+        bmc = node.bmc
+        if bmc is None:
             return Failed("NoOobAccess", f"Node {node.name} is unknown to MAAS and has no usable "
                           f"oob access to PXE boot it")
-        ctx.ports.oob.set_pxe_boot(node.bmc)
-        ctx.ports.oob.power_cycle(node.bmc)
+        oob = ctx.ports.oob
+
+        def pxe_boot() -> None:
+            oob.set_pxe_boot(bmc)
+            oob.power_cycle(bmc)
+
+        ctx.ask("pxe", "PXE boot and power cycle", pxe_boot, bmc=bmc.describe())
         state["pxe_at"] = ctx.clock()
         return Retry(ctx.settings.maas_poll, "PXE boot and power cycle requested")
     return Retry(ctx.settings.maas_poll, "waiting for MAAS to enlist the machine")
@@ -218,6 +225,8 @@ def deploy(ctx: NodeContext) -> Outcome:
         status = "Allocated"
     if status == "Allocated":
         image, kernel = _platform(ctx, "image"), _platform(ctx, "kernel")
+        if ctx.ports.records is not None:  # the disks are written again: a new life
+            ctx.ports.records.end_teardown(ctx.node.name)
         maas.deploy(machine.system_id, image, kernel or None, user_data(ctx))
         state["requested"] = True
         mounts = ", ".join(f"{m[0]} at {m[1]}" for m in kept_mounts(ctx))

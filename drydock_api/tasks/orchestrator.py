@@ -13,13 +13,14 @@ from typing import Any
 
 from common.context import RequestContext, current_marker
 from common.documents import Document
-from common.errors import BerthError
+from common.errors import BerthError, Conflict
 from common.status import simple_message
 from common.workflow import Done, Failed, Retry
 from drydock_api.db.models import TaskRow
-from drydock_api.db.progress import ProgressStore
+from drydock_api.db.progress import ProgressStore, TeardownUpdate
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef
+from drydock_api.tasks import teardown as td
 from drydock_api.tasks.actions import ActionDef
 from drydock_api.tasks.context import (
     NodeContext,
@@ -64,6 +65,8 @@ class _NodeRun:
     pending: list[NodeStep]
     previous: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, TaskRow] | None = None
+    teardown: bool = False  # a teardown action: the node's teardown record follows it
+    earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
     step: NodeStep | None = None
     row: TaskRow | None = None
     ctx: NodeContext | None = None
@@ -167,7 +170,8 @@ class Orchestrator:
                 continue
             assert action.steps is not None
             options = dict(row.options or {})
-            runs.append(_NodeRun(design.nodes[name], sub, options, action.steps(options)))
+            runs.append(_NodeRun(design.nodes[name], sub, options, action.steps(options),
+                                 teardown=action.teardown))
         _Schedule(self, row, ctx, lease, runs).run()
 
     def _skip_retired(self, action: ActionDef, sub: TaskRow, name: str) -> bool:
@@ -206,7 +210,7 @@ class Orchestrator:
             if lease.lost.is_set():
                 return None
             if isinstance(outcome, Retry):
-                self._progress.save_retry(run.row, run.seen.to_json())
+                self._save(row, run)
                 return run.seen.next_at
             if not self._record(row, run, outcome):
                 return None
@@ -217,16 +221,21 @@ class Orchestrator:
         none is left (the node succeeded) or the task is to stop."""
         if run.recorded is None:
             run.recorded = self._progress.steps_of(run.sub.id)
+            if run.teardown:
+                self._begin_teardown(row, run)
         while run.pending:
             step = run.pending[0]
             done = run.recorded.get(step.name)
+            if step.name in run.earlier and done is None:
+                done = self._done_earlier(row, run, step.name)
             if done is None or done.status != S.COMPLETE or done.result != R.SUCCESS:
                 break
             run.previous[step.name] = done.data
             run.pending.pop(0)
         else:
             self._progress.finish(run.sub, result=TaskResult.SUCCESS,
-                                  status=TaskStatus.COMPLETE)
+                                  status=TaskStatus.COMPLETE, teardown=self._teardown(
+                                      row, run, lambda r: td.completed(r, row.id, self.clock())))
             return False
         if self._stop_requested(row, lease):
             return False
@@ -234,10 +243,59 @@ class Orchestrator:
         run.step, run.row = step, self._progress.start_step(run.sub, step.name)
         saved = self._progress.saved_retry(run.row)
         run.seen = Attempts.load(saved) if saved else Attempts.first(self.clock())
-        run.ctx = NodeContext(node=run.node, options=run.options, ports=self._ports,
-                              settings=self._settings, request=ctx, clock=self.clock,
-                              previous=run.previous, cancelled=lease.lost.is_set)
+        node_ctx = NodeContext(node=run.node, options=run.options, ports=self._ports,
+                               settings=self._settings, request=ctx, clock=self.clock,
+                               previous=run.previous, cancelled=lease.lost.is_set,
+                               state=self._progress.saved_state(run.row), task=row.id,
+                               teardown=self._progress.teardown(run.node.name)
+                               if run.teardown else None)
+
+        def checkpoint() -> None:
+            if lease.lost.is_set():  # another worker holds the task: ask nothing more
+                raise Conflict(f"{step.name}: abandoned, another worker holds the task now",
+                               reason="Abandoned")
+            self._save(row, run)
+
+        node_ctx.checkpoint = checkpoint
+        run.ctx = node_ctx
         return True
+
+    def _save(self, row: TaskRow, run: _NodeRun) -> None:
+        """The running step's retry and progress, and what it attested, in one transaction."""
+        assert run.row is not None and run.ctx is not None
+        attested = dict(run.ctx.attested)
+        self._progress.save_step(run.row, run.seen.to_json(), run.ctx.state,
+                                 teardown=self._teardown(
+                                     row, run, lambda r: td.attest(r, row.id, attested))
+                                 if attested else None)
+
+    def _teardown(self, row: TaskRow, run: _NodeRun,
+                  change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
+                  ) -> TeardownUpdate | None:
+        return (run.node.name, change) if run.teardown else None
+
+    def _begin_teardown(self, row: TaskRow, run: _NodeRun) -> None:
+        """The node's teardown this task works on; steps an earlier task of it did stand."""
+        record = self._progress.teardown(run.node.name)
+        run.earlier = td.earlier_steps(record, row.id, run.options)
+        now = self.clock()
+        self._progress.update_teardown((run.node.name, lambda r: td.begin(
+            r, row.id, run.options, now)))
+
+    def _done_earlier(self, row: TaskRow, run: _NodeRun, name: str) -> TaskRow:
+        """Record a step that an earlier task of the node's teardown completed as done."""
+        earlier = run.earlier[name]
+        step_row = self._progress.start_step(run.sub, name)
+        text = (f"{run.node.name}: {name} done earlier by task {earlier.get('task')} in this "
+                "teardown of the node; not repeated")
+        output = {**(earlier.get("output") or {}), "earlier_task": earlier.get("task")}
+        self._progress.finish(step_row, result=TaskResult.SUCCESS, status=TaskStatus.COMPLETE,
+                              data=output, messages=[simple_message(
+                                  text, error=False, node=run.node.name, step=name,
+                                  context_type="node", context=run.node.name,
+                                  earlier_task=earlier.get("task"))])
+        step_row.status, step_row.result, step_row.data = S.COMPLETE, R.SUCCESS, output
+        return step_row
 
     def _record(self, row: TaskRow, run: _NodeRun, outcome: Done | Failed) -> bool:
         """Record a step's end; True when the node goes on with its next step."""
@@ -253,8 +311,17 @@ class Orchestrator:
                                   .strip(), error=False, node=node.name, step=step.name,
                                   context_type="node", context=node.name, **r)
                    for r in (outcome.records if isinstance(outcome, Done) else ())]
+        attested, now = dict(run.ctx.attested) if run.ctx else {}, self.clock()
+
+        def change(r: dict[str, Any] | None) -> dict[str, Any] | None:
+            r = td.attest(r, row.id, attested)
+            if ok:
+                return td.step_done(r, row.id, step.name, data, now)
+            return td.stopped(r, row.id, f"{step.name}: {outcome.message}", now)
+
         self._progress.finish(step_row, result=result, status=TaskStatus.COMPLETE,
-                              data=data, messages=[message, *records])
+                              data=data, messages=[message, *records],
+                              teardown=self._teardown(row, run, change))
         LOG.info("%s %s %s: %s", row.action, node.name, step.name, outcome.message)
         if not ok:
             self._progress.finish(run.sub, result=TaskResult.FAILURE,
@@ -272,11 +339,16 @@ class Orchestrator:
         unfinished = [s for s in subs if s.status not in (S.COMPLETE, S.TERMINATED)]
         status, terminate, _ = self._tasks.control(row.id)
         stopping = terminate or status == S.TERMINATING
+        action = self._actions.get(row.action)
+        now = self.clock()
         for sub in unfinished:
             self._progress.finish(sub, result=TaskResult.INCOMPLETE, status=TaskStatus.TERMINATED,
                                   messages=[simple_message(f"{sub.node}: terminated before "
                                                            f"its next step", error=False,
-                                                           node=sub.node)])
+                                                           node=sub.node)],
+                                  teardown=(str(sub.node), lambda r: td.stopped(
+                                      r, row.id, "terminated before its next step", now))
+                                  if action is not None and action.teardown else None)
         skipped = sorted(str(s.node) for s in subs
                          if s.status == S.COMPLETE and s.result == R.INCOMPLETE)
         result = summarize(len(ok), len(bad), len(unfinished) + sum(

@@ -26,6 +26,7 @@ ERASE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/
 DRIVE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/]+)/?$")
 SYSTEM_RE = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/]+)")
 TASK_RE = re.compile(r"^/redfish/v1/TaskService/Tasks/(erase-[0-9a-f]+)/?$")
+TASKS_PATH = "/redfish/v1/TaskService/Tasks"
 RUNNING, COMPLETED, EXCEPTION = "Running", "Completed", "Exception"
 BMC_DOWN_HOLD = 60.0  # seconds a request to a killed BMC hangs before a 503
 
@@ -40,8 +41,10 @@ class EraseTask:
     Completed (the drive is wiped) or Exception (fault `bmc.erase: fail`); held Running while
     a `bmc.erase: hang` fault is in place."""
 
-    def __init__(self, task_id: str, node: str, drive: str, fail: bool) -> None:
+    def __init__(self, task_id: str, node: str, drive: str, fail: bool,
+                 target: str = "") -> None:
         self.id, self.node, self.drive, self.fail = task_id, node, drive, fail
+        self.target = target  # the action URI that started it (the Task's Payload)
         self.state = RUNNING
         self.message = f"Secure erase of {drive} running"
 
@@ -51,6 +54,8 @@ class EraseTask:
                 "Name": f"Secure erase of {self.drive}", "TaskState": self.state,
                 "TaskStatus": "Critical" if self.state == EXCEPTION else "OK",
                 "PercentComplete": 100 if self.state != RUNNING else 50,
+                "Payload": {"TargetUri": self.target, "HttpOperation": "POST",
+                            "JsonBody": "{}"},
                 "Messages": [{"Message": self.message,
                               "MessageId": "Base.1.8.Success" if ok else "Base.1.8.GeneralError"
                               if self.state == EXCEPTION else "TaskEvent.1.0.TaskStarted"}]}
@@ -74,10 +79,11 @@ class RedfishBackend:
         """Drives whose BMC offers Drive.SecureErase (the BMC can, and so can the drive)."""
         return {d.name for d in node.disks if d.secure_erase} if node.bmc.drive_erase else set()
 
-    def start_erase(self, node: NodeSpec, drive: str) -> EraseTask:
+    def start_erase(self, node: NodeSpec, drive: str, target: str = "") -> EraseTask:
         self.model.record_call("redfish", "secure_erase", node.name)
+        self.model.record_call("redfish", f"secure_erase:{drive}", node.name)  # per drive
         fail = self.model.fault("bmc.erase", node.name) == "fail"
-        task = EraseTask(f"erase-{uuidlib.uuid4().hex[:12]}", node.name, drive, fail)
+        task = EraseTask(f"erase-{uuidlib.uuid4().hex[:12]}", node.name, drive, fail, target)
         with self._lock:
             self.tasks[task.id] = task
         self.model.record_operation("bmc", "secure_erase", node.name,
@@ -181,6 +187,8 @@ class RedfishBmc:
         if system and not self._authorized(system.group(1), environ):
             return _json(start_response, 401, _error("Authentication required"),
                          [("WWW-Authenticate", 'Basic realm="sitesim"')])
+        if path.rstrip("/") == TASKS_PATH and environ.get("REQUEST_METHOD") == "GET":
+            return _json(start_response, 200, self._task_collection())
         task = TASK_RE.match(path)
         if task and task.group(1) in self.backend.tasks:
             return _json(start_response, 200, self.backend.tasks[task.group(1)].body())
@@ -228,8 +236,16 @@ class RedfishBmc:
         if drive not in self.backend.erasable(node):
             return _json(start_response, 400, _error(
                 f"Drive.SecureErase is not supported by drive {drive}"))
-        task = self.backend.start_erase(node, drive)
+        target = (f"/redfish/v1/Systems/{identity}/Storage/{storage_id}/Drives/{drive}"
+                  "/Actions/Drive.SecureErase")
+        task = self.backend.start_erase(node, drive, target)
         return _json(start_response, 202, task.body(), [("Location", task.uri)])
+
+    def _task_collection(self) -> dict[str, Any]:
+        """The TaskService's tasks (every erase task this BMC process started)."""
+        uris = [{"@odata.id": t.uri} for t in list(self.backend.tasks.values())]
+        return {"@odata.type": "#TaskCollection.TaskCollection", "@odata.id": TASKS_PATH,
+                "Name": "Task Collection", "Members@odata.count": len(uris), "Members": uris}
 
     def _drive_with_actions(self, environ: dict[str, Any], start_response: StartResponse,
                             path: str) -> Iterable[bytes]:
@@ -250,6 +266,10 @@ class RedfishBmc:
             drive = json.loads(body)
             target = path.rstrip("/") + "/Actions/Drive.SecureErase"
             drive["Actions"] = {"#Drive.SecureErase": {"target": target}}
+            running = [t for t in list(self.backend.tasks.values())
+                       if t.target == target and t.state == RUNNING]
+            drive["Operations"] = [{"OperationName": "Sanitize", "PercentageComplete": 50,
+                                    "AssociatedTask": {"@odata.id": t.uri}} for t in running]
             body = json.dumps(drive).encode()
         headers = [(k, v) for k, v in captured["headers"] if k.lower() != "content-length"]
         start_response(captured["status"], headers + [("Content-Length", str(len(body)))])

@@ -110,3 +110,6 @@ class IpmiDriver:
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         raise OobError(f"IPMI BMC {bmc.describe()} has no erase tasks")
+
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        return None

@@ -15,6 +15,8 @@ from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
 SECURE_ERASE = "#Drive.SecureErase"
+ERASE_ACTION = "/Actions/Drive.SecureErase"
+TASKS = "/redfish/v1/TaskService/Tasks"
 SYNC_PREFIX = "sync:"
 TASK_RUNNING = ("New", "Starting", "Running", "Pending", "Suspended", "Stopping",
                 "Cancelling", "Service")
@@ -146,6 +148,32 @@ class RedfishDriver:
             raise OobError(f"Redfish BMC {bmc.describe()} accepted Drive.SecureErase of "
                            f"{drive} but named no task to follow")
         return str(task)
+
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        """The erase task of `drive` (its action target) the BMC knows: the task the Drive's
+        `Operations` associates, else the last task of the TaskService whose `Payload`
+        targets the action (a running one first)."""
+        conn = self._root(bmc)._conn
+        with translated(bmc, "look up erase tasks"):
+            if drive.endswith(ERASE_ACTION):
+                body = conn.get(drive[:-len(ERASE_ACTION)]).json()
+                for op in body.get("Operations") or []:
+                    task = (op.get("AssociatedTask") or {}).get("@odata.id")
+                    if task:
+                        return str(task)
+            try:
+                members = conn.get(TASKS).json().get("Members") or []
+            except sushy_exc.ResourceNotFoundError:
+                return None
+            found: list[tuple[bool, str]] = []
+            for member in members:
+                task = conn.get(member["@odata.id"]).json()
+                if (task.get("Payload") or {}).get("TargetUri") == drive:
+                    found.append((task.get("TaskState") in TASK_RUNNING,
+                                  str(task.get("@odata.id") or member["@odata.id"])))
+        running = [uri for live, uri in found if live]
+        chosen = running or [uri for _, uri in found]
+        return chosen[-1] if chosen else None
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
         if task.startswith(SYNC_PREFIX):
