@@ -1,0 +1,146 @@
+"""A drydock-worker SIGKILLed while a Redfish Drive.SecureErase runs, or while a graceful
+shutdown is pending: the worker that takes the task over follows what was asked, and the
+emulator receives one SecureErase per disk and one graceful shutdown. A task that failed
+after erasing, run again, erases nothing again and says which task erased each disk."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from sitesim.site import Site
+from tests.integration.drydock.conftest import Env, drydock_sections
+from tests.support.procs import Proc, wait_until
+from tests.support.services import ServiceProcess, worker_process, write_conf, write_tokens
+
+pytestmark = pytest.mark.slow
+
+
+def calls(env: Env, op: str, node: str) -> int:
+    return int(env.sim("/calls", system="redfish", op=op, node=node)["count"])
+
+
+def disks(site: Site, node: str) -> list[str]:
+    return [d.name for d in next(n for n in site.spec.nodes if n.name == node).disks]
+
+
+@pytest.fixture
+def crash_env(dd_site: Site, tmp_path: Path) -> Iterator[Env]:
+    """An API process and no worker: each test starts (and kills) its own workers."""
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    (tmp_path / "design.yaml").write_text(dd_site.design_yaml())
+    sections = drydock_sections(dd_site, tmp_path,
+                                worker={"threads": 0, "lease_seconds": 1.0},
+                                steps={"step_retries": 2, "step_retry_delay": 0.2})
+    api = ServiceProcess("drydock", tmp_path, sections)
+    write_conf(tmp_path / "drydock.conf", sections)
+    try:
+        yield Env(dd_site, api.url, tokens["admin"], f"file://{tmp_path}/design.yaml", tmp_path)
+    finally:
+        api.stop()
+        time.sleep(0.1)
+
+
+def start_worker(env: Env, name: str) -> Proc:
+    return worker_process("drydock", env.work / "drydock.conf", env.work / f"{name}.log",
+                          env.work)
+
+
+def node_view(env: Env, name: str) -> dict[str, object]:
+    resp = requests.get(f"{env.url}/api/v1.0/nodes/{name}", headers=env.headers, timeout=30)
+    assert resp.status_code == 200, resp.text
+    body: dict[str, object] = resp.json()
+    return body
+
+
+def kill_and_take_over(env: Env, first: Proc, task_id: str) -> tuple[Proc, dict[str, object]]:
+    first.kill(signal.SIGKILL)
+    assert env.task(task_id)["status"] == "running"
+    second = start_worker(env, "worker-2")
+    return second, env.wait(task_id, timeout=90)
+
+
+def test_a_secure_erase_running_when_its_worker_is_killed_is_sent_once_per_disk(
+        crash_env: Env, dd_site: Site) -> None:
+    env, node = crash_env, "rf-a"
+    env.fault(node, "bmc.erase", "hang")  # the BMC tasks stay Running until cleared
+    first, second = start_worker(env, "worker-1"), None
+    try:
+        task_id = env.post_task([node]).json()["task_id"]
+        wait_until(lambda: calls(env, "secure_erase", node) == len(disks(dd_site, node)),
+                   timeout=30, what="every Drive.SecureErase of the first worker")
+        first.kill(signal.SIGKILL)
+        second = start_worker(env, "worker-2")
+        wait_until(lambda: f"Resuming task {task_id}" in second.output(), timeout=30,
+                   what="the second worker to take the task over")
+        time.sleep(0.5)  # it polls the BMC tasks still running
+        env.clear_faults()
+        task = env.wait(task_id, timeout=90)
+    finally:
+        env.clear_faults()
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert task["result"]["status"] == "success", task["result"]
+    assert {d: calls(env, f"secure_erase:{d}", node) for d in disks(dd_site, node)} == {
+        d: 1 for d in disks(dd_site, node)}
+    assert calls(env, "graceful_shutdown", node) == 1
+    assert all(d["wiped_by"] == "redfish Drive.SecureErase"
+               for d in env.sim(f"/nodes/{node}")["disks"].values()), env.sim(f"/nodes/{node}")
+    assert node_view(env, node)["teardown"]["state"] == "complete"  # type: ignore[index]
+
+
+def test_a_graceful_shutdown_pending_when_its_worker_is_killed_is_asked_once(
+        crash_env: Env, dd_site: Site) -> None:
+    env, node = crash_env, "rf-h"  # its OS ignores a graceful shutdown: ForceOff follows
+    first, second = start_worker(env, "worker-1"), None
+    try:
+        task_id = env.post_task([node]).json()["task_id"]
+        wait_until(lambda: calls(env, "graceful_shutdown", node) == 1, timeout=30,
+                   what="the graceful shutdown request")
+        second, task = kill_and_take_over(env, first, task_id)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    assert task["result"]["status"] == "success", task["result"]
+    assert calls(env, "graceful_shutdown", node) == 1
+    assert calls(env, "power_off", node) == 1  # one ForceOff, after graceful_timeout
+    assert {d: calls(env, f"secure_erase:{d}", node) for d in disks(dd_site, node)} == {
+        d: 1 for d in disks(dd_site, node)}
+    assert env.sim(f"/nodes/{node}")["power"] == "off"
+
+
+def test_a_rerun_of_a_failed_destroy_does_not_erase_again_what_the_first_erased(
+        crash_env: Env, dd_site: Site) -> None:
+    env, node = crash_env, "rf-b"
+    env.fault(node, "maas.release", "fail")  # fails the task after the disks are erased
+    worker = start_worker(env, "worker-1")
+    try:
+        first = env.wait(env.post_task([node]).json()["task_id"])
+        assert first["result"]["status"] == "failure"
+        teardown = node_view(env, node)["teardown"]
+        assert isinstance(teardown, dict) and teardown["state"] == "partial"
+        assert teardown["last_step"] == "wipe_disks" and teardown["task"] == first["task_id"]
+        assert "Failed releasing" in teardown["cause"]
+        assert sorted(teardown["erased"]) == sorted(disks(dd_site, node))
+        env.clear_faults()
+        second = env.wait(env.post_task([node]).json()["task_id"])
+    finally:
+        env.clear_faults()
+        worker.stop()
+    assert second["result"]["status"] == "success", second["result"]
+    assert {d: calls(env, f"secure_erase:{d}", node) for d in disks(dd_site, node)} == {
+        d: 1 for d in disks(dd_site, node)}
+    assert calls(env, "graceful_shutdown", node) == 1
+    rows = [m for m in second["result"]["details"]["messageList"]
+            if m.get("step") == "report_disks" and "disk" in m]
+    assert sorted(r["disk"] for r in rows) == sorted(disks(dd_site, node))
+    assert all(r["verified_by"].startswith(f"erased earlier by task {first['task_id']}")
+               for r in rows), rows
+    assert node_view(env, node)["teardown"]["state"] == "complete"  # type: ignore[index]
