@@ -29,6 +29,7 @@ URLS = Map([
     Rule("/nodes/<name>/bmc", endpoint="bmc", methods=["GET", "PUT"]),
     Rule("/nodes/<name>/bmc/ipmi", endpoint="ipmi", methods=["POST"]),
     Rule("/calls", endpoint="calls", methods=["GET"]),
+    Rule("/maas", endpoint="maas", methods=["GET", "PUT"]),
     Rule("/operations", endpoint="operations", methods=["GET"]),
     Rule("/faults", endpoint="faults", methods=["GET", "POST", "DELETE"]),
 ], strict_slashes=False)
@@ -137,6 +138,15 @@ class AdminApp:
                              [f"injected fault bmc.power on {name}"], "InternalError")
         apply_chassis(model, node, IPMI_DIRECTIVES[op])
         return {"power": "on" if model.is_on(name) else "off"}, 200
+
+    def _maas(self, request: Request) -> tuple[Any, int]:
+        """Take the MAAS API down (`{"up": false}`: every request answered 503) or back up."""
+        if request.method == "PUT":
+            body = _json_body(request)
+            if not isinstance(body.get("up"), bool) or set(body) - {"up"}:
+                raise AdminError(400, "Invalid MAAS request", ['body must be {"up": true|false}'])
+            self._model.maas_up = body["up"]
+        return {"up": self._model.maas_up}, 200
 
     def _calls(self, request: Request) -> tuple[Any, int]:
         args = request.args

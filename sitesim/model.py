@@ -75,6 +75,7 @@ class SiteModel:
         self._power_listeners: list[PowerListener] = []
         self._fault_listeners: list[Callable[[FaultSpec | None], None]] = []
         self.kube: KubePort | None = None
+        self.maas_up = True  # False: the MAAS API answers every request 503 (an outage)
         self.etcd_members: Callable[[], dict[str, list[dict[str, str]]]] = dict
         # Nodes whose BMC is a process of its own: how to stop (False) and start (True) it.
         self.bmc_switches: dict[str, Callable[[bool], None]] = {}

@@ -317,7 +317,9 @@ class Orchestrator:
             r = td.attest(r, row.id, attested)
             if ok:
                 return td.step_done(r, row.id, step.name, data, now)
-            return td.stopped(r, row.id, f"{step.name}: {outcome.message}", now)
+            cause = outcome.message if outcome.message.startswith(f"{step.name}:") \
+                else f"{step.name}: {outcome.message}"
+            return td.stopped(r, row.id, cause, now)
 
         self._progress.finish(step_row, result=result, status=TaskStatus.COMPLETE,
                               data=data, messages=[message, *records],

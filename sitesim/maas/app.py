@@ -48,6 +48,10 @@ class MaasApp:
         return response(environ, start_response)
 
     def _dispatch(self, request: Request) -> Response:
+        if not self._model.maas_up:
+            self._model.record_call("maas", "refused_down", None)
+            return Response("MAAS is down (sitesim outage)", status=503,
+                            content_type="text/plain")
         adapter = URLS.bind_to_environ(request.environ)
         try:
             endpoint, args = adapter.match()

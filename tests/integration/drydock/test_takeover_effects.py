@@ -144,3 +144,61 @@ def test_a_rerun_of_a_failed_destroy_does_not_erase_again_what_the_first_erased(
     assert all(r["verified_by"].startswith(f"erased earlier by task {first['task_id']}")
                for r in rows), rows
     assert node_view(env, node)["teardown"]["state"] == "complete"  # type: ignore[index]
+
+
+def maas_up(env: Env, up: bool) -> None:
+    resp = requests.put(f"{env.site.urls['sitesim']}/maas", json={"up": up}, timeout=10)
+    assert resp.status_code == 200, resp.text
+
+
+OUTAGE_WINDOW = 1.5  # seconds transient MAAS failures are retried (steps.outage_window)
+
+
+@pytest.fixture
+def outage_env(dd_site: Site, tmp_path: Path) -> Iterator[Env]:
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    (tmp_path / "design.yaml").write_text(dd_site.design_yaml())
+    sections = drydock_sections(dd_site, tmp_path, steps={
+        "step_retries": 0, "step_retry_delay": 0.2, "outage_window": OUTAGE_WINDOW})
+    api = ServiceProcess("drydock", tmp_path, sections)
+    try:
+        yield Env(dd_site, api.url, tokens["admin"], f"file://{tmp_path}/design.yaml", tmp_path)
+    finally:
+        maas_up(Env(dd_site, api.url, "", "", tmp_path), True)
+        api.stop()
+
+
+def test_maas_down_twice_the_outage_window_leaves_a_partial_teardown_a_rerun_resumes(
+        outage_env: Env, dd_site: Site) -> None:
+    env, node = outage_env, "rf-c"
+    env.fault(node, "bmc.erase", "hang")  # hold the erase until MAAS is down
+    try:
+        first_id = env.post_task([node]).json()["task_id"]
+        wait_until(lambda: calls(env, "secure_erase", node) == len(disks(dd_site, node)),
+                   timeout=30, what="the BMC erases")
+        maas_up(env, False)
+        down_at = time.monotonic()
+        env.clear_faults()  # the erases end; release finds MAAS down
+        first = env.wait(first_id, timeout=60)
+        time.sleep(max(0.0, down_at + 2 * OUTAGE_WINDOW - time.monotonic()))
+    finally:
+        env.clear_faults()
+        maas_up(env, True)
+    assert first["result"]["status"] == "failure"
+    teardown = node_view(env, node)["teardown"]
+    assert isinstance(teardown, dict), teardown
+    assert teardown["state"] == "partial" and teardown["task"] == first_id
+    assert teardown["last_step"] == "wipe_disks"
+    assert teardown["steps_done"] == ["plan_wipe", "power_off", "wipe_disks"]
+    assert teardown["cause"].startswith("release: MAAS") and "503" in teardown["cause"]
+    assert env.releases(node) == 0 and env.sim(f"/nodes/{node}")["maas_status"] == "Deployed"
+    second = env.wait(env.post_task([node]).json()["task_id"], timeout=60)
+    assert second["result"]["status"] == "success", second["result"]
+    assert env.releases(node) == 1 and env.sim(f"/nodes/{node}")["maas_status"] is None
+    assert calls(env, "graceful_shutdown", node) == 1
+    assert {d: calls(env, f"secure_erase:{d}", node) for d in disks(dd_site, node)} == {
+        d: 1 for d in disks(dd_site, node)}
+    done_earlier = [m for m in second["result"]["details"]["messageList"]
+                    if m.get("step") == "plan_wipe" and m.get("earlier_task") == first_id]
+    assert done_earlier, "the plan of the first task stands"
+    assert node_view(env, node)["teardown"]["state"] == "complete"  # type: ignore[index]
