@@ -202,3 +202,32 @@ def test_maas_down_twice_the_outage_window_leaves_a_partial_teardown_a_rerun_res
                     if m.get("step") == "plan_wipe" and m.get("earlier_task") == first_id]
     assert done_earlier, "the plan of the first task stands"
     assert node_view(env, node)["teardown"]["state"] == "complete"  # type: ignore[index]
+
+
+def test_the_redfish_driver_finds_an_erase_at_the_bmc_by_its_drive(
+        dd_env: Env, dd_site: Site) -> None:
+    """What a worker that died before saving a SecureErase's answer relies on: the BMC's
+    TaskService names the task by the action it ran, and the drive shows it running."""
+    from drydock_api.drivers.redfish.driver import RedfishDriver
+    from drydock_api.nodes.design import BmcAccess
+
+    node = "rf-m"
+    info = dd_env.sim(f"/nodes/{node}")["bmc"]
+    spec = next(n for n in dd_site.spec.nodes if n.name == node)
+    bmc = BmcAccess("redfish", "127.0.0.1", int(info["port"]), spec.bmc.user,
+                    spec.bmc.password, system_id=info["system_id"])
+    driver = RedfishDriver(timeout=5)
+    drives = driver.erasable_drives(bmc)
+    first, other = sorted(drives)[:2]
+    assert driver.find_erase(bmc, drives[first]) is None
+    dd_env.fault(node, "bmc.erase", "hang")
+    try:
+        task = driver.secure_erase(bmc, drives[first])
+        assert driver.find_erase(bmc, drives[first]) == task  # running: the drive says so
+        assert driver.find_erase(bmc, drives[other]) is None
+    finally:
+        dd_env.clear_faults()
+    wait_until(lambda: driver.erase_status(bmc, task).state == "completed", timeout=10,
+               what="the erase to end")
+    assert driver.find_erase(bmc, drives[first]) == task  # done: the TaskService says so
+    assert calls(dd_env, f"secure_erase:{first}", node) == 1
