@@ -1,8 +1,9 @@
 """API load: Shipyard's action list and one action, Drydock's task tree and node list.
 
-Starts each server by itself with the services' default gunicorn settings (`common.server.run`:
-the gthread-based worker of common/worker.py with its slow-client protections, 1 process of
-8 threads; `--workers`/`--threads` override) and their default configuration: Shipyard with
+Starts each server by itself with the services' default settings (`common.server.run`: 1
+gunicorn process serving with waitress, 8 threads, behind the connection limits of
+common/connguard.py, the cap per client address raised to let all `--clients` in;
+`--workers`/`--threads` override) and their default configuration: Shipyard with
 `--actions` finished actions stored through its ActionStore (ten steps each), Drydock with
 one task of `--nodes` nodes (five step subtasks and two messages per node) stored through its
 TaskStore and a simulated site of `--site-nodes` nodes (MAAS, BMCs) for its node list; and a
@@ -138,9 +139,12 @@ def serve_bare(argv: list[str]) -> None:
 
 
 def server_args(args: argparse.Namespace) -> list[str]:
-    """--workers/--threads only when given: otherwise the services' own defaults."""
+    """--workers/--threads only when given: otherwise the services' own defaults. Every load
+    connection comes from 127.0.0.1, so that address may hold them all (the default cap per
+    client address is 64)."""
     out = ["--workers", str(args.workers)] if args.workers is not None else []
-    return out + (["--threads", str(args.threads)] if args.threads is not None else [])
+    out += ["--threads", str(args.threads)] if args.threads is not None else []
+    return out + ["--per-address-connections", str(max(64, args.clients + 16))]
 
 
 def service_cmd(service: str, conf: Path, args: argparse.Namespace) -> list[str]:

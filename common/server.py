@@ -1,4 +1,5 @@
-"""Run a service's WSGI app under gunicorn (the `<svc>-api` console scripts)."""
+"""Run a service's WSGI app: gunicorn processes serving with waitress (the `<svc>-api` console
+scripts)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger
 
 from common.config import existing_file
+from common.httphead import HeadLimits
 from common.logging import JsonFormatter, MarkerFilter
-from common.worker import BerthWorker
+from common.worker import configure
 
 
 class JsonGunicornLogger(Logger):  # type: ignore[misc]
@@ -66,7 +68,7 @@ def settle_heap() -> None:
 
 def run(service: str, loader: Callable[[], Any], default_port: int,
         argv: Sequence[str] | None = None) -> None:
-    """Parse the command line and serve `loader()` with gunicorn."""
+    """Parse the command line and serve `loader()` with gunicorn (common/worker.py)."""
     parser = argparse.ArgumentParser(prog=f"{service}-api",
                                      description=f"Run the {service} API under gunicorn.")
     parser.add_argument("--bind", default=f"127.0.0.1:{default_port}")
@@ -74,26 +76,23 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--timeout", type=int, default=3900,
                         help="Worker timeout (s); Promenade's drain may take an hour.")
-    parser.add_argument("--read-timeout", type=float, default=30.0,
-                        help="Seconds a client has to send a whole request (head and body) "
-                             "before it gets 408; also bounds each socket read and write of a "
-                             "request in the worker threads.")
-    parser.add_argument("--worker-connections", type=int, default=1000,
-                        help="Most open client connections per worker process.")
+    _limit_flags(parser)
     parser.add_argument("--config-file", type=existing_file, default=None)
     parser.add_argument("--pid-file", default=None)
     args = parser.parse_args(argv)
-    BerthWorker.read_timeout = args.read_timeout
+    configure(header_timeout=args.header_timeout, read_timeout=args.read_timeout,
+              keepalive=args.keepalive, per_address=args.per_address_connections,
+              max_connections=args.worker_connections,
+              head=HeadLimits(max_body=args.max_body_bytes))
     if args.config_file:
         os.environ[f"{service.upper()}_CONFIG_FILE"] = os.path.abspath(args.config_file)
     _Gunicorn(loader, {
         "bind": args.bind,
         "workers": args.workers,
         "threads": args.threads,
-        "worker_class": "common.worker.BerthWorker",
+        "worker_class": "common.worker.WaitressWorker",
         "worker_connections": args.worker_connections,
         "timeout": args.timeout,
-        "keepalive": 75,
         "pidfile": args.pid_file,
         "accesslog": None,
         "proc_name": f"{service}-api",
@@ -102,3 +101,25 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
         "control_socket_disable": True,
         "logger_class": JsonGunicornLogger if json_logs(args.config_file) else None,
     }).run()
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    """The connection limits of common/connguard.py."""
+    parser.add_argument("--header-timeout", type=float, default=10.0,
+                        help="Seconds a new connection has to send a whole request head "
+                             "(a kept-alive one: from the first byte of its next request); "
+                             "then it is closed (408 if bytes came).")
+    parser.add_argument("--read-timeout", type=float, default=30.0,
+                        help="Seconds a client has to send a whole request (head and body) "
+                             "from its first byte before it gets 408.")
+    parser.add_argument("--keepalive", type=float, default=75.0,
+                        help="Seconds a kept-alive connection may wait for its next request.")
+    parser.add_argument("--per-address-connections", type=int, default=64,
+                        help="Most open connections from one client address per worker "
+                             "process; more are answered 503 with Retry-After.")
+    parser.add_argument("--worker-connections", type=int, default=1000,
+                        help="Most open client connections per worker process; more are "
+                             "answered 503 with Retry-After.")
+    parser.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
+                        help="Largest request body the server buffers (413 beyond); the "
+                             "services' own `[api] max_body_bytes` answers below it.")

@@ -33,8 +33,9 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     procs: list[ServiceProcess] = []
     try:
         port = free_port()
+        # the half-sent requests and the normal ones all come from 127.0.0.1: room for both
         shipyard = ServiceProcess("shipyard", work, _sections(work, "shipyard", tokens, port),
-                                  port=port)
+                                  port=port, args=("--per-address-connections", "256"))
         procs.append(shipyard)
         # a short read timeout, so that a stalled request is answered 408 during the test
         promenade = ServiceProcess("promenade", work,
