@@ -2,7 +2,9 @@
 
     BerthError (500 InternalError, retry)
     ├── BadRequest (400)
-    │   └── ValidationFailed (400, every violation as a ValidationMessage)
+    │   ├── ValidationFailed (400, every violation as a ValidationMessage)
+    │   └── InvalidName (400: a name that cannot name the object in a URL)
+    │       └── InvalidNodeName (400: not a node name as Kubernetes defines it)
     ├── Unauthenticated (401)
     ├── Forbidden (403)
     ├── NotFound (404)
@@ -72,6 +74,14 @@ class BadRequest(BerthError):
 
 class ValidationFailed(BadRequest):
     reason, title = "ValidationFailure", "Validation failed"
+
+
+class InvalidName(BadRequest):
+    reason, title = "InvalidName", "Invalid object name"
+
+
+class InvalidNodeName(InvalidName):
+    reason, title = "InvalidNodeName", "Invalid node name"
 
 
 class Unauthenticated(BerthError):

@@ -26,6 +26,7 @@ from promenade_api.resources.nodes import (
     RemoveFromClusterResource,
     ShutdownKubeletResource,
 )
+from promenade_api.resources.params import NODE_PATHS, NodePathSink
 from promenade_api.runtime import build_runtime
 from promenade_api.service import Promenade
 
@@ -69,10 +70,12 @@ def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
-    return create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade, conf),
-                                           policy.list_rules(), deps.health_checks,
-                                           registry=deps.metrics.registry,
-                                           idempotency=deps.idempotency))
+    app = create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade, conf),
+                                          policy.list_rules(), deps.health_checks,
+                                          registry=deps.metrics.registry,
+                                          idempotency=deps.idempotency))
+    app.add_sink(NodePathSink(), NODE_PATHS)  # after the routes: what none of them matched
+    return app
 
 
 def get_app() -> Any:

@@ -8,6 +8,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from common.api import API_PREFIX as P
 from common.context import RequestContext
 from common.httpclient import ServiceClient
+from common.urlpath import node_path
 
 VERSION_HEADER = "X-Task-Version"
 WAITED_HEADER = "X-Long-Poll"
@@ -184,7 +185,7 @@ class DrydockClient:
 
     def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> Node:
         """One node as Drydock sees it now: BMC power state (or why unknown), MAAS status."""
-        result: Node = self._client.request("GET", f"{P}/nodes/{name}", ctx=ctx,
+        result: Node = self._client.request("GET", node_path(f"{P}/nodes", name), ctx=ctx,
                                             params={"design_ref": design_ref})
         return result
 

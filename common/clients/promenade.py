@@ -3,11 +3,11 @@
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
-from urllib.parse import quote
 
 from common.api import API_PREFIX as P
 from common.context import RequestContext
 from common.httpclient import ServiceClient
+from common.urlpath import node_path
 
 DECOMMISSION_PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
                        "remove-etcd-timeout", "etcd-ready-timeout")
@@ -82,8 +82,9 @@ class NodeWatch:
     busy: bool = False
 
 
-def _node(node: str) -> str:
-    return f"{P}/nodes/{quote(node, safe='')}"
+def _node(node: str, tail: str = "") -> str:
+    """The node's URL: one quoted segment, never a dot segment (InvalidNodeName)."""
+    return node_path(f"{P}/nodes", node, tail)
 
 
 def _design(href: str) -> dict[str, str]:
@@ -110,18 +111,18 @@ class PromenadeClient:
         wait = sum(v for k, v in params.items() if k != "drain-node-grace-period")
         if fenced:
             params["fenced"] = "true"
-        result = self._client.request("POST", f"{_node(node)}/decommission", ctx=ctx,
+        result = self._client.request("POST", _node(node, "/decommission"), ctx=ctx,
                                       params=params, json_body=_design(design_ref),
                                       idempotency_key=key,
                                       read_timeout=float(wait) + self._margin)
         return dict(result or {})
 
     def cancel_decommission(self, node: str, *, ctx: RequestContext) -> None:
-        self._client.request("POST", f"{_node(node)}/decommission/cancel", ctx=ctx)
+        self._client.request("POST", _node(node, "/decommission/cancel"), ctx=ctx)
 
     def remove_from_cluster(self, node: str, *, ctx: RequestContext,
                             key: str) -> dict[str, Any]:
-        result = self._client.request("POST", f"{_node(node)}/remove-from-cluster", ctx=ctx,
+        result = self._client.request("POST", _node(node, "/remove-from-cluster"), ctx=ctx,
                                       idempotency_key=key)
         return dict(result or {})
 
@@ -149,11 +150,11 @@ class PromenadeClient:
         if leaving:
             params["leaving"] = ",".join(leaving)
         result: DecommissionPreview = self._client.request(
-            "POST", f"{_node(node)}/decommission/preview", ctx=ctx, params=params,
+            "POST", _node(node, "/decommission/preview"), ctx=ctx, params=params,
             json_body=_design(design_ref))
         return result
 
     def put_labels(self, node: str, labels: Mapping[str, str], ctx: RequestContext) -> None:
         """The node ends with exactly these labels (kubernetes.io labels kept)."""
-        self._client.request("PUT", f"{P}/node-labels/{quote(node, safe='')}", ctx=ctx,
+        self._client.request("PUT", node_path(f"{P}/node-labels", node), ctx=ctx,
                              json_body=dict(labels))

@@ -12,8 +12,8 @@ from common.context import RequestContext
 from common.designref import href_of
 from common.documents import Document
 from common.encoded import send_json
-from common.errors import ValidationFailed
-from common.nodenames import MAX_NODE_NAME, check_names
+from common.errors import InvalidNodeName, ValidationFailed
+from common.nodenames import check_names
 from common.policy import authorize
 from common.status import status_body, validation_message
 from drydock_api.db.nodes import NodeStore
@@ -23,6 +23,7 @@ from drydock_api.nodes.filters import require_filter, select_nodes
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.service import NodeService
 from drydock_api.nodes.validation import validate_design
+from drydock_api.resources.names import check_filter_names, checked_name
 from drydock_api.tasks import destroy, wipe
 
 BOOLS = {"true": True, "false": False}
@@ -56,10 +57,12 @@ class NodeResource:
         self._service = service
 
     @authorize("drydock:get_node")
+    @checked_name
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         resp.media = self._inventory.node(req.context.berth, name, req.get_param("design_ref"))
 
     @authorize("drydock:update_node")
+    @checked_name
     def on_patch(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         body = read_json_object(req)
         resp.media = self._service.retire(req.context.berth, name, body,
@@ -83,6 +86,7 @@ class NodeFilterResource:
         if problems:
             raise ValidationFailed("Invalid node filter request", messages=[
                 validation_message(p, name="NodeFilterRequest") for p in problems])
+        check_filter_names(body.get("node_filter"))
         require_filter(body.get("node_filter"))
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
@@ -110,11 +114,11 @@ class WipePlanResource:
         problems += [] if "design_ref" in body else ["design_ref is required"]
         raw = body.get("node_names")
         found = check_names(raw) if isinstance(raw, list) and raw else None
-        if found is None or found.bad_items:
+        if found is None:
             problems.append("node_names must be a non-empty list of node names")
-        elif found.too_long:
-            problems.append(f"node_names holds {found.too_long} name(s) longer than "
-                            f"{MAX_NODE_NAME} characters")
+        elif not found.ok:
+            raise InvalidNodeName("node_names holds names that are not valid node names",
+                                  messages=found.messages("node_names", "WipePlanRequest"))
         options = body.get("options") or {}
         if not isinstance(options, dict):
             problems.append("options must be an object")

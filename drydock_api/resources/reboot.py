@@ -7,6 +7,7 @@ import falcon
 from common.body import read_json_object
 from common.policy import authorize
 from drydock_api.nodes.service import NodeService
+from drydock_api.resources.names import checked_name
 
 
 class NodeProvideResource:
@@ -14,6 +15,7 @@ class NodeProvideResource:
         self._service = service
 
     @authorize("drydock:provide_node")
+    @checked_name
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         resp.media = self._service.provide(req.context.berth, name, req.get_param("design_ref"))
 
@@ -23,6 +25,7 @@ class NodeRebootResource:
         self._service = service
 
     @authorize("drydock:reboot_node")
+    @checked_name
     def on_post(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         body = read_json_object(req)
         resp.media, created = self._service.add_reboot(req.context.berth, name, body,
@@ -30,6 +33,7 @@ class NodeRebootResource:
         resp.status = falcon.HTTP_201 if created else falcon.HTTP_200
 
     @authorize("drydock:get_reboot")
+    @checked_name
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         resp.media = self._service.reboots(req.context.berth, name, req.get_param("design_ref"))
 
@@ -39,6 +43,7 @@ class NodeRebootKeyResource:
         self._service = service
 
     @authorize("drydock:delete_reboot")
+    @checked_name
     def on_delete(self, req: falcon.Request, resp: falcon.Response, name: str,
                   key: str) -> None:
         self._service.delete_reboot(req.context.berth, name, key, req.get_param("design_ref"))

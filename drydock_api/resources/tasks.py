@@ -15,6 +15,7 @@ from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableE
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize, check
+from drydock_api.resources.names import check_filter_names
 from drydock_api.tasks.actions import ALL_ACTIONS
 from drydock_api.tasks.preview import TaskPreview
 from drydock_api.tasks.service import TaskService
@@ -56,6 +57,7 @@ class TasksResource:
         body = read_json_object(req)
         action = body.get("action")
         check(req, f"drydock:{action}" if action in ALL_ACTIONS else "drydock:destroy_nodes")
+        check_filter_names(body.get("node_filter"))
         if self._check_ref is not None and isinstance(body.get("design_ref"), (str, dict)):
             self._check_ref(body["design_ref"])
         key = req.get_header(IDEMPOTENCY_HEADER)
@@ -129,4 +131,6 @@ class TaskPreviewResource:
 
     @authorize("drydock:preview_task")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self._preview.preview(read_json_object(req), req.context.berth)
+        body = read_json_object(req)
+        check_filter_names(body.get("node_filter"))
+        resp.media = self._preview.preview(body, req.context.berth)

@@ -9,7 +9,6 @@ import time
 from collections.abc import Collection, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import urllib3
 from kubernetes import client as k8s
@@ -17,6 +16,8 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from common.nodenames import require_name
+from common.urlpath import node_path, object_path
 from promenade_api.kube.budget import Budget
 from promenade_api.kube.model import EvictResult, Lease, Node, Obj, Pod
 from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound, KubeUnavailable
@@ -60,6 +61,17 @@ def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _node(name: str) -> str:
+    """A Node's object path: the name must be a node name and stay one path segment (a `.`
+    or `..` would address the collection or the API root)."""
+    return node_path("/api/v1/nodes", require_name(name))
+
+
+def _on_node(node: str) -> str:
+    """The field selector of the pods bound to a node (a checked node name)."""
+    return f"spec.nodeName={require_name(node)}"
 
 
 def _parse_iso(value: Any) -> float | None:
@@ -120,7 +132,7 @@ class KubeClient:
         return str(info.get("gitVersion", "unknown"))
 
     def get_node(self, name: str) -> Node:
-        return Node.from_obj(self._call("GET", f"/api/v1/nodes/{quote(name)}"))
+        return Node.from_obj(self._call("GET", _node(name)))
 
     def patch_node(self, name: str, *, labels: Mapping[str, str | None] | None = None,
                    annotations: Mapping[str, str | None] | None = None,
@@ -137,22 +149,22 @@ class KubeClient:
             patch["spec"] = {"unschedulable": True if unschedulable else None}
         if not patch:
             return self.get_node(name)
-        return Node.from_obj(self._call("PATCH", f"/api/v1/nodes/{quote(name)}", body=patch,
+        return Node.from_obj(self._call("PATCH", _node(name), body=patch,
                                         content_type=MERGE_PATCH))
 
     def add_taint(self, name: str, taint: Mapping[str, str]) -> Node:
         # spec.taints merges by key in a strategic merge patch: other taints stay.
-        return Node.from_obj(self._call("PATCH", f"/api/v1/nodes/{quote(name)}",
+        return Node.from_obj(self._call("PATCH", _node(name),
                                         body={"spec": {"taints": [dict(taint)]}},
                                         content_type=STRATEGIC_PATCH))
 
     def delete_node(self, name: str) -> None:
-        self._call("DELETE", f"/api/v1/nodes/{quote(name)}")
+        self._call("DELETE", _node(name))
 
     # -- pods --------------------------------------------------------------------------
     def _list_pods_raw(self, node: str) -> Obj:
         result: Obj = self._call("GET", "/api/v1/pods",
-                                 query=[("fieldSelector", f"spec.nodeName={node}")])
+                                 query=[("fieldSelector", _on_node(node))])
         return result
 
     def list_pods(self, node: str) -> list[Pod]:
@@ -169,7 +181,8 @@ class KubeClient:
         return [Budget.from_obj(b) for b in found.get("items") or []]
 
     def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
-        path = f"/apis/apps/v1/namespaces/{quote(namespace)}/daemonsets/{quote(name)}"
+        daemonsets = object_path("/apis/apps/v1/namespaces", namespace, "/daemonsets")
+        path = object_path(daemonsets, name)
         try:
             self._call("GET", path)
         except KubeNotFound:
@@ -182,7 +195,7 @@ class KubeClient:
         if grace_period is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_period,
                                      "preconditions": {"uid": pod.uid}}
-        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}/eviction"
+        path = _pod(pod) + "/eviction"
         try:
             self._request("POST", path, body=body)
         except ApiFailure as exc:
@@ -194,7 +207,7 @@ class KubeClient:
                      "preconditions": {"uid": pod.uid}}
         if grace_period is not None:
             body["gracePeriodSeconds"] = grace_period
-        path = f"/api/v1/namespaces/{quote(pod.namespace)}/pods/{quote(pod.name)}"
+        path = _pod(pod)
         try:
             self._request("DELETE", path, body=body)
         except ApiFailure as exc:
@@ -227,8 +240,9 @@ class KubeClient:
 
     def watch_node(self, name: str, version: str, timeout: float) -> bool:
         seconds = max(1, int(timeout))
-        query: list[tuple[str, Any]] = [("fieldSelector", f"metadata.name={name}"),
-                                        ("watch", "true"), ("resourceVersion", version),
+        selector = f"metadata.name={require_name(name)}"
+        query: list[tuple[str, Any]] = [("fieldSelector", selector), ("watch", "true"),
+                                        ("resourceVersion", version),
                                         ("timeoutSeconds", seconds),
                                         ("allowWatchBookmarks", "false")]
         try:
@@ -246,7 +260,7 @@ class KubeClient:
 
     def _watch_pods(self, node: str, rv: str, timeout: float) -> Iterator[Obj]:
         seconds = max(1, int(timeout) + 1)
-        query: list[tuple[str, Any]] = [("fieldSelector", f"spec.nodeName={node}"),
+        query: list[tuple[str, Any]] = [("fieldSelector", _on_node(node)),
                                         ("watch", "true"), ("timeoutSeconds", seconds),
                                         ("allowWatchBookmarks", "false")]
         if rv:
@@ -271,8 +285,8 @@ class KubeClient:
 
     # -- leases ------------------------------------------------------------------------
     def _lease_path(self, namespace: str, name: str = "") -> str:
-        base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
-        return f"{base}/{quote(name)}" if name else base
+        base = object_path("/apis/coordination.k8s.io/v1/namespaces", namespace, "/leases")
+        return object_path(base, name) if name else base
 
     def get_lease(self, namespace: str, name: str) -> Lease | None:
         try:
@@ -287,6 +301,10 @@ class KubeClient:
     def update_lease(self, namespace: str, lease: Lease) -> Lease:
         return _lease_of(self._call("PUT", self._lease_path(namespace, lease.name),
                                     body=_lease_body(namespace, lease)))
+
+
+def _pod(pod: Pod) -> str:
+    return object_path(object_path("/api/v1/namespaces", pod.namespace, "/pods"), pod.name)
 
 
 def translate(exc: ApiFailure, what: str) -> KubeApiError:

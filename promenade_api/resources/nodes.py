@@ -14,7 +14,7 @@ from common.policy import authorize
 from common.status import Message, simple_message, status_body
 from promenade_api.decommission import DecommissionParams, decommission, request_cancel
 from promenade_api.preview import PreviewParams, preview
-from promenade_api.resources.params import Query, design_ref_body
+from promenade_api.resources.params import Query, checked_node, design_ref_body, leaving_names
 from promenade_api.service import Promenade
 
 VERSION_HEADER = "X-Node-Version"
@@ -48,6 +48,7 @@ class NodeResource:
         self._max_wait = max_wait
 
     @authorize("promenade:get_node")
+    @checked_node
     def on_get(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, ["design_ref", "wait", "since"])
         wait, since = 0.0, None
@@ -73,6 +74,7 @@ class DrainResource:
         self._svc = svc
 
     @authorize("promenade:drain_node")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, ["timeout", "grace-period"])
         timeout, grace = query.whole("timeout"), query.whole("grace-period")
@@ -86,6 +88,7 @@ class ClearLabelsResource:
         self._svc = svc
 
     @authorize("promenade:clear_labels")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, ["timeout"])
         timeout = query.whole("timeout")
@@ -101,6 +104,7 @@ class RemoveEtcdResource:
         self._svc = svc
 
     @authorize("promenade:remove_etcd")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, ["timeout"])
         timeout = query.whole("timeout")
@@ -115,6 +119,7 @@ class ShutdownKubeletResource:
         self._svc = svc
 
     @authorize("promenade:shutdown_kubelet")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, ["timeout"])
         timeout = query.whole("timeout")
@@ -129,6 +134,7 @@ class RemoveFromClusterResource:
         self._svc = svc
 
     @authorize("promenade:remove_from_cluster")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         Query(req, []).check()
         result = self._svc.remove_from_cluster(node_id)
@@ -143,6 +149,7 @@ class DecommissionResource:
         self._svc = svc
 
     @authorize("promenade:decommission_node")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, (*self.PARAMS, "fenced"))
         t = [query.whole(name) for name in self.PARAMS]
@@ -163,13 +170,13 @@ class DecommissionPreviewResource:
         self._svc = svc
 
     @authorize("promenade:preview_decommission")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         query = Query(req, ("fenced", "leaving"))
         fenced = query.flag("fenced")
-        leaving = tuple(n.strip() for n in str(req.params.get("leaving") or "").split(",")
-                        if n.strip())
         query.check((isinstance(req.params.get("leaving"), list),
                      "leaving must be one comma-separated list of node names"))
+        leaving = leaving_names(req.params.get("leaving"))
         clusters, nodes = self._svc.decommission_inputs(design_ref_body(req), req.context.berth)
         resp.media = preview(self._svc, node_id, clusters, PreviewParams(fenced, leaving), nodes)
 
@@ -181,6 +188,7 @@ class DecommissionCancelResource:
         self._svc = svc
 
     @authorize("promenade:decommission_node")
+    @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         Query(req, []).check()
         if not request_cancel(self._svc.kube, node_id, self._svc.wall()):
@@ -198,6 +206,7 @@ class NodeLabelsResource:
         self._svc = svc
 
     @authorize("promenade:update_node_labels")
+    @checked_node
     def on_put(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
         Query(req, []).check()
         result = self._svc.put_labels(node_id, read_json(req))

@@ -1,4 +1,5 @@
-"""Query parameter parsing shared by Promenade's resources: whole numbers, design refs."""
+"""Request parsing shared by Promenade's resources: node names (the path parameter and any
+name under /nodes/ no route matched), whole numbers, design refs."""
 
 from __future__ import annotations
 
@@ -9,11 +10,46 @@ from typing import Any
 import falcon
 
 from common.body import read_json, read_text
-from common.errors import BadRequest
-from common.status import simple_message
+from common.errors import BadRequest, InvalidNodeName, NotFound
+from common.nodenames import is_node_name, require_name, require_names
+from common.policy import check
+from common.status import simple_message, validation_message
 from promenade_api.errors import MissingDesignRef
 
 WHOLE = re.compile(r"[0-9]{1,9}")  # ASCII digits only: "٣" or "²" pass str.isdigit()
+NODE_PATHS = re.compile(r"^/api/v1\.0/(nodes|node-labels)(/(?P<rest>.*))?$", re.DOTALL)
+
+
+def _node_param(req: falcon.Request, resp: falcon.Response, resource: Any,
+                params: dict[str, Any]) -> None:
+    params["node_id"] = require_name(params.get("node_id"), "node_id")
+
+
+checked_node = falcon.before(_node_param)
+"""Below `@authorize`: the {node_id} path parameter is a node name as Kubernetes defines it,
+or 400 InvalidNodeName before anything is read or changed."""
+
+
+class NodePathSink:
+    """A path under /nodes/ or /node-labels/ that no route matched (a name holding '/' once
+    decoded, an empty name): 400 InvalidNodeName when a part of it cannot be in a node name
+    ('', '.', '..', ...), else 404. Only for an authenticated caller (401 otherwise)."""
+
+    def __call__(self, req: falcon.Request, resp: falcon.Response, **kwargs: Any) -> None:
+        check(req, "promenade:get_node")
+        found = NODE_PATHS.match(req.path)
+        rest = (found.group("rest") if found else None) or ""
+        if all(is_node_name(part) for part in rest.split("/")):
+            raise NotFound(f"No route for {req.method} {req.path}")
+        message = f"{rest!a} is not a node name (no route for {req.method} {req.path!a})"
+        raise InvalidNodeName(message, messages=[validation_message(message, name="NodeName")])
+
+
+def leaving_names(raw: Any) -> tuple[str, ...]:
+    """The `leaving` query parameter: node names, comma-separated (InvalidNodeName)."""
+    if not isinstance(raw, str):
+        return ()
+    return tuple(require_names([n for n in raw.split(",") if n.strip()], "leaving"))
 
 
 class Query:

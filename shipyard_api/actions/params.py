@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from common.errors import ValidationFailed
-from common.nodenames import MAX_NODE_NAME, NameCheck, check_names, split_names
+from common.errors import InvalidNodeName, ValidationFailed
+from common.nodenames import NameCheck, check_names, split_names
 from common.status import Message, validation_message
 
 REVISIONS = ("committed", "successful-site-action", "last-site-action")
@@ -16,9 +16,10 @@ DEFAULT_MAX_TARGETS = 1000
 def check_targets(parameters: Any, limit: int = DEFAULT_MAX_TARGETS) -> Any:
     """Shipyard's edge (POST /actions, POST /plans): the target_nodes parameter is checked
     once (common.nodenames: syntax and limits); 400 at once, before anything is planned, when
-    it names more than `limit` nodes or a name longer than a node name can be. Returns the
-    parameters with target_nodes replaced by the check, which `Params.nodes` takes as it is
-    (its other problems are reported there, with every other parameter's)."""
+    it names more than `limit` nodes (ValidationFailure), or holds anything that is not a
+    node name as Kubernetes defines it (InvalidNodeName, one message per refused item).
+    Returns the parameters with target_nodes replaced by the check, which `Params.nodes`
+    takes as it is (its other problems are reported there, with every other parameter's)."""
     if not isinstance(parameters, Mapping):
         return parameters
     key = next((k for k in parameters if isinstance(k, str) and canonical(k) == "target-nodes"),
@@ -28,16 +29,13 @@ def check_targets(parameters: Any, limit: int = DEFAULT_MAX_TARGETS) -> Any:
     if items is None:
         return parameters
     found = check_names(items, limit)
-    problems = []
     if found.over_limit:
-        problems.append(f"target_nodes names {found.given} nodes; at most {limit} are accepted "
-                        "([workflow] max_target_nodes)")
-    if found.too_long:
-        problems.append(f"{found.too_long} target_nodes name(s) are longer than {MAX_NODE_NAME} "
-                        "characters")
-    if problems:
-        raise ValidationFailed("Invalid action parameters", messages=[
-            validation_message(p, name="ActionParameters") for p in problems])
+        raise ValidationFailed("Invalid action parameters", messages=[validation_message(
+            f"target_nodes names {found.given} nodes; at most {limit} are accepted "
+            "([workflow] max_target_nodes)", name="ActionParameters")])
+    if not found.ok:
+        raise InvalidNodeName("target_nodes holds names that are not valid node names",
+                              messages=found.messages("target_nodes", "ActionParameters"))
     return {**parameters, key: found}
 
 
@@ -76,11 +74,7 @@ class Params:
                 self.problem(f"Parameter {key} must be a list or a comma-separated string")
                 return None
             value = check_names(items)
-        if value.bad_items:
-            self.problem(f"Parameter {key} holds empty or non-string node names")
-        if value.too_long:
-            self.problem(f"{value.too_long} {key} name(s) are longer than {MAX_NODE_NAME} "
-                         "characters")
+        self.problems += value.messages(key, "ActionParameters")
         return list(value.names)
 
     def boolean(self, key: str, default: bool = False) -> bool:
