@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from common.urlpath import node_path
+
 SET_OPS = {("power", "0"): "power_off", ("power", "1"): "power_on",
            ("shutdown", "1"): "graceful_shutdown", ("reset", "1"): "power_reset"}
 BOOT_FROM_SIM = {"pxe": "pxe", "default": "hdd", "cdrom": "cd", "bios": "biossetup"}
@@ -22,7 +24,7 @@ BOOT_TO_SIM = {v: k for k, v in BOOT_FROM_SIM.items()}
 
 def call(url: str, node: str, body: dict[str, Any]) -> dict[str, Any]:
     request = urllib.request.Request(
-        f"{url}/nodes/{node}/bmc/ipmi", data=json.dumps(body).encode(), method="POST",
+        node_path(f"{url}/nodes", node, "/bmc/ipmi"), data=json.dumps(body).encode(), method="POST",
         headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as reply:
         result: dict[str, Any] = json.loads(reply.read() or b"{}")
