@@ -4,6 +4,7 @@ no graceful shutdown, Drive.SecureErase or release is asked of a BMC or MAAS a s
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,13 @@ from drydock_api.drivers.ports import MaasError
 from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/takeover.db"
+    return str(request.getfixturevalue("postgres_url"))
 
 
 class Crash(BaseException):
@@ -89,9 +97,9 @@ def test_a_pending_graceful_shutdown_is_not_asked_again_after_a_takeover(
 
 
 def test_a_running_secure_erase_is_followed_not_sent_again_after_a_takeover(
-        make_site: SiteFactory) -> None:
+        make_site: SiteFactory, db_url: str) -> None:
     clock = FakeClock()
-    site = make_site(["n1"], clock=clock, steps={"release_timeout": 600.0})
+    site = make_site(["n1"], clock=clock, url=db_url, steps={"release_timeout": 600.0})
     bmc = site.address("n1")
     site.oob.drives[bmc] = ["sda", "sdb"]
     site.oob.erase_polls = 3
@@ -134,8 +142,8 @@ def test_an_erase_sent_by_a_worker_that_died_before_saving_the_answer_is_found_a
 
 
 def test_a_rerun_after_a_failed_task_does_not_erase_a_disk_erased_by_the_first(
-        make_site: SiteFactory) -> None:
-    site = make_site(["n1"])
+        make_site: SiteFactory, db_url: str) -> None:
+    site = make_site(["n1"], url=db_url)
     bmc = site.address("n1")
     site.oob.drives[bmc] = ["sda", "sdb"]
     site.oob.erase_fails.add("sdb")
