@@ -195,3 +195,32 @@ def test_maas_down_past_the_outage_window_leaves_a_partial_teardown_a_rerun_resu
                if m.get("step") == "plan_wipe" and m.get("earlier_task") == first]
     assert earlier, "the plan of the first task stands"
     assert site.runtime.store.node_record("n1").teardown["state"] == "complete"
+
+
+def test_disks_erased_since_the_last_deploy_are_not_erased_again_until_the_next_deploy(
+        make_site: SiteFactory) -> None:
+    site = make_site(["n1"])
+    bmc = site.address("n1")
+    site.oob.drives[bmc] = ["sda", "sdb"]
+    first = create(site)
+    run(site, "w1")
+    assert site.runtime.service.get(first)["result"]["status"] == "success"
+    site.oob.power[bmc] = "on"
+    again = create(site)  # no deploy since: the disks hold nothing new
+    run(site, "w2")
+    task = site.runtime.service.get(again)
+    assert task["result"]["status"] == "success", task["result"]["message"]
+    assert len(site.oob.tasks) == 2
+    assert all(r["verified_by"].startswith(f"erased earlier by task {first}")
+               for r in disk_rows(task, "n1").values())
+    site.maas.add("n1", "Ready")
+    body, _ = site.runtime.service.create(
+        {"action": "deploy_nodes", "design_ref": site.href, "node_filter": None,
+         "options": {}}, RequestContext(user="admin"), None)
+    run(site, "w3")
+    assert site.runtime.service.get(body["task_id"])["result"]["status"] == "success"
+    assert site.runtime.store.node_record("n1").teardown is None  # a new life
+    third = create(site)
+    run(site, "w4")
+    assert site.runtime.service.get(third)["result"]["status"] == "success"
+    assert sorted(t[1] for t in site.oob.tasks.values()) == ["sda", "sda", "sdb", "sdb"]
