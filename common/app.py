@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 import falcon
+import sqlalchemy.exc
 import yaml
 from prometheus_client import CollectorRegistry
 
@@ -27,7 +28,14 @@ from common.context import (
     current_marker,
     valid_uuid,
 )
-from common.errors import BY_CODE, BadRequest, BerthError, InternalError, PayloadTooLarge
+from common.errors import (
+    BY_CODE,
+    BadRequest,
+    BerthError,
+    DatabaseUnavailable,
+    InternalError,
+    PayloadTooLarge,
+)
 from common.idempotency import IdempotencyMiddleware, SqlIdempotencyStore
 from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
@@ -141,7 +149,44 @@ def handle_berth_error(req: falcon.Request, resp: falcon.Response, ex: BerthErro
                        params: dict[str, Any]) -> None:
     if ex.code >= 500:
         LOG.error("%s: %s", ex.instance_reason, ex.message)
+    if ex.retry_after is not None:
+        resp.set_header("Retry-After", str(ex.retry_after))
     _render(resp, ex.to_status())
+
+
+# "Cannot reach / lost the database" (a server down or refusing connections, a dropped
+# connection, an unopenable or read-only SQLite file, the pool exhausted): an outage to retry,
+# not a bug. SQLAlchemy wraps the driver's PEP 249 errors; a raw DBAPI connection (checkout
+# from the pool) raises the driver's own, which PEP 249 names alike.
+OUTAGES = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
+           sqlalchemy.exc.TimeoutError)
+DBAPI_OUTAGES = frozenset({"OperationalError", "InterfaceError"})
+DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg2"})
+
+
+def _is_outage(exc: BaseException) -> bool:
+    if isinstance(exc, OUTAGES):
+        return True
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return bool(exc.connection_invalidated)
+    return any(cls.__name__ in DBAPI_OUTAGES and cls.__module__.split(".")[0] in DRIVERS
+               for cls in type(exc).__mro__)
+
+
+def database_outage(exc: BaseException) -> DatabaseUnavailable | None:
+    """DatabaseUnavailable (503, Retry-After) when `exc`, or an exception it was raised
+    from, is the database being unreachable; None for anything else."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _is_outage(current):
+            cause = str(getattr(current, "orig", None) or current).strip().splitlines()
+            return DatabaseUnavailable(
+                "The service's database is unavailable; try again later"
+                + (f" ({cause[0][:300]})" if cause else ""))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError,
@@ -164,6 +209,10 @@ def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTT
 
 def handle_unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception,
                       params: dict[str, Any]) -> None:
+    outage = database_outage(ex)
+    if outage is not None:
+        handle_berth_error(req, resp, outage, params)
+        return
     LOG.exception("Unexpected error on %s %s", req.method, req.path)
     _render(resp, InternalError("An unexpected error occurred; see the service log").to_status())
 
@@ -184,7 +233,9 @@ class HealthResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         failed = [m for m in run_checks(self._checks) if m["error"]]
         if failed:
-            _render(resp, status_body(503, "Unhealthy", reason="ServiceUnavailable",
+            resp.set_header("Retry-After", str(DatabaseUnavailable.default_retry_after))
+            _render(resp, status_body(503, "Unhealthy: " + "; ".join(
+                str(m["message"]) for m in failed)[:1000], reason="ServiceUnavailable",
                                       messages=failed, retry=True))
         else:
             resp.status = falcon.HTTP_204

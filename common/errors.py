@@ -15,9 +15,12 @@
     ├── UnprocessableEntity (422)
     ├── InternalError (500)
     ├── BadGateway (502, carries the peer's status body)
-    └── ServiceUnavailable (503, retry)
+    └── ServiceUnavailable (503, retry, Retry-After)
+        └── DatabaseUnavailable (503: the service's database cannot be reached)
 
 Services subclass these for the reasons their specs name (e.g. Promenade's DrainNodeError).
+The top-level `message` of a status body is the error's own message followed by the first
+cause it does not already say (a wrapper's "... failed" keeps what failed and why).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any, ClassVar
 
 from common.status import Message, simple_message, status_body
 
+MAX_HEADLINE = 1000  # characters of a status body's top-level message
+
 
 class BerthError(Exception):
     """Base of every error Berth raises on purpose."""
@@ -35,6 +40,7 @@ class BerthError(Exception):
     reason: ClassVar[str] = "InternalError"
     title: ClassVar[str] = "Internal error"
     retry: ClassVar[bool] = True
+    default_retry_after: ClassVar[int | None] = None  # seconds, sent as Retry-After
 
     def __init__(
         self,
@@ -45,6 +51,7 @@ class BerthError(Exception):
         reason: str | None = None,
         retry: bool | None = None,
         details: dict[str, Any] | None = None,
+        retry_after: int | None = None,
     ) -> None:
         self.message = message or self.title
         self.messages: list[Message] = list(messages)
@@ -54,13 +61,26 @@ class BerthError(Exception):
         self.instance_reason = reason or self.reason
         self.instance_retry = self.retry if retry is None else retry
         self.details = details or {}
+        self.retry_after = self.default_retry_after if retry_after is None else retry_after
         super().__init__(self.message)
+
+    def headline(self) -> str:
+        """The status body's top-level message: this error's message, then the first error
+        message of its list that it does not already contain (and how many more there are)."""
+        causes = [str(m.get("message")) for m in self.messages
+                  if m.get("error", True) and m.get("message")
+                  and str(m.get("message")) not in self.message]
+        text = self.message
+        if causes:
+            more = f" (and {len(causes) - 1} more)" if len(causes) > 1 else ""
+            text = f"{text.rstrip(' .:')}: {causes[0]}{more}"
+        return text if len(text) <= MAX_HEADLINE else text[:MAX_HEADLINE - 1] + "…"
 
     def to_status(self) -> dict[str, Any]:
         """Render this error as a status body."""
         return status_body(
             self.code,
-            self.instance_title,
+            self.headline(),
             reason=self.instance_reason,
             messages=self.messages,
             retry=self.instance_retry,
@@ -141,6 +161,13 @@ class BadGateway(BerthError):
 
 class ServiceUnavailable(BerthError):
     code, reason, title, retry = 503, "ServiceUnavailable", "Service unavailable", True
+    default_retry_after = 5
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    """The service's database refused or lost the connection (an outage, not a bug)."""
+
+    title = "Database unavailable"
 
 
 class Timeout(BerthError):
