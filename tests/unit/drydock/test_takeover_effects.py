@@ -224,3 +224,26 @@ def test_disks_erased_since_the_last_deploy_are_not_erased_again_until_the_next_
     run(site, "w4")
     assert site.runtime.service.get(third)["result"]["status"] == "success"
     assert sorted(t[1] for t in site.oob.tasks.values()) == ["sda", "sda", "sdb", "sdb"]
+
+
+def test_a_release_whose_answer_died_with_its_worker_is_not_sent_again(
+        make_site: SiteFactory) -> None:
+    clock = FakeClock()
+    site = make_site(["n1"], clock=clock, steps={"release_timeout": 600.0})
+    original = site.maas.release
+
+    def release_then_die(system_id: str, erase: str | None) -> Any:
+        original(system_id, erase)
+        raise Crash()  # MAAS accepted the release; the worker never saw the answer
+
+    site.maas.release = release_then_die  # type: ignore[method-assign]
+    task_id = create(site)
+    run(site, "first")
+    site.maas.release = original  # type: ignore[method-assign]
+    task = take_over(site, clock, task_id)
+    assert task["result"]["status"] == "success", task["result"]["message"]
+    assert site.maas.calls[("release", "n1")] == 1
+    assert site.maas.erase_modes == {"n1": "secure"}
+    rows = disk_rows(task, "n1")
+    assert all(r["verified_by"].startswith("MAAS finished the secure erase")
+               for r in rows.values()), rows
