@@ -10,6 +10,7 @@ from oslo_config import cfg
 from common.api import API_PREFIX as P
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.idempotency import SqlIdempotencyStore
+from common.nodepaths import NodePathSink, node_paths
 from drydock_api import config, policy
 from drydock_api.metrics import DrydockMetrics
 from drydock_api.resources.nodes import (
@@ -70,10 +71,14 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
         (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas)),
     ]
-    return create_service_app(
+    app = create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,
                      deps.dependency_checks, deps.metrics.registry,
                      SqlIdempotencyStore.from_conf(rt.store.engine, conf)))
+    # After the routes: a path under /nodes/ that none matched (a name holding '/').
+    sink = NodePathSink("drydock:get_node", node_paths(f"{P}/nodes"))
+    app.add_sink(sink, sink.pattern)
+    return app
 
 
 def get_app() -> Any:

@@ -11,6 +11,7 @@ from common.api import API_PREFIX
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
 from common.idempotency import SqlIdempotencyStore
 from common.longpoll import ChangeWaiters
+from common.nodepaths import NodePathSink, node_paths
 from promenade_api import config, policy
 from promenade_api.metrics import PromenadeMetrics
 from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
@@ -26,7 +27,6 @@ from promenade_api.resources.nodes import (
     RemoveFromClusterResource,
     ShutdownKubeletResource,
 )
-from promenade_api.resources.params import NODE_PATHS, NodePathSink
 from promenade_api.runtime import build_runtime
 from promenade_api.service import Promenade
 
@@ -74,7 +74,10 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
                                           policy.list_rules(), deps.health_checks,
                                           registry=deps.metrics.registry,
                                           idempotency=deps.idempotency))
-    app.add_sink(NodePathSink(), NODE_PATHS)  # after the routes: what none of them matched
+    # After the routes: a path under them that none matched (a name holding '/').
+    sink = NodePathSink("promenade:get_node", node_paths(f"{API_PREFIX}/nodes",
+                                                         f"{API_PREFIX}/node-labels"))
+    app.add_sink(sink, sink.pattern)
     return app
 
 

@@ -10,14 +10,12 @@ from typing import Any
 import falcon
 
 from common.body import read_json, read_text
-from common.errors import BadRequest, InvalidNodeName, NotFound
-from common.nodenames import is_node_name, require_name, require_names
-from common.policy import check
-from common.status import simple_message, validation_message
+from common.errors import BadRequest
+from common.nodenames import require_name, require_names
+from common.status import simple_message
 from promenade_api.errors import MissingDesignRef
 
 WHOLE = re.compile(r"[0-9]{1,9}")  # ASCII digits only: "٣" or "²" pass str.isdigit()
-NODE_PATHS = re.compile(r"^/api/v1\.0/(nodes|node-labels)(/(?P<rest>.*))?$", re.DOTALL)
 
 
 def _node_param(req: falcon.Request, resp: falcon.Response, resource: Any,
@@ -28,21 +26,6 @@ def _node_param(req: falcon.Request, resp: falcon.Response, resource: Any,
 checked_node = falcon.before(_node_param)
 """Below `@authorize`: the {node_id} path parameter is a node name as Kubernetes defines it,
 or 400 InvalidNodeName before anything is read or changed."""
-
-
-class NodePathSink:
-    """A path under /nodes/ or /node-labels/ that no route matched (a name holding '/' once
-    decoded, an empty name): 400 InvalidNodeName when a part of it cannot be in a node name
-    ('', '.', '..', ...), else 404. Only for an authenticated caller (401 otherwise)."""
-
-    def __call__(self, req: falcon.Request, resp: falcon.Response, **kwargs: Any) -> None:
-        check(req, "promenade:get_node")
-        found = NODE_PATHS.match(req.path)
-        rest = (found.group("rest") if found else None) or ""
-        if all(is_node_name(part) for part in rest.split("/")):
-            raise NotFound(f"No route for {req.method} {req.path}")
-        message = f"{rest!a} is not a node name (no route for {req.method} {req.path!a})"
-        raise InvalidNodeName(message, messages=[validation_message(message, name="NodeName")])
 
 
 def leaving_names(raw: Any) -> tuple[str, ...]:

@@ -167,6 +167,7 @@ def test_an_unknown_path_under_a_valid_node_is_404(
     api, headers = client
     assert api.simulate_get("/api/v1.0/nodes/node01/nothing", headers=headers).status_code == 404
     assert api.simulate_get("/api/v1.0/nodes/a%2F..%2F..").status_code == 401
+    assert api.simulate_get("/api/v1.0/elsewhere", headers=headers).status_code == 404
     assert kube_api.seen == []
 
 

@@ -67,3 +67,21 @@ def test_valid_names_still_work(api: Any) -> None:
     assert client.simulate_get(f"{P}/nodes/n1", params={"design_ref": site.href},
                                headers=ADMIN).status_code == 200
     assert post(client, f"{P}/tasks", task_request(site)).status_code == 201
+
+
+@pytest.mark.parametrize("name", ["a/../..", "a/..", "../x", "x/./y", "/x"])
+def test_a_name_holding_a_slash_is_refused_too(api: Any, name: str) -> None:
+    client, site = api
+    for method, route in NODE_ROUTES:
+        resp = client.simulate_request(method, P + route.format(quote(name, safe="")),
+                                       params={"design_ref": site.href}, json={},
+                                       headers=ADMIN)
+        _refused(resp)
+    _no_tasks(client, site)
+
+
+def test_unknown_paths_are_still_404(api: Any) -> None:
+    client, _ = api
+    assert client.simulate_get(f"{P}/nodes/n1/nothing", headers=ADMIN).status_code == 404
+    assert client.simulate_get(f"{P}/elsewhere", headers=ADMIN).status_code == 404
+    assert client.simulate_get(f"{P}/nodes/a%2F..%2F..").status_code == 401
