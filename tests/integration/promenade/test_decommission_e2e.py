@@ -66,9 +66,10 @@ def test_design_of_the_demo_site_is_valid(deployed: Deployed) -> None:
     assert result.status_code == 200, result.json()
 
 
-def test_health_extended_sees_the_kubernetes_api(deployed: Deployed) -> None:
+def test_health_extended_sees_the_kubernetes_api_and_the_database(deployed: Deployed) -> None:
     body = deployed.get("/health/extended").json()
-    assert body["code"] == 200 and body["details"]["messageList"][0]["name"] == "kubernetes"
+    names = [m["name"] for m in body["details"]["messageList"]]
+    assert body["code"] == 200 and {"kubernetes", "database"} <= set(names), body
 
 
 def test_decommission_of_node01_end_to_end(deployed: Deployed) -> None:
