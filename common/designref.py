@@ -4,13 +4,19 @@ from the places the operator allows, streamed under a byte cap and a time cap.
 A reference is refused (400 `DesignRefNotAllowed`, naming the rule) unless it is
 - an http(s) URL (optionally `deckhand+`) under one of the allowed prefixes: Shipyard's
   revisions (`[peers] shipyard_url` + `/api/v1.0/revisions/`) and `[design] allowed_urls`;
-- a `file://` path that resolves (symlinks followed) to a regular file under
-  `[design] file_root` (unset: no file references at all).
+- a `file://` path that resolves (symlinks followed) to a regular `.yaml`, `.yml` or `.json`
+  file under `[design] file_root` (unset: no file references at all) other than the service's
+  own files (its configuration, tokens, policy, keys, database: any file its options name).
+  Whether a refused file exists is not told: absent, not a design document, not allowed and
+  unreadable get one identical answer.
+A Shipyard (Deckhand) revision's `/revisions/{id}/rendered-documents` needs an id Shipyard can
+hold (1 to 2**31 - 1); a document server's 400 is the reference's fault (400), not a gateway's.
 Tokens (the caller's and the service token) are sent only to the configured Shipyard URL;
 redirects are never followed."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -24,6 +30,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import requests
 import urllib3
+from oslo_config import cfg
 
 from common.api import API_PREFIX
 from common.context import RequestContext
@@ -38,6 +45,9 @@ from common.errors import BadGateway, BadRequest, NotFound, PayloadTooLarge, Tim
 SCHEMES = ("deckhand+http", "deckhand+https", "http", "https", "file")
 REVISIONS_PATH = f"{API_PREFIX}/revisions/"
 MAX_HREF = 2048
+MAX_REVISION = 2**31 - 1  # Shipyard's revision ids are 32-bit integer columns
+REVISION_DOCS = re.compile(r"/revisions/([^/]*)/rendered-documents/?$")
+DESIGN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def href_of(ref: Any) -> str:
@@ -77,13 +87,14 @@ class RefPolicy:
     allowed_urls: tuple[str, ...] = ()
     file_root: str | None = None
     token_url: str | None = None
+    private: frozenset[str] = frozenset()  # real paths never served (the service's own files)
 
     @classmethod
     def from_conf(cls, conf: Any) -> RefPolicy:
         shipyard = str(conf.peers.shipyard_url).rstrip("/")
         allowed = (shipyard + REVISIONS_PATH, *(u for u in conf.design.allowed_urls if u))
         return cls(allowed_urls=tuple(allowed), file_root=conf.design.file_root or None,
-                   token_url=shipyard + "/")
+                   token_url=shipyard + "/", private=private_files(conf))
 
     def rule(self) -> str:
         urls = ", ".join(self.allowed_urls) or "none"
@@ -104,6 +115,9 @@ class RefPolicy:
             raise self.refuse(href, "dot segments in the path")
         if not any(_under(parts, prefix) for prefix in self.allowed_urls):
             raise self.refuse(href, "URL outside the allowed prefixes")
+        revision = REVISION_DOCS.search(parts.path)
+        if revision is not None:
+            check_revision(href, unquote(revision.group(1)))
         return parts.geturl().removeprefix("deckhand+")
 
     def check_file(self, href: str, parts: SplitResult) -> str:
@@ -117,12 +131,70 @@ class RefPolicy:
             raise self.refuse(href, "file reference without an absolute path")
         root = os.path.realpath(self.file_root)
         real = os.path.realpath(path)
-        if os.path.commonpath([root, real]) != root:
-            raise self.refuse(href, "file outside the allowed directory")
+        if (os.path.commonpath([root, real]) != root or real in self.private
+                or not real.lower().endswith(DESIGN_SUFFIXES)
+                or not path.lower().endswith(DESIGN_SUFFIXES)):
+            raise self.unreadable(href)
         return real
+
+    def unreadable(self, href: str) -> BadRequest:
+        """The one answer for a file that is absent, not allowed, not a design document or
+        not readable: it tells nothing about which (nor whether the file exists)."""
+        root = f"under {self.file_root}" if self.file_root else "nowhere"
+        return BadRequest(
+            f"Design reference {href[:200]} is not a design document this service may read: "
+            f"file:// references name an existing regular .yaml, .yml or .json file {root} "
+            "([design] file_root), never one of the service's own files",
+            reason="DesignRefNotAllowed")
 
     def may_send_token(self, url: str) -> bool:
         return self.token_url is not None and _under(urlsplit(url), self.token_url)
+
+
+def check_revision(href: str, value: str) -> None:
+    """400 unless `value` is a revision id Shipyard can hold (ASCII digits, 1..MAX_REVISION)."""
+    if not (value.isascii() and value.isdigit() and len(value) <= 10
+            and 0 < int(value) <= MAX_REVISION):
+        raise BadRequest(f"Design reference {href[:200]} names revision {value[:20]!r}"
+                         f"{'...' if len(value) > 20 else ''}: a revision id is an integer "
+                         f"from 1 to {MAX_REVISION}", reason="InvalidDesignRef")
+
+
+def private_files(conf: Any) -> frozenset[str]:
+    """Real paths of the files a service's options name (configuration files, token file,
+    policy file, keys, kubeconfig, an SQLite database and its journal files): never served
+    as design documents, wherever they are."""
+    values: list[str] = [str(f) for f in (getattr(conf, "config_file", None) or [])]
+    policy = getattr(conf, "oslo_policy", None) if "oslo_policy" in conf else None
+    values.append(str(getattr(policy, "policy_file", None) or "policy.yaml"))
+    for name in list(conf):
+        try:
+            group = conf[name]
+        except Exception:  # an option that cannot be read names no file
+            continue
+        items = [group] if not isinstance(group, cfg.ConfigOpts.GroupAttr) else [
+            _option(group, key) for key in list(group)]
+        for item in items:
+            values += [v for v in (item if isinstance(item, list) else [item])
+                       if isinstance(v, str) and v]
+    paths: set[str] = set()
+    for value in values:
+        if value.startswith("sqlite:"):
+            db = urlsplit(value).path[1:]  # sqlite:///relative, sqlite:////absolute
+            paths.update(db + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+        elif "://" not in value:
+            paths.add(value)
+    # a relative name is looked up from the working directory or beside a config file
+    bases = ["", *(os.path.dirname(str(f)) for f in getattr(conf, "config_file", None) or [])]
+    return frozenset(os.path.realpath(os.path.join(base, os.path.expanduser(p)))
+                     for p in paths for base in bases)
+
+
+def _option(group: Any, key: str) -> Any:
+    try:
+        return getattr(group, key)
+    except Exception:  # an option that cannot be read names no file
+        return None
 
 
 # A Shipyard (Deckhand) revision's rendered documents: immutable once committed.
@@ -222,15 +294,12 @@ class DesignResolver:
 
     def _read_file(self, href: str, path: str) -> bytes:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError as exc:
-            raise NotFound(f"Design reference {href} does not exist") from exc
-        except OSError as exc:
-            raise BadRequest(f"Design reference {href} cannot be read: {exc.strerror}") from exc
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:  # absent, unreadable, or swapped for a link since resolved
+            raise self.policy.unreadable(href) from exc
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise BadRequest(f"Design reference {href} is not a regular file",
-                                 reason="DesignRefNotAllowed")
+                raise self.policy.unreadable(href)
             data = b""
             while len(data) <= self._max_bytes:
                 chunk = os.read(fd, self._max_bytes + 1 - len(data))
@@ -263,6 +332,10 @@ class DesignResolver:
                                    allow_redirects=False) as resp:
                 if resp.status_code == 404:
                     raise NotFound(f"Design reference {href} was not found")
+                if resp.status_code == 400:
+                    raise BadRequest(f"Design reference {href[:200]} was refused by its "
+                                     f"server: {_peer_message(resp)}",
+                                     reason="InvalidDesignRef")
                 if resp.status_code >= 300:
                     raise BadGateway(f"Fetching {href} failed with HTTP {resp.status_code}")
                 chunks: list[bytes] = []
@@ -281,3 +354,13 @@ class DesignResolver:
                              reason="InvalidDesignRef") from exc
         except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
             raise BadGateway(f"Design reference {href} is unreachable: {exc}") from exc
+
+
+def _peer_message(resp: requests.Response) -> str:
+    """The top-level message of a document server's status body (bounded), else its code."""
+    try:
+        body = json.loads(resp.raw.read(64 * 1024, decode_content=True) or b"null")
+    except ValueError:
+        body = None
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message)[:500] if message else f"HTTP {resp.status_code}"

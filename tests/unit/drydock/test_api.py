@@ -123,11 +123,11 @@ def test_unknown_node_names_get_400_listing_them(api):
     assert "nope" in resp.json["message"]
 
 
-def test_missing_design_gets_404_and_bad_scheme_400(api):
+def test_a_missing_design_file_is_refused_as_one_not_allowed_and_bad_scheme_400(api):
     client, site = api
     missing = site.href.rsplit("/", 1)[0] + "/nonexistent.yaml"
-    assert post(client, "/api/v1.0/tasks",
-                task_request(site, design_ref=missing)).status_code == 404
+    absent = post(client, "/api/v1.0/tasks", task_request(site, design_ref=missing))
+    assert absent.status_code == 400 and absent.json["reason"] == "DesignRefNotAllowed"
     outside = post(client, "/api/v1.0/tasks", task_request(site, design_ref="file:///etc/hosts"))
     assert outside.status_code == 400 and outside.json["reason"] == "DesignRefNotAllowed"
     assert post(client, "/api/v1.0/tasks",
