@@ -16,6 +16,9 @@ DOCUMENT_OPTS: list[cfg.Opt] = [
                     "references); empty means [peers] shipyard_url. Drydock and Promenade "
                     "accept it only under their [peers] shipyard_url or [design] "
                     "allowed_urls."),
+    cfg.IntOpt("max_documents", default=10_000, min=1,
+               help="Most documents one configdocs upload (POST /configdocs/{collection}) "
+                    "may hold; more are refused with 413 before they are parsed."),
     cfg.ListOpt("validation_peers", default=["drydock", "promenade"],
                 help="Peers whose POST /api/v1.0/validatedesign runs on commit."),
     cfg.FloatOpt("validation_timeout", default=300.0, min=1.0,

@@ -38,7 +38,8 @@ def build_document_deps(conf: cfg.ConfigOpts,
     opts = conf.documents
     cipher = FernetCipher(load_or_create_key(opts.secret_key_file),
                           "[documents] secret_key_file")
-    store = DocumentStore(sessions, cipher=cipher, lease_seconds=opts.lock_lease_seconds)
+    store = DocumentStore(sessions, cipher=cipher, lease_seconds=opts.lock_lease_seconds,
+                          max_documents=opts.max_documents)
     peers: list[PeerValidator] = [
         HttpPeerValidator(name, peer_client(conf, name), timeout=opts.validation_timeout)
         for name in opts.validation_peers]

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from common.clients.shipyard import design_ref
 from common.crypto import Cipher
 from common.documents import BASE_SCHEMA, doc_ref
-from common.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from common.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, ValidationFailed
 from common.status import Message, validation_message
 from shipyard_api.documents.diff import (
     BufferMode,
@@ -31,6 +31,7 @@ from shipyard_api.documents.render import REDACTED, render
 from shipyard_api.documents.versions import (
     COMMITTED_TAG,
     SITE_ACTION_TAGS,
+    SITE_ACTION_VERSIONS,
     VERSION_TAGS,
     Version,
     parse_version,
@@ -41,6 +42,7 @@ Pair = tuple[str, Document]
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 COLLECTION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 POLICIES = ("cleartext", "encrypted")
+DEFAULT_MAX_DOCUMENTS = 10_000
 
 
 def utcnow() -> datetime:
@@ -60,10 +62,12 @@ class DocumentStore:
     """The site design's revisions in Shipyard's database (Deckhand's model, one service)."""
 
     def __init__(self, session_factory: sessionmaker[Session], *, cipher: Cipher,
-                 clock: Callable[[], datetime] = utcnow, lease_seconds: float = 300.0) -> None:
+                 clock: Callable[[], datetime] = utcnow, lease_seconds: float = 300.0,
+                 max_documents: int = DEFAULT_MAX_DOCUMENTS) -> None:
         self._sessions = session_factory
         self._cipher = cipher
         self._clock = clock
+        self.max_documents = max_documents  # per upload ([documents] max_documents)
         self.lock = WriteLock(session_factory, clock=clock, lease_seconds=lease_seconds)
 
     # ----- versions -------------------------------------------------------------------
@@ -136,10 +140,19 @@ class DocumentStore:
         return by_collection(self.pairs(revision_id)) if revision_id else {}
 
     def diff(self, base: str | Version, new: str | Version) -> list[dict[str, Any]]:
-        """Per collection: created|modified|deleted|unmodified going from `base` to `new`."""
+        """Per collection: created|modified|deleted|unmodified going from `base` to `new`.
+        As in Airship, a site-action version that does not exist (no site action tagged a
+        revision yet) is 404 VersionNotFound; a missing buffer or committed version compares
+        as revision 0 (nothing)."""
         bv, nv = parse_version(base, param="base_version"), parse_version(new,
                                                                           param="diff_version")
-        base_rev, new_rev = self.view_revision(bv) or 0, self.view_revision(nv) or 0
+        base_rev, new_rev = self.view_revision(bv), self.view_revision(nv)
+        for version, revision in ((bv, base_rev), (nv, new_rev)):
+            if revision is None and version in SITE_ACTION_VERSIONS:
+                raise NotFound(f"The {version.value} version does not exist: no site action "
+                               "has tagged a revision of the design yet",
+                               reason="VersionNotFound")
+        base_rev, new_rev = base_rev or 0, new_rev or 0
         statuses = collection_statuses(self._contents(base_rev), self._contents(new_rev))
         return [{"collection_name": name, "base_version": bv.value, "base_revision": base_rev,
                  "new_version": nv.value, "new_revision": new_rev, "new_status": status.value}
@@ -161,6 +174,7 @@ class DocumentStore:
         if not COLLECTION_RE.match(collection):
             raise BadRequest(f"Invalid collection name {collection!r}",
                              reason="InvalidCollection")
+        check_count(len(docs), self.max_documents)
         check_documents(docs)
         with self.lock.held():
             changes = self.buffer_changes()
@@ -288,6 +302,14 @@ def _tag_row(session: Session, revision_id: int, tag: str) -> TagRow:
 def _tag_view(row: TagRow) -> dict[str, Any]:
     return {"tag": row.tag, "revision": row.revision_id, "data": json.loads(row.data_json),
             "createdAt": row.created_at.isoformat()}
+
+
+def check_count(count: int, limit: int) -> None:
+    """413 when an upload holds more than `limit` documents ([documents] max_documents)."""
+    if count > limit:
+        raise PayloadTooLarge(f"The upload holds {count} documents; at most {limit} are "
+                              "accepted in one collection upload ([documents] max_documents)",
+                              reason="TooManyDocuments")
 
 
 def check_documents(docs: list[Document]) -> None:

@@ -21,6 +21,8 @@ class Version(StrEnum):
     SUCCESSFUL_SITE_ACTION = "successful_site_action"
 
 
+SITE_ACTION_VERSIONS = frozenset({Version.LAST_SITE_ACTION, Version.SUCCESSFUL_SITE_ACTION})
+
 VERSION_TAGS: dict[Version, tuple[str, ...]] = {
     Version.COMMITTED: (COMMITTED_TAG,),
     Version.LAST_SITE_ACTION: SITE_ACTION_TAGS,

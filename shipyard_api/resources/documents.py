@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import falcon
@@ -17,7 +18,7 @@ from common.status import simple_message, status_body
 from shipyard_api.documents.commit import commit
 from shipyard_api.documents.deps import DocumentDeps, build_document_deps
 from shipyard_api.documents.diff import BufferMode
-from shipyard_api.documents.store import DocumentStore
+from shipyard_api.documents.store import DocumentStore, check_count
 from shipyard_api.documents.validation import CommitValidator
 from shipyard_api.documents.versions import Version, parse_version
 
@@ -57,6 +58,21 @@ def _send_docs(req: falcon.Request, resp: falcon.Response, docs: list[dict[str, 
 def _send_status(resp: falcon.Response, body: dict[str, Any]) -> None:
     resp.status = falcon.code_to_http_status(body["code"])
     resp.media = body
+
+
+# A line starting with the document marker starts a YAML document (even inside a block
+# scalar): a count of documents, less any that are empty, taken without parsing.
+DOCUMENT_START = re.compile(rb"^---(?=[ \t\r\n]|$)", re.MULTILINE)
+
+
+def document_starts(data: bytes) -> int:
+    """How many documents a YAML stream starts (the first may have no marker)."""
+    markers = len(DOCUMENT_START.findall(data))
+    first = DOCUMENT_START.search(data)
+    head = data[:first.start()] if first else data
+    leading = any(line.strip() and not line.lstrip().startswith((b"#", b"%"))
+                  for line in head.splitlines())
+    return markers + (1 if leading else 0)
 
 
 def _revision(value: str) -> int:
@@ -115,6 +131,7 @@ class ConfigDocsResource:
         if _media_type(req) not in YAML_TYPES:
             raise UnsupportedMediaType(f"Content-Type must be {YAML_TYPE}, not "
                                        f"{req.content_type or 'missing'}")
+        check_count(document_starts(data), self._store.max_documents)  # before parsing
         return parse_documents(data, max_bytes=req.context.max_body_bytes)
 
     @authorize("shipyard:get_configdocs")

@@ -184,10 +184,21 @@ class TestDiff:
         assert {r["collection_name"]: r["new_status"] for r in rows} == {
             "more": "created", "site": "unmodified"}
 
-    def test_a_missing_version_compares_as_empty(self, store: DocumentStore) -> None:
+    def test_a_missing_committed_version_compares_as_empty(self, store: DocumentStore) -> None:
         store.put_collection("site", [node("a")], REJECT)
-        [row] = store.diff("successful_site_action", "buffer")
+        [row] = store.diff("committed", "buffer")
         assert row["new_status"] == "created" and row["base_revision"] == 0
+
+    @pytest.mark.parametrize("missing", ["successful_site_action", "last-site-action"])
+    def test_a_missing_site_action_version_is_404_not_revision_0(
+            self, store: DocumentStore, missing: str) -> None:
+        store.put_collection("site", [node("a")], REJECT)
+        commit(store)
+        for pair in ((missing, "buffer"), ("committed", missing)):
+            with pytest.raises(NotFound) as info:
+                store.diff(*pair)
+            assert info.value.instance_reason == "VersionNotFound"
+            assert missing.replace("-", "_") in info.value.message
 
     def test_an_encrypted_secret_staged_again_is_unmodified(self, store: DocumentStore) -> None:
         store.put_collection("secrets", [secret()], REJECT)
