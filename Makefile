@@ -8,7 +8,7 @@ KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
-.PHONY: run test lint typecheck unit debs venv keystone clean image lock
+.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube
 
 run: venv debs
 	$(BIN)/berth up
@@ -39,6 +39,11 @@ lock: venv
 	$(BIN)/python image/lock.py
 
 keystone: $(KEYSTONE_STAMP)
+
+# The site's Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok),
+# built with the local Go into $BERTH_KUBE_CACHE (default ~/.cache/berth/kube)/<key>/bin, reused warm.
+kube:
+	sitesim/kube/build.sh
 
 $(KEYSTONE_STAMP):
 	test -x .venv-keystone/bin/python || $(PYTHON) -m venv .venv-keystone
