@@ -10,7 +10,8 @@ from common.errors import BadGateway, BerthError, Conflict, NotFound, Validation
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import fencing, labels, progress, steps
-from shipyard_api.actions.design import decommission_timeouts, node_names
+from shipyard_api.actions.design import decommission_timeouts
+from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import REVISIONS, Params, version_of
 from shipyard_api.actions.ports import DocumentsPort, Services, services
 from shipyard_api.clients.ports import node_names_filter, node_ready
@@ -25,7 +26,7 @@ IN_PROGRESS = frozenset({"RequestInProgress", "IdempotencyKeyInProgress"})
 
 
 def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
-    """Validate parameters; unknown node names are refused when the revision exists."""
+    """Validate parameters; node names the design does not hold are refused (known.py)."""
     p = Params(raw, PARAMS)
     targets = p.nodes("target_nodes", required=True)
     preserve = p.boolean("preserve-local-storage")
@@ -33,12 +34,7 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     wipe = _wipe_params(p, raw, preserve)
     p.raise_if_invalid()
     revision = documents.revision_id(version_of(revision_name))
-    if revision is not None and targets:
-        known = set(node_names(documents.rendered_documents(revision, cleartext=False)))
-        for name in targets:
-            if name not in known:
-                p.problem(f"{name} is not a node of design revision {revision}")
-        p.raise_if_invalid()
+    refuse_unknown(targets, documents, revision)
     params = {"target_nodes": targets, "preserve-local-storage": preserve,
               "target-revision": revision_name, **wipe}
     return Prepared(params, targets, revision)

@@ -9,7 +9,7 @@ from common.errors import Conflict
 from common.status import simple_message
 from common.workflow import Outcome, StepPolicy, done
 from shipyard_api.actions import baremetal, labels, steps
-from shipyard_api.actions.design import node_names
+from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import DocumentsPort, services
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
@@ -43,12 +43,7 @@ def prepare_relabel(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepare
     targets = p.nodes("target_nodes", required=False)
     p.raise_if_invalid()
     revision = documents.revision_id("committed")
-    if revision is not None and targets:
-        known = set(node_names(documents.rendered_documents(revision, cleartext=False)))
-        for name in targets:
-            if name not in known:
-                p.problem(f"{name} is not a node of design revision {revision}")
-        p.raise_if_invalid()
+    refuse_unknown(targets, documents, revision)
     return Prepared({"target_nodes": targets, "target-revision": "committed"}, targets,
                     revision)
 
