@@ -25,6 +25,7 @@ cause it does not already say (a wrapper's "... failed" keeps what failed and wh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -69,7 +70,7 @@ class BerthError(Exception):
         message of its list that it does not already contain (and how many more there are)."""
         causes = [str(m.get("message")) for m in self.messages
                   if m.get("error", True) and m.get("message")
-                  and str(m.get("message")) not in self.message]
+                  and _core(str(m.get("message"))) not in self.message]
         text = self.message
         if causes:
             more = f" (and {len(causes) - 1} more)" if len(causes) > 1 else ""
@@ -86,6 +87,15 @@ class BerthError(Exception):
             retry=self.instance_retry,
             extra=self.details,
         )
+
+
+def _core(text: str) -> str:
+    """A message without a leading "<step>: " and a trailing " (<Reason>)", the form in which
+    a wrapper lists the error it wraps."""
+    return CORE.sub("", text)
+
+
+CORE = re.compile(r"^[\w.-]+: | \([A-Z][A-Za-z]+\)$")
 
 
 class BadRequest(BerthError):

@@ -21,6 +21,7 @@ from common.errors import BerthError, NotFound
 from common.status import Message, simple_message
 from promenade_api.errors import DisassociateStepFailure, NodeNotReady, OperationCancelled
 from promenade_api.etcd.model import ClusterSpec
+from promenade_api.kube.drain import DrainReport
 from promenade_api.kube.labels import DECOMMISSION_LABEL
 from promenade_api.kube.model import Node
 from promenade_api.kube.port import KubeNotFound, KubePort
@@ -162,15 +163,28 @@ def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
             if fatal:
                 LOG.warning("decommission %s: step %s failed: %s", node, name, exc.message)
                 raise DisassociateStepFailure(
-                    f"Decommission of {node} failed at step {name}: {exc.message}",
+                    f"Decommission of {node} failed at step {name}: {exc.headline()}",
                     messages=messages, details={"node": node, "failed_step": name}) from exc
             LOG.warning("decommission %s: %s failed (not fatal): %s", node, name, exc.message)
             continue
         messages.append(simple_message(f"{name}: succeeded", error=False, step=name))
         if isinstance(result, list):  # remove-etcd says what it did per cluster
             messages += [{**m, "error": False, "step": name} for m in result]
+        if isinstance(result, DrainReport):  # what was evicted, what was skipped and why
+            messages += drain_messages(name, result)
     LOG.info("decommission %s: done", node)
     return messages
+
+
+def drain_messages(name: str, report: DrainReport) -> list[Message]:
+    """The drain's report in the decommission's answer: a summary carrying the whole report
+    (`report`: evicted, deleted, skipped with the reason, warnings), then one message per pod."""
+    skipped = "; ".join(f"{s['pod']} ({s['reason']})" for s in report.skipped[:20])
+    more = f" and {len(report.skipped) - 20} more" if len(report.skipped) > 20 else ""
+    summary = (f"{name}: evicted {len(report.evicted)} pod(s), deleted {len(report.deleted)}, "
+               f"skipped {len(report.skipped)}" + (f": {skipped}{more}" if skipped else ""))
+    return [simple_message(summary, error=False, step=name, report=report.as_dict()),
+            *({**m, "step": name} for m in report.messages())]
 
 
 def _failure(name: str, exc: BerthError, fatal: bool) -> list[Message]:
