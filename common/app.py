@@ -249,8 +249,10 @@ class ExtendedHealthResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         policy.check(req, self._rule)
         messages = run_checks(self._checks)
-        bad = any(m["error"] for m in messages)
-        _render(resp, status_body(503 if bad else 200, "Unhealthy" if bad else "Healthy",
+        failing = [str(m.get("name") or m["message"]) for m in messages if m["error"]]
+        bad = bool(failing)
+        _render(resp, status_body(503 if bad else 200,
+                                  f"Unhealthy: {', '.join(failing)}" if bad else "Healthy",
                                   reason="ServiceUnavailable" if bad else "Success",
                                   messages=messages, retry=bad))
 
