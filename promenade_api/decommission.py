@@ -172,6 +172,11 @@ def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
             messages += [{**m, "error": False, "step": name} for m in result]
         if isinstance(result, DrainReport):  # what was evicted, what was skipped and why
             messages += drain_messages(name, result)
+        elif name == "fence" and isinstance(result, dict):  # what the taint removed
+            messages.append(simple_message(
+                f"{name}: {len(result.get('removed') or [])} pod(s) removed by the "
+                f"{result.get('taint')} taint, {len(result.get('tolerating') or [])} "
+                "tolerating it left", error=False, step=name, report=result))
     LOG.info("decommission %s: done", node)
     return messages
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from promenade_api.decommission import DecommissionParams, decommission
+from promenade_api.etcd.design import load_clusters
 from promenade_api.kube.model import EvictResult
 from tests.unit.promenade.conftest import etcd_doc, kubernetes_cluster
 from tests.unit.promenade.test_api import P, status
+from tests.unit.promenade.test_failed_nodes import control_plane_deletes_untolerating_pods, dead
 
 
 def ref_of(design: Any) -> dict[str, str]:
@@ -51,3 +54,19 @@ def test_a_failed_decommission_says_what_failed_and_why_at_the_top(
         500, "DisassociateStepFailure")
     assert body["message"].startswith("Decommission of node01 failed at step drain: ")
     assert "db-0" in body["message"]
+
+
+def test_a_fenced_decommission_reports_what_the_taint_removed(svc: Any, kube: Any,
+                                                              etcd: Any) -> None:
+    kube.add_pod("web", "node02")
+    kube.add_pod("agent", "node02", owner=("DaemonSet", "ds"),
+                 tolerations=({"operator": "Exists"},))
+    dead(kube, "node02")
+    etcd.down.add("node02")
+    control_plane_deletes_untolerating_pods(kube)
+    messages = decommission(svc, "node02", load_clusters([etcd_doc([kubernetes_cluster(2)])]),
+                            DecommissionParams(fenced=True))
+    [report] = [m for m in messages if m.get("step") == "fence" and "report" in m]
+    assert report["report"]["removed"] == ["default/web"]
+    assert report["report"]["tolerating"] == ["default/agent"]
+    assert "1 pod(s) removed" in report["message"]
