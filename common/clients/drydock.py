@@ -120,6 +120,7 @@ class Node(TypedDict, total=False):
     retired: bool
     retired_reason: str | None
     torn_down: bool
+    teardown: dict[str, Any] | None
     pending_reboot_since: str | None
     last_powered_on: str | None
     last_task_id: str | None
