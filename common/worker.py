@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -26,6 +27,7 @@ from common.connguard import ConnectionGuard, Limits
 from common.httphead import HeadLimits
 
 HEARTBEAT = 1.0
+SWITCH_INTERVAL = 0.001
 
 
 class WaitressWorker(Worker):  # type: ignore[misc]
@@ -41,6 +43,10 @@ class WaitressWorker(Worker):  # type: ignore[misc]
             max_field=cfg.limit_request_field_size or 8190,
             max_body=self.limits.head.max_body))
         guard = ConnectionGuard(limits)
+        # waitress's one I/O thread releases the GIL at every socket call and must get it
+        # back from up to `threads` busy application threads: at CPython's default 5 ms
+        # per hand-over, requests wait in its loop (p99 x2-4 in bench/api_load.py)
+        sys.setswitchinterval(SWITCH_INTERVAL)
         # waitress warns each time a request waits for a thread: under load, every request
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         server = waitress.create_server(

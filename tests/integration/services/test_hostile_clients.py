@@ -1,5 +1,5 @@
-"""Hostile clients against real gunicorn processes: half-sent requests starve nobody, slow
-requests get 408, gunicorn's own refusals are status bodies, chunked bodies are read."""
+"""Hostile clients against real service processes: half-sent requests starve nobody, slow
+requests get 408, the server's own refusals are status bodies, chunked bodies are read."""
 
 from __future__ import annotations
 
