@@ -182,3 +182,15 @@ def test_keep_alive_and_pipelined_requests_are_answered(services):
     finally:
         sock.close()
     assert [r[0] for r in (first, second, third)] == [200, 200, 200]
+
+
+def test_a_body_over_the_server_limit_is_refused_413_before_it_is_sent(services):
+    sock = _connect(services["promenade"].url)
+    try:  # 17 MiB announced (the server buffers 16 MiB at most), none of it sent
+        sock.sendall(b"POST /api/v1.0/validatedesign HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 17825792\r\n\r\n")
+        code, headers, body = _response(sock)
+    finally:
+        sock.close()
+    assert code == 413 and headers["content-type"] == "application/json"
+    assert json.loads(body)["reason"] == "PayloadTooLarge"
