@@ -164,8 +164,10 @@ def private_files(conf: Any) -> frozenset[str]:
     """Real paths of the files a service's options name (configuration files, token file,
     policy file, keys, kubeconfig, an SQLite database and its journal files): never served
     as design documents, wherever they are."""
-    values: list[str] = [str(f) for f in (getattr(conf, "config_file", None) or [])]
-    policy = getattr(conf, "oslo_policy", None) if "oslo_policy" in conf else None
+    if not isinstance(conf, cfg.ConfigOpts):
+        return frozenset()  # settings built in code (tests) name no file of the service
+    values: list[str] = [str(f) for f in (conf.config_file or [])]
+    policy = conf.oslo_policy if "oslo_policy" in conf else None
     values.append(str(getattr(policy, "policy_file", None) or "policy.yaml"))
     for name in list(conf):
         try:

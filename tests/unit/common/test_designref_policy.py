@@ -99,7 +99,7 @@ def test_files_outside_the_root_are_refused_even_through_dot_dot_and_symlinks(tm
 
 def test_a_fifo_under_the_root_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "pipe")
-    with pytest.raises(BadRequest, match="not a regular file"):
+    with pytest.raises(BadRequest, match="is not a design document this service may read"):
         DesignResolver.from_conf(conf(root=str(tmp_path))).resolve(f"file://{tmp_path}/pipe")
 
 
@@ -174,5 +174,5 @@ def test_a_file_reference_without_an_absolute_path_is_refused_even_from_the_root
 
 def test_a_directory_under_the_root_is_refused(tmp_path):
     (tmp_path / "sub").mkdir()
-    with pytest.raises(BadRequest, match="not a regular file"):
+    with pytest.raises(BadRequest, match="is not a design document this service may read"):
         DesignResolver.from_conf(conf(root=str(tmp_path))).resolve(f"file://{tmp_path}/sub")
