@@ -16,7 +16,7 @@ class KubeBinariesMissing(Exception):
 
 @dataclass(frozen=True)
 class KubeBinaries:
-    """The five binaries of one cache key, and kwok's default Stages beside them."""
+    """The six binaries of one cache key, and kwok's default Stages beside them."""
 
     bin_dir: Path
 
@@ -39,6 +39,10 @@ class KubeBinaries:
     @property
     def kubectl(self) -> Path:
         return self.bin_dir / "kubectl"
+
+    @property
+    def etcd(self) -> Path:
+        return self.bin_dir / "etcd"
 
     @property
     def kwok(self) -> Path:

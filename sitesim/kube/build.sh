@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the simulated site's Kubernetes binaries (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl from this module; kwok from its published module) into a cache
-# outside the git tree, keyed by go.mod, go.sum, the Go version and the kwok version.
+# kube-scheduler, kubectl from this module; etcd 3.6 from ./etcd; kwok from its published
+# module) into a cache outside the git tree, keyed by both modules' go.mod and go.sum, the Go
+# version and the kwok version.
 # kwok's default Stages (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete,
 # pod-delete) are copied from the same kwok module into <key>/stages. A warm cache is reused
 # as is. The last line on stdout is the directory of the binaries.
@@ -24,6 +25,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     LDFLAGS+=" -X ${pkg}.gitCommit="
 done
 BUILD_FLAGS=(-trimpath "-ldflags=${LDFLAGS}")
+# kwok and etcd carry their own version variables: only stripped.
 KWOK_BUILD_FLAGS=(-trimpath "-ldflags=-s -w")
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 KWOK_STAGES=(
@@ -39,7 +41,7 @@ cache_root="${BERTH_KUBE_CACHE:-${HOME}/.cache/berth/kube}"
 go_version="$(go version)"
 key="$(
     {
-        cat "${here}/go.mod" "${here}/go.sum"
+        cat "${here}/go.mod" "${here}/go.sum" "${here}/etcd/go.mod" "${here}/etcd/go.sum"
         printf '%s\n' "${go_version}" "kwok ${KWOK_VERSION}" "flags ${BUILD_FLAGS[*]}" \
             "kwok flags ${KWOK_BUILD_FLAGS[*]}"
     } | sha256sum | cut -c1-16
@@ -51,7 +53,7 @@ log() { printf 'kube: %s\n' "$*" >&2; }
 
 all_built() {
     local name
-    for name in "${K8S_CMDS[@]}" kwok; do
+    for name in "${K8S_CMDS[@]}" etcd kwok; do
         [[ -x "${bin}/${name}" ]] || return 1
     done
     [[ -f "${out}/stages/.complete" ]]
@@ -90,7 +92,7 @@ if all_built; then
     exit 0
 fi
 
-total=$(( ${#K8S_CMDS[@]} + 1 ))
+total=$(( ${#K8S_CMDS[@]} + 2 ))
 n=0
 started=${SECONDS}
 for name in "${K8S_CMDS[@]}"; do
@@ -105,6 +107,17 @@ for name in "${K8S_CMDS[@]}"; do
     mv -f "${bin}/.${name}.tmp" "${bin}/${name}"
     log "[${n}/${total}] ${name} done in $(( SECONDS - t0 ))s"
 done
+
+n=$(( n + 1 ))
+if [[ -x "${bin}/etcd" ]]; then
+    log "[${n}/${total}] etcd: already built"
+else
+    log "[${n}/${total}] building etcd (go.etcd.io/etcd/server/v3) ..."
+    t0=${SECONDS}
+    (cd "${here}/etcd" && go build "${KWOK_BUILD_FLAGS[@]}" -o "${bin}/.etcd.tmp" go.etcd.io/etcd/server/v3)
+    mv -f "${bin}/.etcd.tmp" "${bin}/etcd"
+    log "[${n}/${total}] etcd done in $(( SECONDS - t0 ))s"
+fi
 
 n=$(( n + 1 ))
 if [[ -x "${bin}/kwok" ]]; then
@@ -123,7 +136,7 @@ copy_stages
 
 {
     printf '# %s\n' "${go_version}"
-    for name in "${K8S_CMDS[@]}" kwok; do
+    for name in "${K8S_CMDS[@]}" etcd kwok; do
         go version -m "${bin}/${name}"
     done
 } > "${out}/versions.txt"

@@ -33,15 +33,14 @@ class ControlPlaneError(Exception):
 
 @dataclass(frozen=True)
 class KubeTimings:
-    """Node heartbeat and monitoring, scaled from the defaults (lease 40 s, grace 50 s) as
-    kwokctl's heartbeat factor does. Known problem: against Debian's etcd 3.4 the apiserver has
-    no RequestWatchProgress and refuses watch-list streams; kwok v0.8.0's informers keep asking
-    for them with a growing backoff, its lease cache goes stale, renewals conflict, and managed
-    nodes flap Unknown now and then (seen with grace 12, 20 and 40 s). etcd >= 3.5.13 is needed."""
+    """Node heartbeat and monitoring, scaled down from the defaults (lease 40 s, grace 50 s)
+    as kwokctl's heartbeat factor does, so a silent node turns Unknown within seconds. This
+    needs etcd >= 3.5.13 (the one built beside the binaries): against Debian's etcd 3.4 the
+    apiserver refuses watch-list streams, kwok's lease cache goes stale, and nodes flap."""
 
-    node_lease_duration_s: int = 20
+    node_lease_duration_s: int = 8
     node_monitor_period_s: int = 2
-    node_monitor_grace_period_s: int = 40
+    node_monitor_grace_period_s: int = 16
     ready_timeout_s: float = 120.0
 
 
@@ -93,7 +92,8 @@ class ControlPlane:
         try:
             make_pki(self.pki.directory)
             self._write_kubeconfig()
-            self._etcd = EtcdCluster("kube", ["kube"], self.state_dir)
+            self._etcd = EtcdCluster("kube", ["kube"], self.state_dir,
+                                     binary=str(self.binaries.etcd))
             self._etcd.start()
             self._launch(self._apiserver(self._etcd.client_endpoints[0]))
             self._wait_healthy(self._components[-1], "/readyz")
