@@ -2,8 +2,9 @@
 
 import importlib.util
 
-pytest_plugins = [
+pytest_plugins = ["tests.support.ci_skips"] + [
     name for name in ("tests.fixtures.site", "tests.fixtures.postgres", "tests.fixtures.keystone",
                  "tests.fixtures.services")
     if importlib.util.find_spec(name) is not None
 ]
+
