@@ -10,7 +10,9 @@ request head `header_timeout` seconds after it opened (or after the first byte o
 request on a kept-alive one), a request not whole `read_timeout` seconds after its first byte
 (408 in both cases once bytes came), a kept-alive connection idle for `keepalive` seconds. A
 WSGI wrapper tells the guard when the application runs a connection's request, so a request
-being served, or waiting for a thread, is never timed. Every answer is a Berth status body."""
+being served, or waiting for a thread, is never timed; a request that waited for a thread
+longer than `queue_timeout` seconds (the service is saturated) is answered 503 with
+Retry-After instead of being run late. Every answer is a Berth status body."""
 
 from __future__ import annotations
 
@@ -42,20 +44,28 @@ class Limits:
     keepalive: float = 75.0
     per_address: int = 64
     max_connections: int = 1000
+    queue_timeout: float = 30.0
     retry_after: int = 2
     head: HeadLimits = field(default_factory=HeadLimits)
 
 
-def answer(code: int, phrase: str, message: str, retry_after: int | None = None) -> bytes:
-    """A whole HTTP response with a status body; the connection closes after it."""
+def refusal(code: int, phrase: str, message: str,
+            retry_after: int | None = None) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and status body of one of the server's own answers."""
     reason = phrase.title().replace(" ", "").replace("-", "")
-    body = json.dumps(status_body(code, phrase, reason=reason,
+    body = json.dumps(status_body(code, message, reason=reason,
                                   messages=[simple_message(message)],
                                   retry=code >= 500 or code == 408)).encode()
-    extra = f"Retry-After: {retry_after}\r\n" if retry_after is not None else ""
-    head = (f"HTTP/1.1 {code} {phrase}\r\nConnection: close\r\n{extra}"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
-    return head.encode("latin-1") + body
+    headers = [("Retry-After", str(retry_after))] if retry_after is not None else []
+    return headers + [("Content-Type", "application/json"),
+                      ("Content-Length", str(len(body)))], body
+
+
+def answer(code: int, phrase: str, message: str, retry_after: int | None = None) -> bytes:
+    """A whole HTTP response with a status body; the connection closes after it."""
+    headers, body = refusal(code, phrase, message, retry_after)
+    head = "".join(f"{k}: {v}\r\n" for k, v in [("Connection", "close"), *headers])
+    return f"HTTP/1.1 {code} {phrase}\r\n{head}\r\n".encode("latin-1") + body
 
 
 class ConnectionGuard:
@@ -97,7 +107,10 @@ class ConnectionGuard:
             conn = self.conns.get(key)
             if conn is None:
                 return app(environ, start_response)
-            self._begin(conn)
+            queued = self._begin(conn)
+            if queued > self.limits.queue_timeout:
+                self._end(conn)
+                return self._saturated(queued, start_response)
             try:
                 result = app(environ, start_response)
             except BaseException:
@@ -107,10 +120,20 @@ class ConnectionGuard:
 
         return guarded
 
-    def _begin(self, conn: GuardedSocket) -> None:
+    def _begin(self, conn: GuardedSocket) -> float:
+        """Mark the connection's request as served; how long it waited for a thread (s)."""
         with self.lock:
             conn.ready = max(conn.ready - 1, 0)
             conn.busy += 1
+            return time.monotonic() - conn.arrived if conn.arrived else 0.0
+
+    def _saturated(self, queued: float, start_response: Callable[..., Any]) -> list[bytes]:
+        LOG.warning("Request refused after waiting %.1f s for a thread", queued)
+        headers, body = refusal(503, "Service Unavailable", f"Every thread of the service "
+                                f"was busy for {queued:.0f} s: try again later",
+                                self.limits.retry_after)
+        start_response("503 Service Unavailable", headers)
+        return [body]
 
     def _end(self, conn: GuardedSocket) -> None:
         with self.lock:
@@ -212,6 +235,7 @@ class GuardedSocket(socket.socket):
     idle_since = 0.0  # opened, or its last request answered
     last_send = 0.0
     first_byte = 0.0  # of the request arriving now
+    arrived = 0.0  # when the last whole request arrived
     requests = 0  # fully arrived so far
     ready = 0  # arrived, not yet given to the application
     busy = 0  # in the application
@@ -233,6 +257,8 @@ class GuardedSocket(socket.socket):
                 return b""
             self.requests += done
             self.ready += done
+            if done:
+                self.arrived = time.monotonic()
             if self.framing.started and (done or not started):
                 self.first_byte = time.monotonic()
         return data

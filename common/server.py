@@ -82,7 +82,7 @@ def run(service: str, loader: Callable[[], Any], default_port: int,
     args = parser.parse_args(argv)
     configure(header_timeout=args.header_timeout, read_timeout=args.read_timeout,
               keepalive=args.keepalive, per_address=args.per_address_connections,
-              max_connections=args.worker_connections,
+              max_connections=args.worker_connections, queue_timeout=args.queue_timeout,
               head=HeadLimits(max_body=args.max_body_bytes))
     if args.config_file:
         os.environ[f"{service.upper()}_CONFIG_FILE"] = os.path.abspath(args.config_file)
@@ -120,6 +120,9 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker-connections", type=int, default=1000,
                         help="Most open client connections per worker process; more are "
                              "answered 503 with Retry-After.")
+    parser.add_argument("--queue-timeout", type=float, default=30.0,
+                        help="Seconds a whole request may wait for a free thread; then it is "
+                             "answered 503 with Retry-After (the service is saturated).")
     parser.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024,
                         help="Largest request body the server buffers (413 beyond); the "
                              "services' own `[api] max_body_bytes` answers below it.")
