@@ -38,6 +38,10 @@ KWOK_STAGES=(
 
 cache_root="${BERTH_KUBE_CACHE:-${HOME}/.cache/berth/kube}"
 
+command -v go >/dev/null || {
+    echo "kube: Go is needed to build the site's Kubernetes (Go 1.26 or newer; GOTOOLCHAIN=local)" >&2
+    exit 1
+}
 go_version="$(go version)"
 key="$(
     {
