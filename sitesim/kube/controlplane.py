@@ -121,6 +121,38 @@ class ControlPlane:
         context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
         return context
 
+    def kubectl(self, *args: str, stdin: str | None = None) -> str:
+        """Run the built kubectl as the admin; its stdout, or ControlPlaneError with stderr."""
+        done = subprocess.run([str(self.binaries.kubectl), f"--kubeconfig={self.kubeconfig}",
+                               *args], input=stdin, capture_output=True, text=True,
+                              timeout=120, check=False)
+        if done.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
+
+    def service_account_token(self, namespace: str, name: str, seconds: int = 3600) -> str:
+        """A token of the ServiceAccount from the TokenRequest API (what a pod is given)."""
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+        body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                           "spec": {"expirationSeconds": seconds}}).encode()
+        request = urllib.request.Request(self.server + path, data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30, context=self.ssl_context()) as reply:
+            return str(json.loads(reply.read())["status"]["token"])
+
+    def token_kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig at `path` that reaches the apiserver with `token`, trusting its CA."""
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "sitesim",
+            "clusters": [{"name": "sitesim", "cluster": {
+                "server": self.server, "certificate-authority": str(self.pki.ca_cert)}}],
+            "users": [{"name": "token", "user": {"token": token}}],
+            "contexts": [{"name": "sitesim", "context": {"cluster": "sitesim", "user": "token"}}],
+        }
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        path.chmod(0o600)
+        return path
+
     def _write_kubeconfig(self) -> None:
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": "sitesim",

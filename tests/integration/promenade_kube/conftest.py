@@ -1,0 +1,167 @@
+"""Promenade as a real gunicorn process against the site's real control plane (kube-apiserver,
+controller-manager, scheduler, kwok), authenticated as the ServiceAccount that
+deploy/kubernetes/base ships, with exactly the RBAC rendered from that kustomization: a verb
+Promenade uses but the role lacks fails these tests.
+
+Skips when the binaries are not built (`make kube`), unless BERTH_KUBE_REQUIRED=1."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
+from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from tests.support.services import ServiceProcess, write_tokens
+
+ROOT = Path(__file__).resolve().parents[3]
+BASE = ROOT / "deploy" / "kubernetes" / "base"
+RBAC_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+              "RoleBinding"}
+SERVICE_ACCOUNT = "promenade"
+NS = "demo"
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll `probe` until it returns something truthy; the timeout only guards against hangs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+class Admin:
+    """The apiserver as its admin (client certificate): the test's own view of the cluster."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.base = plane.server
+        self.session = requests.Session()
+        self.session.cert = (str(plane.pki.admin_cert), str(plane.pki.admin_key))
+        # Per request: REQUESTS_CA_BUNDLE in the environment would override a session's verify.
+        self.verify = str(plane.pki.ca_cert)
+
+    def call(self, method: str, path: str, body: Any = None, token: str | None = None,
+             content_type: str = "application/json") -> requests.Response:
+        headers = {"Content-Type": content_type}
+        if token is not None:  # as that token's owner: no client certificate
+            headers["Authorization"] = f"Bearer {token}"
+            return requests.request(method, self.base + path, json=body, timeout=30,
+                                    verify=self.verify, headers=headers)
+        return self.session.request(method, self.base + path, json=body, timeout=30,
+                                    verify=self.verify, headers=headers)
+
+    def get(self, path: str) -> dict[str, Any]:
+        reply = self.call("GET", path)
+        assert reply.status_code == 200, reply.text
+        result: dict[str, Any] = reply.json()
+        return result
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        reply = self.call("POST", path, body)
+        assert reply.status_code == 201, reply.text
+        result: dict[str, Any] = reply.json()
+        return result
+
+    def pods_on(self, node: str, prefix: str = "") -> list[dict[str, Any]]:
+        """The pods bound to the node and not being deleted, whose name starts with prefix."""
+        items = self.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
+        return [p for p in items if p["metadata"]["name"].startswith(prefix)
+                and not p["metadata"].get("deletionTimestamp")]
+
+    def node(self, name: str) -> dict[str, Any]:
+        return self.get(f"/api/v1/nodes/{name}")
+
+    def ready_node(self, name: str, **labels: str) -> dict[str, Any]:
+        """A Node kwok runs (label selector, kwok:// providerID), once it is Ready."""
+        labels = {**labels, NODE_SELECTOR_LABEL: NODE_SELECTOR_VALUE,
+                  "kubernetes.io/hostname": name}
+        self.create("/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": f"kwok://{name}"}})
+
+        def ready() -> dict[str, Any] | None:
+            node = self.node(name)
+            conditions = node.get("status", {}).get("conditions", [])
+            up = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            return node if up else None
+
+        node: dict[str, Any] = wait_for(f"node {name} Ready", ready)
+        return node
+
+
+@dataclass
+class Promenade:
+    """promenade-api under gunicorn, as the `promenade` ServiceAccount."""
+
+    proc: ServiceProcess
+    token: str  # Berth's admin token
+    sa_token: str  # the ServiceAccount's Kubernetes token
+
+    def post(self, path: str, **params: Any) -> requests.Response:
+        return requests.post(f"{self.proc.url}/api/v1.0{path}", params=params, timeout=120,
+                             headers={"X-Auth-Token": self.token})
+
+
+@pytest.fixture(scope="session")
+def kube_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    try:
+        binaries = kube_binaries(build=False)
+    except KubeBinariesMissing as exc:
+        if os.environ.get("BERTH_KUBE_REQUIRED") == "1":
+            pytest.fail(f"BERTH_KUBE_REQUIRED=1 but {exc}")
+        pytest.skip(f"{exc} (set BERTH_KUBE_REQUIRED=1 to make this a failure)")
+    with ControlPlane(tmp_path_factory.mktemp("kube"), binaries) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def admin(kube_plane: ControlPlane) -> Admin:
+    admin = Admin(kube_plane)
+    admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": NS}})
+    return admin
+
+
+def shipped_rbac(plane: ControlPlane) -> tuple[str, list[dict[str, Any]]]:
+    """Berth's namespace and the RBAC objects of deploy/kubernetes/base, as kustomize renders
+    them (namespace filled in, ServiceAccount subjects included)."""
+    docs = [d for d in yaml.safe_load_all(plane.kubectl("kustomize", str(BASE))) if d]
+    rbac = [d for d in docs if d["kind"] in RBAC_KINDS]
+    [namespace] = [d["metadata"]["name"] for d in rbac if d["kind"] == "Namespace"]
+    return namespace, rbac
+
+
+@pytest.fixture(scope="session")
+def promenade(kube_plane: ControlPlane, admin: Admin,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promenade]:
+    namespace, rbac = shipped_rbac(kube_plane)
+    kube_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac))
+    sa_token = kube_plane.service_account_token(namespace, SERVICE_ACCOUNT)
+    work = tmp_path_factory.mktemp("promenade-kube")
+    kubeconfig = kube_plane.token_kubeconfig(work / "kubeconfig", sa_token)
+    tokens = write_tokens(work / "tokens.yaml")
+    sections = {
+        "auth": {"strategy": "token", "token_file": work / "tokens.yaml"},
+        "kubernetes": {"kubeconfig": kubeconfig, "lease_namespace": namespace,
+                       "request_timeout": 10, "poll_interval": 0.1},
+        "drain": {"eviction_retry_delay": 0.5, "lock_poll_interval": 0.1},
+        "clear_labels": {"poll_interval": 0.1},
+        "logging": {"json": "false", "level": "INFO"},
+        "database": {"connection": f"sqlite:///{work / 'promenade.db'}"},
+    }
+    proc = ServiceProcess("promenade", work, sections)
+    try:
+        yield Promenade(proc, tokens["admin"], sa_token)
+    finally:
+        proc.stop()
