@@ -24,7 +24,7 @@ from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound, Ku
 
 LOG = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+TAINT_ATTEMPTS = 5  # read-modify-write rounds of a node's taints before a conflict is final
 
 
 def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient | None:
@@ -153,10 +153,27 @@ class KubeClient:
                                         content_type=MERGE_PATCH))
 
     def add_taint(self, name: str, taint: Mapping[str, str]) -> Node:
-        # spec.taints merges by key in a strategic merge patch: other taints stay.
-        return Node.from_obj(self._call("PATCH", _node(name),
-                                        body={"spec": {"taints": [dict(taint)]}},
-                                        content_type=STRATEGIC_PATCH))
+        # spec.taints is an atomic list (no patch merge key): any patch of it replaces the
+        # whole list. So write the full list, at the resourceVersion it was read from, and
+        # read again when another writer (the node-lifecycle controller) came between.
+        for _ in range(TAINT_ATTEMPTS - 1):
+            try:
+                return self._taint_once(name, taint)
+            except KubeConflict:
+                LOG.info("taint of %s raced another write; reading it again", name)
+        return self._taint_once(name, taint)
+
+    def _taint_once(self, name: str, taint: Mapping[str, str]) -> Node:
+        current = self._call("GET", _node(name))
+        same = (taint.get("key"), taint.get("effect"))
+        kept = [t for t in (current.get("spec") or {}).get("taints") or []
+                if (t.get("key"), t.get("effect")) != same]
+        patch: Obj = {"spec": {"taints": [*kept, dict(taint)]}}
+        version = (current.get("metadata") or {}).get("resourceVersion")
+        if version:  # a 409 when the taints changed since they were read
+            patch["metadata"] = {"resourceVersion": version}
+        return Node.from_obj(self._call("PATCH", _node(name), body=patch,
+                                        content_type=MERGE_PATCH))
 
     def delete_node(self, name: str) -> None:
         self._call("DELETE", _node(name))

@@ -107,6 +107,7 @@ class Promenade:
     proc: ServiceProcess
     token: str  # Berth's admin token
     sa_token: str  # the ServiceAccount's Kubernetes token
+    kubeconfig: Path  # the ServiceAccount's kubeconfig, as Promenade uses it
 
     def post(self, path: str, **params: Any) -> requests.Response:
         return requests.post(f"{self.proc.url}/api/v1.0{path}", params=params, timeout=120,
@@ -162,6 +163,6 @@ def promenade(kube_plane: ControlPlane, admin: Admin,
     }
     proc = ServiceProcess("promenade", work, sections)
     try:
-        yield Promenade(proc, tokens["admin"], sa_token)
+        yield Promenade(proc, tokens["admin"], sa_token, kubeconfig)
     finally:
         proc.stop()
