@@ -109,9 +109,27 @@ class Promenade:
     sa_token: str  # the ServiceAccount's Kubernetes token
     kubeconfig: Path  # the ServiceAccount's kubeconfig, as Promenade uses it
 
-    def post(self, path: str, **params: Any) -> requests.Response:
-        return requests.post(f"{self.proc.url}/api/v1.0{path}", params=params, timeout=120,
-                             headers={"X-Auth-Token": self.token})
+    def post(self, path: str, body: Any = None, **params: Any) -> requests.Response:
+        return requests.post(f"{self.proc.url}/api/v1.0{path}", params=params, json=body,
+                             timeout=120, headers={"X-Auth-Token": self.token})
+
+    def preview(self, node: str) -> dict[str, Any]:
+        """The decommission preview of the node (a design whose etcd runs elsewhere)."""
+        design = self.proc.workdir / "design.yaml"
+        design.write_text(yaml.safe_dump({
+            "schema": "promenade/EtcdClusters/v1",
+            "metadata": {"schema": "metadata/Document/v1", "name": "etcd-clusters",
+                         "layeringDefinition": {"abstract": False, "layer": "site"},
+                         "storagePolicy": "cleartext"},
+            "data": {"clusters": [{
+                "name": "kubernetes", "client_endpoints": ["http://127.0.0.1:9"],
+                "members": [{"name": "cp1", "node": "cp1"}],
+                "thresholds": {"minimum_healthy_members": 1}}]}}))
+        reply = self.post(f"/nodes/{node}/decommission/preview", {
+            "rel": "design", "href": f"file://{design}", "type": "application/x-yaml"})
+        assert reply.status_code == 200, reply.text
+        result: dict[str, Any] = reply.json()
+        return result
 
 
 @pytest.fixture(scope="session")

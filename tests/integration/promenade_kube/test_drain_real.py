@@ -125,6 +125,9 @@ def test_a_pdb_that_never_allows_an_eviction_blocks_the_drain_and_is_named(
     apply(admin, budget("solo", 1))
     [pod] = wait_for("the solo pod Ready", lambda: ready_pods(admin, "solo"))
     assert settled_budget(admin, "solo", 1)["disruptionsAllowed"] == 0
+    preview = promenade.preview("pk-b1")
+    assert preview["drain"]["blocked_by"] == ["PodDisruptionBudget demo/solo"], preview
+    assert not preview["drain"]["can_finish"]
 
     reply = promenade.post("/nodes/pk-b1/drain", timeout=4, **{"grace-period": 1})
     body = reply.json()
