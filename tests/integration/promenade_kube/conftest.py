@@ -108,6 +108,7 @@ class Promenade:
     token: str  # Berth's admin token
     sa_token: str  # the ServiceAccount's Kubernetes token
     kubeconfig: Path  # the ServiceAccount's kubeconfig, as Promenade uses it
+    lease_namespace: str  # Berth's namespace, where its Role grants Leases
 
     def post(self, path: str, body: Any = None, **params: Any) -> requests.Response:
         return requests.post(f"{self.proc.url}/api/v1.0{path}", params=params, json=body,
@@ -181,6 +182,6 @@ def promenade(kube_plane: ControlPlane, admin: Admin,
     }
     proc = ServiceProcess("promenade", work, sections)
     try:
-        yield Promenade(proc, tokens["admin"], sa_token, kubeconfig)
+        yield Promenade(proc, tokens["admin"], sa_token, kubeconfig, namespace)
     finally:
         proc.stop()
