@@ -154,3 +154,31 @@ def test_remove_from_cluster_deletes_exactly_that_node(admin: Admin,
     after = {n["metadata"]["name"] for n in admin.get("/api/v1/nodes")["items"]}
     assert after == before - {"pk-d1"}
     assert admin.call("GET", "/api/v1/nodes/pk-d1").status_code == 404
+
+
+def test_a_pod_held_terminating_by_a_finalizer_fails_the_drain_until_released(
+        admin: Admin, promenade: Promenade) -> None:
+    """kwok deletes an evicted pod at once, but the apiserver keeps it Terminating while a
+    finalizer is left: the drain waits for it, names it, and succeeds once it is released."""
+    admin.ready_node("pk-e1")
+    pod = admin.create(f"/api/v1/namespaces/{NS}/pods", {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pk-e1-held", "finalizers": ["berth.io/test-hold"]},
+        "spec": {"nodeName": "pk-e1", "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": "c", "image": "registry.invalid/c:1"}]}})
+    wait_for("the held pod Running", lambda: admin.get(
+        f"/api/v1/namespaces/{NS}/pods/pk-e1-held")["status"].get("phase") == "Running")
+
+    reply = promenade.post("/nodes/pk-e1/drain", timeout=3, **{"grace-period": 1})
+    assert reply.status_code == 500, reply.text
+    assert reply.json()["details"]["remaining_pods"] == [f"{NS}/pk-e1-held"]
+    held = admin.get(f"/api/v1/namespaces/{NS}/pods/pk-e1-held")
+    assert held["metadata"]["uid"] == pod["metadata"]["uid"]
+    assert held["metadata"].get("deletionTimestamp")  # evicted, still Terminating
+
+    admin.call("PATCH", f"/api/v1/namespaces/{NS}/pods/pk-e1-held",
+               {"metadata": {"finalizers": None}},
+               content_type="application/merge-patch+json").raise_for_status()
+    again = promenade.post("/nodes/pk-e1/drain", timeout=20, **{"grace-period": 1})
+    assert again.status_code == 200, again.text
+    assert admin.call("GET", f"/api/v1/namespaces/{NS}/pods/pk-e1-held").status_code == 404
