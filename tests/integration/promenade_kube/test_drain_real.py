@@ -91,6 +91,11 @@ def test_drain_evicts_through_the_pdb_and_the_scheduler_moves_the_pods(
     admin.call("PATCH", "/api/v1/nodes/pk-a2", {"metadata": {"labels": {"pool": "a"}}},
                content_type="application/merge-patch+json").raise_for_status()
 
+    preview = promenade.preview("pk-a1")
+    assert preview["drain"]["can_finish"] and preview["blockers"] == [], preview
+    assert [s["owner"] for s in preview["drain"]["skipped"]] == ["DaemonSet/agent"]
+    assert "pk-a2" in [n["node"] for n in preview["capacity"]["nodes"]]
+    assert preview["capacity"]["pending"] == []
     fewest: list[int] = []
     stop = threading.Event()
 
