@@ -6,17 +6,15 @@ Skips when the binaries are not built (`make kube`), unless BERTH_KUBE_REQUIRED=
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
 from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from tests.support import kube as kube_support
 
 pytestmark = pytest.mark.slow
 NS = "default"
@@ -62,15 +60,7 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = 90.0) -> Any:
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    try:
-        binaries = kube_binaries(build=False)
-    except KubeBinariesMissing as exc:
-        if os.environ.get("BERTH_KUBE_REQUIRED") == "1":
-            pytest.fail(f"BERTH_KUBE_REQUIRED=1 but {exc}")
-        pytest.skip(f"{exc} (set BERTH_KUBE_REQUIRED=1 to make this a failure)")
-    state: Path = tmp_path_factory.mktemp("kube")
-    with ControlPlane(state, binaries) as plane:
-        yield plane
+    yield from kube_support.control_plane(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ Skips when the binaries are not built (`make kube`), unless BERTH_KUBE_REQUIRED=
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,8 +17,8 @@ import pytest
 import requests
 import yaml
 
-from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
 from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from tests.support import kube as kube_support
 from tests.support.services import ServiceProcess, write_tokens
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -135,14 +134,7 @@ class Promenade:
 
 @pytest.fixture(scope="session")
 def kube_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    try:
-        binaries = kube_binaries(build=False)
-    except KubeBinariesMissing as exc:
-        if os.environ.get("BERTH_KUBE_REQUIRED") == "1":
-            pytest.fail(f"BERTH_KUBE_REQUIRED=1 but {exc}")
-        pytest.skip(f"{exc} (set BERTH_KUBE_REQUIRED=1 to make this a failure)")
-    with ControlPlane(tmp_path_factory.mktemp("kube"), binaries) as plane:
-        yield plane
+    yield from kube_support.control_plane(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
