@@ -7,55 +7,17 @@ Skips when the binaries are not built (`make kube`), unless BERTH_KUBE_REQUIRED=
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
 from tests.support import kube as kube_support
+from tests.support.kube import Admin, wait_for
 
 pytestmark = pytest.mark.slow
 NS = "default"
-
-
-class Api:
-    """Plain HTTPS calls to the apiserver as the admin client certificate."""
-
-    def __init__(self, plane: ControlPlane) -> None:
-        self.base = plane.server
-        self.session = requests.Session()
-        # Per request: REQUESTS_CA_BUNDLE in the environment would override a session's verify.
-        self.verify = str(plane.pki.ca_cert)
-        self.session.cert = (str(plane.pki.admin_cert), str(plane.pki.admin_key))
-
-    def call(self, method: str, path: str, body: Any = None,
-             content_type: str = "application/json") -> requests.Response:
-        return self.session.request(method, self.base + path, json=body, timeout=30,
-                                    verify=self.verify, headers={"Content-Type": content_type})
-
-    def get(self, path: str) -> dict[str, Any]:
-        reply = self.call("GET", path)
-        assert reply.status_code == 200, reply.text
-        result: dict[str, Any] = reply.json()
-        return result
-
-    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        reply = self.call("POST", path, body)
-        assert reply.status_code == 201, reply.text
-        result: dict[str, Any] = reply.json()
-        return result
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 @pytest.fixture(scope="session")
@@ -64,8 +26,8 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
 
 
 @pytest.fixture(scope="session")
-def api(control_plane: ControlPlane) -> Api:
-    return Api(control_plane)
+def api(control_plane: ControlPlane) -> Admin:
+    return Admin(control_plane)
 
 
 def kwok_node(name: str, **labels: str) -> dict[str, Any]:
@@ -81,7 +43,7 @@ def ready_status(node: dict[str, Any]) -> str | None:
     return None
 
 
-def create_ready_node(api: Api, name: str, **labels: str) -> dict[str, Any]:
+def create_ready_node(api: Admin, name: str, **labels: str) -> dict[str, Any]:
     created = api.create("/api/v1/nodes", kwok_node(name, **labels))
     assert created["spec"]["providerID"] == f"kwok://{name}"
 
@@ -93,7 +55,7 @@ def create_ready_node(api: Api, name: str, **labels: str) -> dict[str, Any]:
     return node
 
 
-def test_a_kwok_node_becomes_ready_and_holds_a_lease(api: Api) -> None:
+def test_a_kwok_node_becomes_ready_and_holds_a_lease(api: Admin) -> None:
     node = create_ready_node(api, "rcp-ready")
     assert node["spec"]["providerID"] == "kwok://rcp-ready"
     lease = wait_for("the node's lease", lambda: api.call(
@@ -104,7 +66,7 @@ def test_a_kwok_node_becomes_ready_and_holds_a_lease(api: Api) -> None:
 
 
 def test_deployment_runs_on_kwok_nodes_and_the_disruption_controller_fills_pdb_status(
-        api: Api) -> None:
+        api: Admin) -> None:
     nodes = {create_ready_node(api, n, pool="app")["metadata"]["name"]
              for n in ("rcp-app-1", "rcp-app-2")}
     labels = {"app": "web"}
@@ -139,11 +101,11 @@ def test_deployment_runs_on_kwok_nodes_and_the_disruption_controller_fills_pdb_s
 
 
 def test_a_node_kwok_stops_heartbeating_turns_unknown_and_gets_the_unreachable_taint(
-        api: Api, control_plane: ControlPlane) -> None:
+        api: Admin, control_plane: ControlPlane) -> None:
     create_ready_node(api, "rcp-silent")
     patched = api.call("PATCH", "/api/v1/nodes/rcp-silent",
                        {"metadata": {"labels": {NODE_SELECTOR_LABEL: "powered-off"}}},
-                       "application/merge-patch+json")
+                       content_type="application/merge-patch+json")
     assert patched.status_code == 200, patched.text
     left = time.monotonic()
 
@@ -164,7 +126,7 @@ def test_a_node_kwok_stops_heartbeating_turns_unknown_and_gets_the_unreachable_t
         "rcp-ready": "True", "rcp-app-1": "True", "rcp-app-2": "True"}
 
 
-def test_delete_on_the_nodes_collection_deletes_every_node(api: Api) -> None:
+def test_delete_on_the_nodes_collection_deletes_every_node(api: Admin) -> None:
     """Runs last in this module: it empties the shared cluster of nodes."""
     for name in ("rcp-doomed-1", "rcp-doomed-2"):
         api.create("/api/v1/nodes", kwok_node(name))

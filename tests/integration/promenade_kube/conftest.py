@@ -7,8 +7,7 @@ Skips when the binaries are not built (`make kube`), unless BERTH_KUBE_REQUIRED=
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ import pytest
 import requests
 import yaml
 
-from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from sitesim.kube.controlplane import ControlPlane
 from tests.support import kube as kube_support
+from tests.support.kube import Admin
 from tests.support.services import ServiceProcess, write_tokens
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -27,76 +27,6 @@ RBAC_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"
               "RoleBinding"}
 SERVICE_ACCOUNT = "promenade"
 NS = "demo"
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """Poll `probe` until it returns something truthy; the timeout only guards against hangs."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-class Admin:
-    """The apiserver as its admin (client certificate): the test's own view of the cluster."""
-
-    def __init__(self, plane: ControlPlane) -> None:
-        self.base = plane.server
-        self.session = requests.Session()
-        self.session.cert = (str(plane.pki.admin_cert), str(plane.pki.admin_key))
-        # Per request: REQUESTS_CA_BUNDLE in the environment would override a session's verify.
-        self.verify = str(plane.pki.ca_cert)
-
-    def call(self, method: str, path: str, body: Any = None, token: str | None = None,
-             content_type: str = "application/json") -> requests.Response:
-        headers = {"Content-Type": content_type}
-        if token is not None:  # as that token's owner: no client certificate
-            headers["Authorization"] = f"Bearer {token}"
-            return requests.request(method, self.base + path, json=body, timeout=30,
-                                    verify=self.verify, headers=headers)
-        return self.session.request(method, self.base + path, json=body, timeout=30,
-                                    verify=self.verify, headers=headers)
-
-    def get(self, path: str) -> dict[str, Any]:
-        reply = self.call("GET", path)
-        assert reply.status_code == 200, reply.text
-        result: dict[str, Any] = reply.json()
-        return result
-
-    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        reply = self.call("POST", path, body)
-        assert reply.status_code == 201, reply.text
-        result: dict[str, Any] = reply.json()
-        return result
-
-    def pods_on(self, node: str, prefix: str = "") -> list[dict[str, Any]]:
-        """The pods bound to the node and not being deleted, whose name starts with prefix."""
-        items = self.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
-        return [p for p in items if p["metadata"]["name"].startswith(prefix)
-                and not p["metadata"].get("deletionTimestamp")]
-
-    def node(self, name: str) -> dict[str, Any]:
-        return self.get(f"/api/v1/nodes/{name}")
-
-    def ready_node(self, name: str, **labels: str) -> dict[str, Any]:
-        """A Node kwok runs (label selector, kwok:// providerID), once it is Ready."""
-        labels = {**labels, NODE_SELECTOR_LABEL: NODE_SELECTOR_VALUE,
-                  "kubernetes.io/hostname": name}
-        self.create("/api/v1/nodes", {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"kwok://{name}"}})
-
-        def ready() -> dict[str, Any] | None:
-            node = self.node(name)
-            conditions = node.get("status", {}).get("conditions", [])
-            up = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-            return node if up else None
-
-        node: dict[str, Any] = wait_for(f"node {name} Ready", ready)
-        return node
 
 
 @dataclass

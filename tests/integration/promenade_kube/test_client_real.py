@@ -11,8 +11,9 @@ import pytest
 from promenade_api.kube.client import KubeClient, load_api_client
 from promenade_api.kube.model import Lease
 from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound
+from tests.support.kube import Admin
 
-from .conftest import Admin, Promenade
+from .conftest import Promenade
 
 pytestmark = pytest.mark.slow
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import NS, Admin, Promenade, wait_for
+from tests.support.kube import Admin, wait_for
+
+from .conftest import NS, Promenade
 
 pytestmark = pytest.mark.slow
 
