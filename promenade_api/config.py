@@ -5,7 +5,11 @@ from __future__ import annotations
 from oslo_config import cfg
 
 from common import config
-from promenade_api.kube.drain import DAEMONSET_LIKE_KINDS
+from promenade_api.kube.drain import (
+    AGENT_MAINTENANCE_LABELS,
+    AGENT_POD_LABELS,
+    DAEMONSET_LIKE_KINDS,
+)
 
 SERVICE = "promenade"
 
@@ -29,9 +33,20 @@ DRAIN_OPTS: list[cfg.Opt] = [
                help="Grace period (s) given to evicted pods by default."),
     cfg.StrOpt("maintenance_label", default="maintenance.berth.io/required=true",
                help="Label KEY=VALUE set on the node before anything is evicted."),
-    cfg.ListOpt("eviction_lock_patterns",
-                default=["eviction-lock.berth.io/*", "l2-lock.maintenance.yaook.cloud/*"],
+    cfg.ListOpt("eviction_lock_patterns", default=["eviction-lock.berth.io/*"],
                 help="Glob patterns of node annotations that block eviction while present."),
+    cfg.ListOpt("agent_lock_patterns", default=["l2-lock.maintenance.yaook.cloud/*"],
+                help="Glob patterns of node annotations a per-node agent holds while it runs "
+                     "(spec 002): they never block an eviction; decommission waits for them "
+                     "to go, after clear-labels and before etcd and the kubelet, at most the "
+                     "drain timeout."),
+    cfg.ListOpt("agent_pod_labels", default=[f"{k}={v}" for k, v in AGENT_POD_LABELS],
+                help="KEY=VALUE labels of per-node agent pods: never evicted, left to their "
+                     "operators (which remove them once the node is signalled)."),
+    cfg.ListOpt("agent_maintenance_labels",
+                default=[f"{k}={v}" for k, v in AGENT_MAINTENANCE_LABELS],
+                help="KEY=VALUE labels set with the maintenance label (drain and fence): the "
+                     "signal per-node agents obey. Empty: none."),
     cfg.FloatOpt("lock_poll_interval", default=5.0, min=0.01,
                  help="Interval (s) between checks of the node's eviction-lock annotations."),
     cfg.ListOpt("daemonset_like_kinds", default=list(DAEMONSET_LIKE_KINDS),

@@ -1,4 +1,9 @@
-"""Decommission: drain (or fence), clear labels, remove etcd members, await etcd, stop the kubelet.
+"""Decommission: drain (or fence), clear labels, await the per-node agents, remove etcd members,
+await etcd, stop the kubelet.
+
+The per-node agents of spec 002 (Yaook) hold locks on the node that their operators release
+only after removing them, which the drain's maintenance labels and clear-labels set off: so the
+agents are awaited after clear-labels (at most the drain timeout) and before the kubelet stops.
 
 Each phase starts from what is already true, so a decommission can be run again after any
 failure: a node gone from Kubernetes only loses its etcd members; a node an earlier
@@ -89,29 +94,31 @@ def phases(svc: Promenade, node: str, current: Node | None, clusters: list[Clust
         else params.etcd_ready_timeout
     timeout = svc.settings.drain_timeout if params.drain_timeout is None \
         else params.drain_timeout
+    agents: Phase = ("agent-locks", lambda: svc.await_agents(node, timeout, cancel.check),
+                     True)
     etcd: list[Phase] = [
         ("remove-etcd", lambda: svc.remove_etcd(node, clusters, params.remove_etcd_timeout,
                                                 require_node=False), True),
         ("etcd-ready", lambda: svc.remover().wait_stable(node, clusters, ready), True)]
     if current is None:
         gone = f"skipped: {node} is not known to Kubernetes"
-        return [("drain", gone, True), ("clear-labels", gone, True), *etcd,
-                ("shutdown-kubelet", gone, False)]
+        return [("drain", gone, True), ("clear-labels", gone, True), ("agent-locks", gone, True),
+                *etcd, ("shutdown-kubelet", gone, False)]
     if past_clear_labels(current) and not params.fenced:
         earlier = (f"skipped: an earlier decommission of {node} got past it "
                    f"({DECOMMISSION_LABEL}=enabled)")
         kubelet: Callable[[], Any] | str = (
             (lambda: svc.shutdown_kubelet(node)) if current.ready == "True"
             else f"skipped: the kubelet of {node} is already stopped (Ready={current.ready})")
-        return [("drain", earlier, True), ("clear-labels", earlier, True), *etcd,
-                ("shutdown-kubelet", kubelet, False)]
+        return [("drain", earlier, True), ("clear-labels", earlier, True),
+                ("agent-locks", earlier, True), *etcd, ("shutdown-kubelet", kubelet, False)]
     first: Phase = (("fence", lambda: svc.fence(node, timeout, cancel.check), True)
                     if params.fenced else
                     ("drain", lambda: svc.drain(node, params.drain_timeout,
                                                 params.drain_grace_period, cancel.check), True))
     return [first,
             ("clear-labels", lambda: svc.clear_labels(node, params.clear_labels_timeout), True),
-            *etcd,
+            agents, *etcd,
             ("shutdown-kubelet", f"skipped: {node} is powered off" if params.fenced
              else lambda: svc.shutdown_kubelet(node), False)]
 

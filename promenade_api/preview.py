@@ -96,6 +96,12 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
     if locks and not params.fenced:
         found.warnings.append(f"Eviction lock(s) {', '.join(locks)} held on {node.name}: "
                               "nothing is evicted until they are released")
+    agent_locks = held_locks(node.annotations, settings.agent_lock_patterns)
+    if agent_locks:
+        found.warnings.append(f"Agent lock(s) {', '.join(agent_locks)} held on {node.name}: "
+                              "after clear-labels the decommission waits (at most the drain "
+                              "timeout) for their operators to remove the agents and release "
+                              "them")
     blocked = [b["budget"] for b in budgets if b["disruptions_allowed"] == 0]
     section = {
         "method": "fence (out-of-service taint; pods deleted without eviction)"
@@ -107,6 +113,7 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
         "warnings": list(plan.warnings),
         "budgets": budgets,
         "eviction_locks": locks,
+        "agent_locks": agent_locks,
         "can_finish": params.fenced or not blocked,
         "blocked_by": [] if params.fenced else [f"PodDisruptionBudget {b}" for b in blocked],
     }

@@ -27,6 +27,7 @@ from promenade_api.etcd.design import SCHEMA, clusters_of_node, load_clusters, v
 from promenade_api.etcd.model import ClusterSpec
 from promenade_api.etcd.port import EtcdError, EtcdPort
 from promenade_api.etcd.removal import EtcdRemover
+from promenade_api.kube.agents import AgentWaiter
 from promenade_api.kube.drain import Drainer, DrainReport, DrainSettings, held_locks, plan_drain
 from promenade_api.kube.fence import Fencer
 from promenade_api.kube.kubelet import KubeletStopper
@@ -84,7 +85,10 @@ def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
             lock_patterns=tuple(d.eviction_lock_patterns),
             lock_poll_interval=d.lock_poll_interval,
             daemonset_like_kinds=tuple(d.daemonset_like_kinds), parallelism=d.parallelism,
-            hold_annotation=d.hold_annotation),
+            hold_annotation=d.hold_annotation,
+            agent_lock_patterns=tuple(d.agent_lock_patterns),
+            agent_pod_labels=tuple(_pair(x) for x in d.agent_pod_labels),
+            agent_maintenance_labels=tuple(_pair(x) for x in d.agent_maintenance_labels)),
         drain_timeout=d.default_timeout, drain_grace_period=d.default_grace_period,
         keep_labels=tuple(conf.clear_labels.keep),
         clear_labels_timeout=conf.clear_labels.default_timeout,
@@ -135,7 +139,8 @@ class Promenade:
 
     def labels(self) -> LabelManager:
         return LabelManager(self.kube, self.settings.keep_labels, clock=self.clock,
-                            sleep=self.sleep, poll_interval=self.settings.clear_labels_poll)
+                            sleep=self.sleep, poll_interval=self.settings.clear_labels_poll,
+                            agent=self.settings.drain.is_agent)
 
     def remover(self) -> EtcdRemover:
         s = self.settings
@@ -174,9 +179,20 @@ class Promenade:
         """Remove the pods of a node whose power-off was confirmed (out-of-service taint)."""
         fencer = Fencer(self.kube, clock=self.clock, sleep=self.sleep,
                         poll_interval=self.settings.kubelet_poll, check=check,
-                        progress=self.drain_progress)
+                        progress=self.drain_progress,
+                        signal=self.settings.drain.signal_labels())
         with self.timed("fence"), step_errors(DrainNodeError, f"Fencing {node} failed"):
             return fencer.run(node, timeout)
+
+    def await_agents(self, node: str, timeout: int | None,
+                     check: Callable[[], None] = lambda: None) -> dict[str, Any]:
+        """Wait for the node's per-node agents to be removed and their locks released."""
+        waiter = AgentWaiter(self.kube, self.settings.drain, clock=self.clock,
+                             sleep=self.sleep, check=check)
+        with self.timed("agent_locks"), step_errors(
+                DrainNodeError, f"Waiting for the agents of {node} failed"):
+            return waiter.wait(node, self.settings.drain_timeout if timeout is None
+                               else timeout)
 
     def clear_labels(self, node: str, timeout: int | None) -> dict[str, Any]:
         with self.timed("clear_labels"), step_errors(ClearLabelsError,
@@ -249,7 +265,9 @@ class Promenade:
             "taints": list(current.taints),
             "pods": {"total": len(pods), "by_owner_kind": by_kind,
                      "evictable": sorted(p.key for p in plan.evict + plan.hold)},
-            "eviction_locks": held_locks(current.annotations, self.settings.drain.lock_patterns),
+            "eviction_locks": held_locks(current.annotations,
+                                         (*self.settings.drain.lock_patterns,
+                                          *self.settings.drain.agent_lock_patterns)),
             "etcd": [{"cluster": c.name, "member": m} for c in clusters or []
                      for m, n in sorted(c.members.items()) if n == node],
             "drain_progress": parse(current.annotations),

@@ -1,7 +1,10 @@
 """Drain a node like `kubectl drain --force --ignore-daemonsets --delete-emptydir-data`, safely.
 
-Safe eviction (spec 002): the node gets a maintenance label first, then nothing is evicted
-until no node annotation matches an eviction-lock pattern; pods annotated as holds go last.
+Safe eviction (spec 002): the node gets its maintenance labels first (Berth's, and the signal
+per-node agents obey), then nothing is evicted until no node annotation matches an eviction-lock
+pattern; pods annotated as holds go last. Per-node agents (DaemonSet-like owners, or pods with
+an agent label) are left to their operators, whose agent locks guard only those agents: they
+never hold up an eviction (decommission waits for them after clear-labels, see agents.py).
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ WAIT_SLICE = 1.0  # waits for pods to leave are sliced so a cancellation is seen
 # Spec 002: per-node agents whose controllers are not the built-in DaemonSet, which kubectl
 # alone protects. An entry is a kind, or "api-group/Kind" for a kind of one API group.
 DAEMONSET_LIKE_KINDS = ("ConfiguredDaemonSet", "apps.kruise.io/DaemonSet")
+# Spec 002: Yaook's per-node agents (a StatefulSet each, under the agent's custom resource),
+# recognised by the label Yaook puts on their pods; their operators delete them once the node
+# is signalled for maintenance, and only then release the node's l2-lock annotations.
+AGENT_POD_LABELS = tuple(("state.yaook.cloud/parent-plural", plural) for plural in (
+    "novacomputenodes", "neutronl2agents", "neutronl3agents", "neutrondhcpagents",
+    "neutronbgpdragents", "neutronovnagents", "neutronovnbgpagents"))
+AGENT_MAINTENANCE_LABELS = (("maintenance.yaook.cloud/maintenance-required-l2-agent", "True"),)
 
 
 def daemonset_like(kind: str, api_version: str, kinds: Sequence[str]) -> bool:
@@ -49,12 +59,23 @@ class DrainSettings:
 
     retry_delay: float = 5.0
     maintenance_label: tuple[str, str] = ("maintenance.berth.io/required", "true")
-    lock_patterns: tuple[str, ...] = ("eviction-lock.berth.io/*",
-                                      "l2-lock.maintenance.yaook.cloud/*")
+    lock_patterns: tuple[str, ...] = ("eviction-lock.berth.io/*",)
     lock_poll_interval: float = 5.0
     daemonset_like_kinds: tuple[str, ...] = DAEMONSET_LIKE_KINDS
     parallelism: int = 16
     hold_annotation: str = "berth.io/eviction-hold"
+    agent_lock_patterns: tuple[str, ...] = ("l2-lock.maintenance.yaook.cloud/*",)
+    agent_pod_labels: tuple[tuple[str, str], ...] = AGENT_POD_LABELS
+    agent_maintenance_labels: tuple[tuple[str, str], ...] = AGENT_MAINTENANCE_LABELS
+
+    def signal_labels(self) -> dict[str, str]:
+        """The labels that tell lock holders and per-node agents the node goes out of service."""
+        return {**dict(self.agent_maintenance_labels), self.maintenance_label[0]:
+                self.maintenance_label[1]}
+
+    def is_agent(self, pod: Pod) -> bool:
+        """A per-node agent its operator removes (never evicted by Berth)."""
+        return any(pod.labels.get(k) == v for k, v in self.agent_pod_labels)
 
 
 def validate_timeouts(timeout: int, grace_period: int) -> None:
@@ -97,6 +118,8 @@ def plan_drain(pods: Iterable[Pod], settings: DrainSettings,
             plan.delete.append(pod)
         elif ctl and daemonset_like(ctl.kind, ctl.api_version, settings.daemonset_like_kinds):
             plan.skipped.append((pod, f"managed by {ctl.kind} {ctl.name} (DaemonSet-like)"))
+        elif settings.is_agent(pod):
+            plan.skipped.append((pod, "per-node agent, left to its operator"))
         elif ctl and ctl.kind == "DaemonSet" and daemonset_exists(pod.namespace, ctl.name):
             plan.skipped.append((pod, f"managed by DaemonSet {ctl.name}"))
         else:
@@ -162,9 +185,10 @@ class Drainer:
 
     def _run(self, node: str, timeout: int, grace_period: int) -> DrainReport:
         deadline = self._clock() + timeout
-        key, value = self._s.maintenance_label
-        LOG.info("drain %s: cordoning and setting %s=%s", node, key, value)
-        patched = self._kube.patch_node(node, labels={key: value}, unschedulable=True)
+        signal = self._s.signal_labels()
+        LOG.info("drain %s: cordoning and setting %s", node,
+                 ", ".join(f"{k}={v}" for k, v in signal.items()))
+        patched = self._kube.patch_node(node, labels=signal, unschedulable=True)
         self._wait_for_locks(node, patched.annotations, deadline)
         plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
         report = DrainReport(warnings=list(plan.warnings), skipped=[

@@ -2,13 +2,15 @@
 
 Only for a node whose power-off the caller has confirmed at its BMC: the out-of-service taint
 makes the control plane delete the node's pods at once (no kubelet has to confirm), which is
-unsafe on a node that may still be running them.
+unsafe on a node that may still be running them. The node gets the maintenance signal first
+(the drain's labels), so operators of per-node agents (spec 002) stop placing their agents
+there and release their locks instead of recreating what the taint removes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from common.status import simple_message
@@ -29,8 +31,10 @@ class Fencer:
     def __init__(self, kube: KubePort, *, clock: Callable[[], float],
                  sleep: Callable[[float], None], poll_interval: float,
                  check: Callable[[], None] = lambda: None,
-                 progress: Callable[[str], DrainProgress] | None = None) -> None:
+                 progress: Callable[[str], DrainProgress] | None = None,
+                 signal: Mapping[str, str] | None = None) -> None:
         self._kube, self._clock, self._sleep = kube, clock, sleep
+        self._signal = dict(signal or {})
         self._poll, self._check = poll_interval, check
         self._progress_of = progress or (lambda node: DrainProgress(
             node, None, 0.0, lambda: 0.0, lambda record: None))
@@ -51,8 +55,11 @@ class Fencer:
     def _run(self, node: str, timeout: int, progress: DrainProgress) -> dict[str, Any]:
         current = self._kube.get_node(node)
         before = {p.key for p in self._kube.list_pods(node)}
-        if not current.unschedulable:
-            self._kube.patch_node(node, unschedulable=True)
+        missing = {k: v for k, v in self._signal.items() if current.labels.get(k) != v}
+        if missing or not current.unschedulable:
+            LOG.info("fence %s: cordoning and setting %s", node,
+                     ", ".join(f"{k}={v}" for k, v in missing.items()) or "no label")
+            self._kube.patch_node(node, labels=missing or None, unschedulable=True)
         if not current.has_taint(OUT_OF_SERVICE["key"], OUT_OF_SERVICE["effect"]):
             LOG.info("fence %s: tainting %s", node, OUT_OF_SERVICE["key"])
             self._kube.add_taint(node, OUT_OF_SERVICE)

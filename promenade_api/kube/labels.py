@@ -85,8 +85,10 @@ class LabelManager:
     """Clear-labels and PUT node-labels on one KubePort."""
 
     def __init__(self, kube: KubePort, keep: Sequence[str], *, clock: Callable[[], float],
-                 sleep: Callable[[float], None], poll_interval: float) -> None:
+                 sleep: Callable[[float], None], poll_interval: float,
+                 agent: Callable[[Pod], bool] = lambda pod: False) -> None:
         self._kube, self._keep = kube, list(keep)
+        self._agent = agent  # per-node agents leave when their operators say (agents.py)
         self._clock, self._sleep, self._poll = clock, sleep, poll_interval
 
     def clear(self, node: str, timeout: int) -> dict[str, Any]:
@@ -112,7 +114,8 @@ class LabelManager:
                           deadline: float) -> list[str]:
         while True:
             misfits = sorted(p.key for p in self._kube.list_pods(node)
-                             if not p.terminal and not pod_fits(p, labels))
+                             if not p.terminal and not self._agent(p)
+                             and not pod_fits(p, labels))
             if not misfits or self._clock() >= deadline:
                 return misfits
             LOG.info("clear-labels %s: waiting for %d pod(s) to leave", node, len(misfits))

@@ -15,8 +15,13 @@ def test_defaults_follow_the_spec(tmp_path):
         3600, 1800, 1800, 1800, 600, 30.0)
     assert s.drain.retry_delay == 5.0
     assert s.drain.maintenance_label == ("maintenance.berth.io/required", "true")
-    assert s.drain.lock_patterns == ("eviction-lock.berth.io/*",
-                                     "l2-lock.maintenance.yaook.cloud/*")
+    assert s.drain.lock_patterns == ("eviction-lock.berth.io/*",)
+    # Spec 002: Yaook's l2-locks guard its agents, not the node's other pods.
+    assert s.drain.agent_lock_patterns == ("l2-lock.maintenance.yaook.cloud/*",)
+    assert s.drain.signal_labels() == {
+        "maintenance.berth.io/required": "true",
+        "maintenance.yaook.cloud/maintenance-required-l2-agent": "True"}
+    assert ("state.yaook.cloud/parent-plural", "novacomputenodes") in s.drain.agent_pod_labels
     # Spec 002's protections are on by default.
     assert s.drain.daemonset_like_kinds == ("ConfiguredDaemonSet", "apps.kruise.io/DaemonSet")
 

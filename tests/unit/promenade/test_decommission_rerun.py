@@ -38,7 +38,7 @@ def test_a_rerun_after_the_kubelet_was_stopped_by_decommission_completes(svc, ku
     messages = decommission(svc, "node02", clusters(), DecommissionParams())
     text = [m["message"] for m in messages]
     assert [t.split(":")[0] for t in text if "skipped: an earlier decommission" in t] == [
-        "drain", "clear-labels"]
+        "drain", "clear-labels", "agent-locks"]
     assert "shutdown-kubelet: skipped: the kubelet of node02 is already stopped " \
         "(Ready=Unknown)" in text
     assert "remove-etcd: succeeded" in text and "etcd-ready: succeeded" in text

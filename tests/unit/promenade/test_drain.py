@@ -144,14 +144,37 @@ def test_drain_fails_when_a_pod_does_not_go_away(kube, clock):
 
 
 def test_drain_waits_for_eviction_locks_before_evicting(kube, clock):
-    kube.add_pod("l2-agent", "node04")
-    kube.patch_node("node04", annotations={"l2-lock.maintenance.yaook.cloud/nova": ""})
+    kube.add_pod("osd-client", "node04")
+    kube.patch_node("node04", annotations={"eviction-lock.berth.io/ceph-osd": ""})
     clock.at(12, lambda: kube.patch_node(
-        "node04", annotations={"l2-lock.maintenance.yaook.cloud/nova": None}))
+        "node04", annotations={"eviction-lock.berth.io/ceph-osd": None}))
     start = clock()
     drainer(kube, clock).run("node04", 3600, 1800)
     assert kube.pod_names("node04") == []
     assert clock() - start >= 12
+
+
+YAOOK_AGENT = {"state.yaook.cloud/parent-plural": "novacomputenodes"}
+
+
+def test_an_agent_lock_never_holds_an_eviction_and_the_agent_is_left_to_its_operator(
+        kube, clock):
+    """Spec 002: Yaook's l2-lock is released only after its agent is deleted, which the
+    maintenance signal starts; waiting for it before evicting would wait for ever."""
+    kube.add_pod("web-1", "node04")
+    kube.add_pod("nova-compute-0", "node04", owner=("StatefulSet", "nova-compute"),
+                 labels=dict(YAOOK_AGENT))
+    kube.patch_node("node04", annotations={"l2-lock.maintenance.yaook.cloud/nova-compute": ""})
+    start = clock()
+    report = drainer(kube, clock).run("node04", 60, 10)
+    assert clock() - start < 5
+    assert report.evicted == ["default/web-1"]
+    assert kube.pod_names("node04") == ["nova-compute-0"]  # never evicted
+    assert report.skipped == [{"pod": "default/nova-compute-0",
+                               "reason": "per-node agent, left to its operator"}]
+    labels = kube.nodes["node04"].labels  # the signal the agents' operators obey
+    assert labels["maintenance.yaook.cloud/maintenance-required-l2-agent"] == "True"
+    assert labels["maintenance.berth.io/required"] == "true"
 
 
 def test_drain_sets_the_maintenance_label_before_waiting_for_locks(kube, clock):

@@ -90,7 +90,7 @@ def test_drain_publishes_pdb_blocked_pods_while_it_retries(svc, kube, clock):
 
 def test_drain_publishes_the_eviction_lock_and_its_holder(svc, kube, clock):
     kube.add_pod("web-1", "node04")
-    lock = "l2-lock.maintenance.yaook.cloud/neutron-agent"
+    lock = "eviction-lock.berth.io/ceph-osd"
     kube.patch_node("node04", annotations={lock: "neutron-l2-agent-x7"})
     seen = []
     clock.at(1.0, lambda: seen.append(published(kube)))

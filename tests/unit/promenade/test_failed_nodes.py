@@ -59,6 +59,10 @@ def test_fenced_node_loses_its_pods_through_the_out_of_service_taint(svc, kube, 
     node = kube.nodes["node02"]
     assert node.unschedulable and node.has_taint(OUT_OF_SERVICE["key"], "NoExecute")
     assert kube.evictions == [] and kube.pod_names("node02") == ["agent"]
+    # The maintenance signal, so per-node agents' operators do not recreate what the taint
+    # removes and release their locks (spec 002).
+    assert node.labels["maintenance.yaook.cloud/maintenance-required-l2-agent"] == "True"
+    assert node.labels["maintenance.berth.io/required"] == "true"
     assert etcd.removed == ["node02"]  # a dead member counted as already lost
     text = [m["message"] for m in messages]
     assert text[0] == "fence: succeeded"
@@ -83,6 +87,7 @@ def test_a_node_gone_from_kubernetes_only_loses_its_etcd_member(svc, kube, etcd)
     skipped = [m["message"] for m in messages if "skipped" in m["message"]]
     assert skipped == ["drain: skipped: node03 is not known to Kubernetes",
                        "clear-labels: skipped: node03 is not known to Kubernetes",
+                       "agent-locks: skipped: node03 is not known to Kubernetes",
                        "shutdown-kubelet: skipped: node03 is not known to Kubernetes"]
 
 

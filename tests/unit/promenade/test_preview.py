@@ -159,7 +159,7 @@ def test_preview_endpoint_answers_and_changes_nothing(api, ref, kube, etcd):
     body = resp.json
     assert body["node"] == "node01" and body["etcd"][0]["removing"] == ["node01"]
     assert [p["phase"] for p in body["phases"]] == [
-        "drain", "clear-labels", "remove-etcd", "etcd-ready", "shutdown-kubelet"]
+        "drain", "clear-labels", "agent-locks", "remove-etcd", "etcd-ready", "shutdown-kubelet"]
     assert _writes(kube) == [] and etcd.removed == []
 
 
