@@ -6,13 +6,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+import yaml
 
 from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
 from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY_BASE = ROOT / "deploy" / "kubernetes" / "base"
+RBAC_KINDS = frozenset({"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                        "Role", "RoleBinding"})
 
 
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
@@ -95,3 +102,13 @@ class Admin:
 
         node: dict[str, Any] = wait_for(f"node {name} Ready", ready)
         return node
+
+
+def apply_shipped_rbac(plane: ControlPlane) -> str:
+    """Apply the RBAC objects of deploy/kubernetes/base as `kubectl kustomize` renders them
+    (namespace filled in, ServiceAccount subjects included); Berth's namespace."""
+    docs = [d for d in yaml.safe_load_all(plane.kubectl("kustomize", str(DEPLOY_BASE))) if d]
+    rbac = [d for d in docs if d["kind"] in RBAC_KINDS]
+    [namespace] = [d["metadata"]["name"] for d in rbac if d["kind"] == "Namespace"]
+    plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac))
+    return str(namespace)
