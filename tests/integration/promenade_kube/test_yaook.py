@@ -271,3 +271,24 @@ def test_a_lock_never_released_fails_the_decommission_naming_it_within_the_drain
     patch_node(admin, "yk-f1", {"annotations": {stuck: None}})
     wait_for("the L2 agent gone once the lock is released",
              lambda: agent_pods(admin, "yk-f1") == {}, 30)
+
+
+def test_a_drain_alone_signals_maintenance_evicts_the_rest_and_leaves_the_agents_to_yaook(
+        admin: Admin, operator: YaookOperator, yaook_promenade: Promenade) -> None:
+    """The drain does not wait for the locks (their release needs the maintenance signal it
+    gives): the dependents leave through their operator, the L2 agent stays while the node
+    keeps its scheduling label."""
+    admin.ready_node("yk-r1", **{HYPERVISOR: "true"})
+    ordinary_pod(admin, "yk-r1-web", "yk-r1")
+    wait_for("the agents on yk-r1 under their locks", lambda: serving(admin, "yk-r1"), 30)
+    started = time.monotonic()
+    reply = yaook_promenade.post("/nodes/yk-r1/drain", timeout=20, **{"grace-period": 1})
+    assert reply.status_code == 200, reply.text
+    assert time.monotonic() - started < 10
+    assert reply.json()["details"]["evicted"] == [f"{NS}/yk-r1-web"]
+    assert admin.node("yk-r1")["metadata"]["labels"][MAINTENANCE_LABEL] == "True"
+    wait_for("the dependents removed by their operator and their locks released", lambda: (
+        locks(admin, "yk-r1") == [] and set(agent_pods(admin, "yk-r1")) == {L2}), 30)
+    assert running(agent_pods(admin, "yk-r1")[L2])
+    assert not [e for e in operator.history()
+                if e.node == "yk-r1" and e.what == "deleted-by-other"]
