@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -58,11 +59,13 @@ class ControlPlane:
 
     def __init__(self, state_dir: Path, binaries: KubeBinaries,
                  timings: KubeTimings = KubeTimings(),
-                 node_selector: str = f"{NODE_SELECTOR_LABEL}={NODE_SELECTOR_VALUE}") -> None:
+                 node_selector: str = f"{NODE_SELECTOR_LABEL}={NODE_SELECTOR_VALUE}",
+                 extra_apiserver_args: Sequence[str] = ()) -> None:
         self.state_dir = state_dir.resolve()
         self.binaries = binaries
         self.timings = timings
         self.node_selector = node_selector
+        self.extra_apiserver_args = tuple(extra_apiserver_args)  # e.g. an audit log's flags
         self.port = free_port()
         self.pki = ControlPlanePki(self.state_dir / "pki")
         self.kubeconfig = self.state_dir / "admin.kubeconfig"
@@ -185,6 +188,7 @@ class ControlPlane:
             # The kubernetes Service's endpoint would be 127.0.0.1, which Endpoints refuse.
             "--endpoint-reconciler-type=none",
             "--allow-privileged=true", "--profiling=false",
+            *self.extra_apiserver_args,
         ], self.server)
 
     def _component_serving(self, name: str) -> tuple[list[str], str]:

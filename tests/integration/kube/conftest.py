@@ -1,5 +1,5 @@
 """The kubectl built beside the site's control plane, run against a real control plane of its
-own (module scope): a runner that keeps the exit code, and kwok nodes created with it."""
+own (module scope), through a runner that keeps the exit code."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from sitesim.kube.controlplane import ControlPlane
 from tests.support import kube as kube_support
-from tests.support.kube import Admin, wait_for
+from tests.support.kube import Admin
 
 
 @dataclass
@@ -57,13 +57,6 @@ class Kubectl:
         return json.loads(self.ok(*args, "-o", "json"))
 
 
-def kwok_node_manifest(name: str, **labels: str) -> dict[str, Any]:
-    labels = {**labels, NODE_SELECTOR_LABEL: NODE_SELECTOR_VALUE,
-              "kubernetes.io/hostname": name}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"kwok://{name}"}}
-
-
 def is_ready(obj: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True"
                for c in obj.get("status", {}).get("conditions", []))
@@ -85,16 +78,6 @@ def kubectl(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Ku
     return Kubectl(plane, tmp_path_factory.mktemp("kubectl-cache"))
 
 
-def create_nodes(kubectl: Kubectl, admin: Admin, *names: str,
-                 **labels: str) -> list[dict[str, Any]]:
-    """kwok Nodes created with `kubectl apply`, once the API shows them Ready."""
-    manifest = {"apiVersion": "v1", "kind": "List",
-                "items": [kwok_node_manifest(n, **labels) for n in names]}
-    kubectl.ok("apply", "-f", "-", stdin=json.dumps(manifest))
-
-    def ready() -> list[dict[str, Any]] | None:
-        nodes = [admin.node(n) for n in names]
-        return nodes if all(is_ready(n) for n in nodes) else None
-
-    found: list[dict[str, Any]] = wait_for(f"nodes {', '.join(names)} Ready", ready)
-    return found
+def create_nodes(admin: Admin, *names: str, **labels: str) -> list[dict[str, Any]]:
+    """kwok Nodes (tests.support.kube), once the API shows them Ready."""
+    return [admin.ready_node(name, **labels) for name in names]

@@ -78,7 +78,7 @@ def test_version_shows_the_built_server_version(kubectl: Kubectl, admin: Admin) 
 
 
 def test_get_nodes_shows_the_kwok_nodes_ready(kubectl: Kubectl, admin: Admin) -> None:
-    create_nodes(kubectl, admin, "kc-get-1", "kc-get-2", pool="kc-get")
+    create_nodes(admin, "kc-get-1", "kc-get-2", pool="kc-get")
     out = kubectl.ok("get", "nodes", "-l", "pool=kc-get")
     assert out.splitlines()[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     rows = {row[0]: row for row in table(out)}
@@ -90,7 +90,7 @@ def test_get_nodes_shows_the_kwok_nodes_ready(kubectl: Kubectl, admin: Admin) ->
 
 
 def test_label_and_unlabel_a_node(kubectl: Kubectl, admin: Admin) -> None:
-    create_nodes(kubectl, admin, "kc-label")
+    create_nodes(admin, "kc-label")
     kubectl.ok("label", "node", "kc-label", "promenade-decomission=enabled")
     assert admin.node("kc-label")["metadata"]["labels"]["promenade-decomission"] == "enabled"
     refused = kubectl.run("label", "node", "kc-label", "promenade-decomission=done")
@@ -103,7 +103,7 @@ def test_label_and_unlabel_a_node(kubectl: Kubectl, admin: Admin) -> None:
 
 def test_cordon_keeps_new_pods_off_the_node_until_uncordon(kubectl: Kubectl,
                                                            admin: Admin) -> None:
-    create_nodes(kubectl, admin, "kc-cordon")
+    create_nodes(admin, "kc-cordon")
     assert "node/kc-cordon cordoned" in kubectl.ok("cordon", "kc-cordon")
     assert admin.node("kc-cordon")["spec"]["unschedulable"] is True
     assert table(kubectl.ok("get", "node", "kc-cordon"))[0][1] == "Ready,SchedulingDisabled"
@@ -128,7 +128,7 @@ def test_cordon_keeps_new_pods_off_the_node_until_uncordon(kubectl: Kubectl,
 
 def test_create_deployment_and_scale_run_pods_on_kwok_nodes(kubectl: Kubectl,
                                                             admin: Admin) -> None:
-    create_nodes(kubectl, admin, "kc-app-1", "kc-app-2", pool="kc-app")
+    create_nodes(admin, "kc-app-1", "kc-app-2", pool="kc-app")
     kubectl.ok("create", "namespace", "kc-apps")
     kubectl.ok("create", "deployment", "web", "-n", "kc-apps", "--image", IMAGE,
                "--replicas", "0")
@@ -154,7 +154,7 @@ def test_create_deployment_and_scale_run_pods_on_kwok_nodes(kubectl: Kubectl,
 
 def test_get_events_shows_what_the_controllers_and_the_scheduler_did(kubectl: Kubectl,
                                                                      admin: Admin) -> None:
-    create_nodes(kubectl, admin, "kc-events", pool="kc-events")
+    create_nodes(admin, "kc-events", pool="kc-events")
     kubectl.ok("create", "namespace", "kc-events")
     apply(kubectl, "kc-events", deployment("web", 1, "kc-events"))
     [pod] = wait_for("the pod Ready", lambda: ready_pods(admin, "kc-events", "web"))
@@ -209,7 +209,7 @@ def test_auth_can_i_answers_for_the_admin_and_promenades_service_account(
                    for args, allowed in CAN_I_PROMENADE}
 
     # The answers hold: as the ServiceAccount, a node is patched and a pod evicted ...
-    create_nodes(kubectl, admin, "kc-auth", pool="kc-auth")
+    create_nodes(admin, "kc-auth", pool="kc-auth")
     kubectl.ok("create", "namespace", "kc-auth")
     apply(kubectl, "kc-auth", deployment("web", 1, "kc-auth"))
     [pod] = wait_for("the pod Ready", lambda: ready_pods(admin, "kc-auth", "web"))
@@ -245,8 +245,8 @@ def test_drain_retries_a_pdb_refusal_until_the_replacement_is_ready(
     eviction itself, so the budget refuses (429) only while the replacement cannot run: the
     second node joins the pool once kubectl has been refused."""
     ns = "kc-drain"
-    create_nodes(kubectl, admin, "kc-drain-1", pool=ns)
-    create_nodes(kubectl, admin, "kc-drain-2")
+    create_nodes(admin, "kc-drain-1", pool=ns)
+    create_nodes(admin, "kc-drain-2")
     kubectl.ok("create", "namespace", ns)
     agent = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
              "spec": {"selector": {"matchLabels": {"app": "agent"}},
@@ -308,7 +308,7 @@ def test_drain_retries_a_pdb_refusal_until_the_replacement_is_ready(
 def test_drain_fails_at_its_timeout_when_the_pdb_never_allows(kubectl: Kubectl,
                                                               admin: Admin) -> None:
     ns = "kc-stuck"
-    create_nodes(kubectl, admin, "kc-stuck-1", pool=ns)
+    create_nodes(admin, "kc-stuck-1", pool=ns)
     kubectl.ok("create", "namespace", ns)
     apply(kubectl, ns, deployment("solo", 1, ns), budget("solo", minAvailable=1))
     [pod] = wait_for("the solo pod Ready", lambda: ready_pods(admin, ns, "solo"))
@@ -326,7 +326,7 @@ def test_drain_fails_at_its_timeout_when_the_pdb_never_allows(kubectl: Kubectl,
 
 
 def test_delete_node_deletes_exactly_that_node(kubectl: Kubectl, admin: Admin) -> None:
-    create_nodes(kubectl, admin, "kc-del-1", "kc-del-2")
+    create_nodes(admin, "kc-del-1", "kc-del-2")
     before = {n["metadata"]["name"] for n in admin.get("/api/v1/nodes")["items"]}
     assert 'node "kc-del-1" deleted' in kubectl.ok("delete", "node", "kc-del-1")
     assert admin.call("GET", "/api/v1/nodes/kc-del-1").status_code == 404
@@ -366,7 +366,7 @@ def test_apply_creates_then_updates_a_pdb(kubectl: Kubectl, admin: Admin,
 def test_get_pdb_all_namespaces_shows_the_disruption_controllers_status(
         kubectl: Kubectl, admin: Admin) -> None:
     ns = "kc-pdb"
-    create_nodes(kubectl, admin, "kc-pdb-1", pool=ns)
+    create_nodes(admin, "kc-pdb-1", pool=ns)
     kubectl.ok("create", "namespace", ns)
     apply(kubectl, ns, deployment("web", 3, ns), budget("web", maxUnavailable=1),
           deployment("db", 2, ns), budget("db", minAvailable=2))
