@@ -71,8 +71,9 @@ def postgres_overrides(databases: Mapping[str, str]) -> dict[str, Sections]:
 
 SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "promenade": {
-        "kubernetes": {"kubeconfig": lambda s: s["kubeconfig"], "api_url": lambda s: s["kube"],
-                       "poll_interval": 0.5},
+        # Promenade reaches Kubernetes as its ServiceAccount, with the role Berth ships.
+        "kubernetes": {"kubeconfig": lambda s: s["promenade_kubeconfig"],
+                       "lease_namespace": lambda s: s["lease_namespace"], "poll_interval": 0.5},
         "clear_labels": {"poll_interval": 0.5},
         "etcd": {"poll_interval": 1.0},
         "kubelet": {"poll_interval": 0.5},

@@ -71,7 +71,11 @@ def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVIC
     admin_token, service_token = write_tokens(berth_dir / "tokens.yaml")
     kubeconfig = berth_dir / "kubeconfig"
     shutil.copyfile(site.kubeconfig, kubeconfig)
+    promenade_kubeconfig = berth_dir / "promenade.kubeconfig"
+    shutil.copyfile(site.promenade_kubeconfig, promenade_kubeconfig)
     facts: dict[str, Any] = {**site.urls, "kubeconfig": str(kubeconfig),
+                             "promenade_kubeconfig": str(promenade_kubeconfig),
+                             "lease_namespace": site.lease_namespace,
                              "maas_api_key": site.spec.maas_api_key,
                              "berth_dir": str(berth_dir),
                              "shipyard_url": f"http://127.0.0.1:{ports['shipyard']}"}

@@ -24,7 +24,8 @@ class KubePort(Protocol):
     def add_node(self, name: str, labels: dict[str, str], *, ready: bool = True,
                  control_plane: bool = False) -> Any: ...
 
-    def set_ready(self, name: str, ready: bool) -> Any: ...
+    def set_ready(self, name: str, ready: bool) -> Any:
+        """Start (True) or stop (False) the node's kubelet."""
 
     def node_summary(self, name: str) -> dict[str, Any] | None: ...
 
@@ -190,19 +191,21 @@ class SiteModel:
         self.scheduler.call_later(delay, lambda: self.set_power(name, on))
 
     def _kube_ready_if_on(self, name: str) -> None:
+        """A deployed server powered on starts its kubelet (if its Node is registered)."""
         if self.kube is None or not self.is_on(name):
             return
         if self.maas_status(name) not in (None, "Deployed"):
             return
         summary = self.kube.node_summary(name)
-        if summary and summary.get("present") and not summary.get("ready"):
+        if summary and summary.get("present") and not summary.get("kubelet"):
             self.kube.set_ready(name, True)
 
     def _kube_down_if_off(self, name: str) -> None:
+        """A server powered off stops its kubelet; Kubernetes notices by itself."""
         if self.kube is None or self.is_on(name):
             return
         summary = self.kube.node_summary(name)
-        if summary and summary.get("present") and summary.get("ready"):
+        if summary and summary.get("present") and summary.get("kubelet"):
             self.kube.set_ready(name, False)
 
     # --- disks, MAAS status, BMC -------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sitesim.admin import AdminApp
 from sitesim.bmc.ipmi import PyghmiBmcs
@@ -18,9 +18,12 @@ from sitesim.bmc.ipmisim import IpmiSimBmc
 from sitesim.bmc.redfish import RedfishBmc, system_uuid
 from sitesim.design import SiteEndpoints, design_documents, dump_documents
 from sitesim.etcd.manager import EtcdManager
+from sitesim.kube.binaries import kube_binaries
+from sitesim.kube.controlplane import ControlPlane, KubeTimings
+from sitesim.kube.sitekube import HostTimings, SiteKube, audit_args
 from sitesim.maas.app import MaasApp
 from sitesim.maas.machines import MachineStore
-from sitesim.model import KubePort, SiteModel
+from sitesim.model import SiteModel
 from sitesim.ports import free_port
 from sitesim.scheduler import Scheduler
 from sitesim.servers import ServerThread
@@ -44,51 +47,43 @@ class SitePorts:
         return cls(admin=7000, kube=6443, maas=5240, redfish=8000, ipmi_base=6230)
 
 
-class KubeHandle(Protocol):
-    cluster: Any
-    url: str
-
-    def stop(self) -> None: ...
+PLANE_TIMINGS = ("node_lease_duration_s", "node_monitor_period_s", "node_monitor_grace_period_s")
+HOST_TIMINGS = ("kubelet_shutdown_delay", "poll_interval")
 
 
-KubeFactory = Callable[[SiteModel, int, Path], KubeHandle]
+def start_kube(model: SiteModel, port: int, workdir: Path) -> SiteKube:
+    """A real control plane (built on first use) with a kwok kubelet per deployed server,
+    and the demo workloads when the site has them."""
+    raw = dict(model.spec.timings.kube)
+    audit = workdir / "kube-audit"
+    plane = ControlPlane(workdir / "kube", kube_binaries(build=True), port=port,
+                         timings=KubeTimings(**{k: int(raw[k]) for k in PLANE_TIMINGS
+                                                if k in raw}),
+                         extra_apiserver_args=audit_args(audit))
+    plane.start()
+    kube = SiteKube(plane, model, HostTimings(**{k: float(raw[k]) for k in HOST_TIMINGS
+                                                  if k in raw}), audit_log=audit / "audit.log")
+    try:
+        shutil.copyfile(plane.kubeconfig, workdir / "kubeconfig")
+        kube.lease_namespace = kube.promenade_kubeconfig(workdir / "promenade.kubeconfig")
+        seed_kube_nodes(model, kube)
+        if model.spec.workloads:
+            deployed = [n for n in model.spec.nodes if n.state == "deployed"]
+            kube.seed_workloads([n.name for n in deployed if n.control_plane],
+                                [n.name for n in deployed if not n.control_plane])
+        kube.start()
+    except BaseException:
+        kube.stop()
+        raise
+    return kube
 
 
-@dataclass
-class _RealKube:
-    cluster: Any
-    server: Any
-    url: str
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.cluster.stop()
-
-
-def real_kube(model: SiteModel, port: int, workdir: Path) -> KubeHandle:
-    """The Kubernetes API simulator of `sitesim.kubeapi`, seeded with the deployed nodes."""
-    from sitesim import kubeapi
-
-    cluster = kubeapi.KubeCluster(model, kubeapi.KubeTimings(**dict(model.spec.timings.kube)))
-    seed_kube_nodes(model, cluster)
-    cluster.start()
-    server = kubeapi.serve(cluster, "127.0.0.1", port)
-    url = f"http://127.0.0.1:{server.port}"
-    kubeapi.write_kubeconfig(str(workdir / "kubeconfig"), url)
-    if model.spec.workloads:
-        deployed = [n for n in model.spec.nodes if n.state == "deployed"]
-        kubeapi.seed_workloads(cluster, [n.name for n in deployed if n.control_plane],
-                               [n.name for n in deployed if not n.control_plane])
-    return _RealKube(cluster, server, url)
-
-
-def seed_kube_nodes(model: SiteModel, cluster: KubePort) -> None:
+def seed_kube_nodes(model: SiteModel, cluster: SiteKube) -> None:
     for node in model.spec.nodes:
         if node.state == "deployed":
-            labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux",
-                      "kubernetes.io/arch": "amd64", **node.labels}
-            cluster.add_node(node.name, labels, ready=True, control_plane=node.control_plane)
-        if not node.kubelet_shutdown and hasattr(cluster, "set_kubelet_shutdown_enabled"):
+            cluster.add_node(node.name, dict(node.labels), ready=True,
+                             control_plane=node.control_plane)
+        if not node.kubelet_shutdown:
             cluster.set_kubelet_shutdown_enabled(node.name, False)
 
 
@@ -99,7 +94,6 @@ class Site:
     spec: SiteSpec
     ports: SitePorts = field(default_factory=SitePorts)
     workdir: Path | None = None
-    kube_factory: KubeFactory = real_kube
 
     def __post_init__(self) -> None:
         self._stops: list[Callable[[], None]] = []
@@ -112,7 +106,7 @@ class Site:
         self.ipmi_ports: dict[str, int] = {}
         self.etcd: EtcdManager | None = None
         self.ipmi_sims: list[IpmiSimBmc] = []
-        self.kube: KubeHandle | None = None
+        self.kube: SiteKube | None = None
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> Site:
@@ -135,15 +129,14 @@ class Site:
     def _start_all(self) -> None:
         self._stops.append(self.scheduler.stop)
         self._serve("sitesim", AdminApp(self.model, self.info), self.ports.admin)
-        self.kube = self.kube_factory(self.model, self.ports.kube, self.dir)
+        self.kube = start_kube(self.model, self.ports.kube, self.dir)
         self._stops.append(self.kube.stop)
-        self.model.kube = self.kube.cluster
+        self.model.kube = self.kube
         self.urls["kube"] = self.kube.url
         self.etcd = EtcdManager(self.model, self.dir)
         self._stops.append(self.etcd.stop)
         self.etcd.start()
-        if hasattr(self.kube.cluster, "on_node_labels"):
-            self.kube.cluster.on_node_labels(self.etcd.on_node_labels)
+        self.kube.on_node_labels(self.etcd.on_node_labels)
         self._start_bmcs()
         store = MachineStore(self.model, self._power_parameters)
         for node in self.spec.nodes:
@@ -210,9 +203,10 @@ class Site:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def pids(self) -> list[int]:
-        """Child processes of the site (etcd members, ipmi_sim)."""
+        """Child processes of the site (etcd members, ipmi_sim, the Kubernetes control plane)."""
         sims = [s.process.pid for s in self.ipmi_sims if s.process is not None]
-        return (self.etcd.pids() if self.etcd else []) + sims
+        kube = self.kube.plane.pids if self.kube else []
+        return (self.etcd.pids() if self.etcd else []) + sims + kube
 
     # --- what the rest of Berth needs to know ----------------------------------------------
     def endpoints(self) -> SiteEndpoints:
@@ -232,7 +226,17 @@ class Site:
 
     @property
     def kubeconfig(self) -> Path:
+        """The cluster admin's kubeconfig (the operator's kubectl)."""
         return self.dir / "kubeconfig"
+
+    @property
+    def promenade_kubeconfig(self) -> Path:
+        """Promenade's: the ServiceAccount bound to the role Berth ships, nothing more."""
+        return self.dir / "promenade.kubeconfig"
+
+    @property
+    def lease_namespace(self) -> str:
+        return self.kube.lease_namespace if self.kube is not None else "berth"
 
     def info(self) -> dict[str, Any]:
         return {"site": self.spec.name, "urls": dict(self.urls),

@@ -363,6 +363,31 @@ def parse_fault(item: Any, names: set[str]) -> FaultSpec:
     return FaultSpec(node=item["node"], operation=item["operation"], effect=item["effect"])
 
 
+KUBE_TIMINGS = {
+    "node_lease_duration_s": "kwok's node lease duration (it renews every quarter of it)",
+    "node_monitor_period_s": "how often the node-lifecycle controller looks",
+    "node_monitor_grace_period_s": "silence after which a node turns Unknown",
+    "kubelet_shutdown_delay": "seconds the kubelet-shutdown pod's script takes",
+    "poll_interval": "how often the hosts look at the cluster",
+}
+
+
+def _parse_kube_timings(raw: Any, problems: list[str]) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        problems.append("timings.kube: must be a mapping")
+        return {}
+    values: dict[str, float] = {}
+    for key, value in raw.items():
+        if key not in KUBE_TIMINGS:
+            problems.append(f"timings.kube: unknown key {key!r} (known: "
+                            f"{', '.join(sorted(KUBE_TIMINGS))})")
+        elif not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            problems.append(f"timings.kube.{key}: must be a number >= 0")
+        else:
+            values[key] = float(value)
+    return values
+
+
 def _parse_timings(raw: Any, problems: list[str]) -> Timings:
     if raw is None:
         return Timings()
@@ -372,10 +397,7 @@ def _parse_timings(raw: Any, problems: list[str]) -> Timings:
     values: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "kube":
-            if not isinstance(value, dict):
-                problems.append("timings.kube: must be a mapping")
-            else:
-                values[key] = dict(value)
+            values[key] = _parse_kube_timings(value, problems)
         elif key not in Timings.__dataclass_fields__:
             problems.append(f"timings: unknown key {key!r}")
         elif not isinstance(value, int | float) or value < 0:

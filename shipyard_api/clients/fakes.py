@@ -126,8 +126,8 @@ class FakePromenade:
             self.calls.append(Call("decommission_preview", node, None, ctx.marker))
         base = {"node": node, "fenced": fenced, "kubernetes": {"ready": "True"},
                 "phases": [{"phase": p, "runs": True, "note": ""} for p in (
-                    "fence" if fenced else "drain", "clear-labels", "remove-etcd", "etcd-ready",
-                    "shutdown-kubelet")],
+                    "fence" if fenced else "drain", "clear-labels", "agent-locks", "remove-etcd",
+                    "etcd-ready", "shutdown-kubelet")],
                 "drain": {"evict": [], "skipped": [], "budgets": [], "eviction_locks": [],
                           "can_finish": True, "blocked_by": []},
                 "capacity": {"pending": []}, "etcd": [], "blockers": [], "warnings": []}

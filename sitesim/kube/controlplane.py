@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from sitesim.etcd.cluster import EtcdCluster
 from sitesim.kube.binaries import KubeBinaries, kube_binaries
@@ -23,9 +24,22 @@ from sitesim.kube.pki import ControlPlanePki, make_pki
 from sitesim.ports import free_port
 from sitesim.processes import stop_event_on_signals, terminate
 
-NODE_SELECTOR_LABEL = "kwok.x-k8s.io/node"
-NODE_SELECTOR_VALUE = "fake"
+# kwok runs the kubelet of a Node carrying this label. A label, because kwok stops running a
+# node only when a label selector stops matching (the apiserver filters the watch; with an
+# annotation selector kwok filters itself and ignores the change); in a kubernetes.io
+# namespace, because Promenade's clear-labels keeps those as the kubelet's own.
+KWOK_LABEL = "sitesim.kubernetes.io/kubelet"
+KWOK_VALUE = "running"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+SITE_STAGES = Path(__file__).resolve().parent / "stages"
+
+
+def kwok_node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Node as its kubelet registers it, run by kwok (its label, kwok:// providerID)."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                  KWOK_LABEL: KWOK_VALUE, **(labels or {})}},
+            "spec": {"providerID": f"kwok://{name}"}}
 
 
 class ControlPlaneError(Exception):
@@ -59,14 +73,14 @@ class ControlPlane:
 
     def __init__(self, state_dir: Path, binaries: KubeBinaries,
                  timings: KubeTimings = KubeTimings(),
-                 node_selector: str = f"{NODE_SELECTOR_LABEL}={NODE_SELECTOR_VALUE}",
-                 extra_apiserver_args: Sequence[str] = ()) -> None:
+                 node_selector: str = f"{KWOK_LABEL}={KWOK_VALUE}",
+                 extra_apiserver_args: Sequence[str] = (), port: int = 0) -> None:
         self.state_dir = state_dir.resolve()
         self.binaries = binaries
         self.timings = timings
         self.node_selector = node_selector
         self.extra_apiserver_args = tuple(extra_apiserver_args)  # e.g. an audit log's flags
-        self.port = free_port()
+        self.port = port or free_port()
         self.pki = ControlPlanePki(self.state_dir / "pki")
         self.kubeconfig = self.state_dir / "admin.kubeconfig"
         self._etcd: EtcdCluster | None = None
@@ -224,11 +238,15 @@ class ControlPlane:
                                              "--kube-api-qps=100", "--kube-api-burst=200"], url)
 
     def _kwok(self) -> _Component:
-        stages = sorted(self.binaries.stages_dir.glob("*.yaml"))
+        """kwok with its default Stages, those of the same file name in sitesim/kube/stages
+        replacing them."""
+        stages = {s.name: s for s in self.binaries.stages_dir.glob("*.yaml")}
         if not stages:
             raise ControlPlaneError(f"no kwok stages in {self.binaries.stages_dir}")
+        stages.update({s.name: s for s in SITE_STAGES.glob("*.yaml")})
         config = self.state_dir / "kwok.yaml"
-        config.write_text("\n---\n".join(s.read_text().strip() for s in stages) + "\n")
+        config.write_text("\n---\n".join(stages[name].read_text().strip()
+                                         for name in sorted(stages)) + "\n")
         port = free_port()
         return _Component("kwok", [
             str(self.binaries.kwok), f"--kubeconfig={self.kubeconfig}", f"--config={config}",

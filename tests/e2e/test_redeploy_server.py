@@ -80,8 +80,8 @@ def test_redeploy_server_with_wait_tears_down_and_redeploys_node01(
     assert report["code"] == 200
     assert [m["message"] for m in report["details"]["messageList"]
             if m["message"].endswith(": succeeded")] == [
-        "drain: succeeded", "clear-labels: succeeded", "remove-etcd: succeeded",
-        "etcd-ready: succeeded", "shutdown-kubelet: succeeded"]
+        "drain: succeeded", "clear-labels: succeeded", "agent-locks: succeeded",
+        "remove-etcd: succeeded", "etcd-ready: succeeded", "shutdown-kubelet: succeeded"]
     destroy = steps_of(view)["destroy_nodes.node01"]["details"]["task"]
     assert destroy["options"] == {"preserve_local_storage": False}
     assert destroy["request_context"]["context_marker"] == view["context_marker"]

@@ -14,7 +14,7 @@ import requests
 import yaml
 
 from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
-from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from sitesim.kube.controlplane import ControlPlane, kwok_node
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_BASE = ROOT / "deploy" / "kubernetes" / "base"
@@ -87,12 +87,8 @@ class Admin:
         return self.get(f"/api/v1/nodes/{name}")
 
     def ready_node(self, name: str, **labels: str) -> dict[str, Any]:
-        """A Node kwok runs (label selector, kwok:// providerID), once it is Ready."""
-        labels = {**labels, NODE_SELECTOR_LABEL: NODE_SELECTOR_VALUE,
-                  "kubernetes.io/hostname": name}
-        self.create("/api/v1/nodes", {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"kwok://{name}"}})
+        """A Node kwok runs (its label, kwok:// providerID), once it is Ready."""
+        self.create("/api/v1/nodes", kwok_node(name, labels))
 
         def ready() -> dict[str, Any] | None:
             node = self.node(name)

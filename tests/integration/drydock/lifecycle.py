@@ -60,8 +60,9 @@ def lc_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LifecycleEnv]:
     try:
         promenade = ServiceProcess("promenade", work, {
             "auth": auth, "logging": {"json": "false", "level": "INFO"},
-            "kubernetes": {"kubeconfig": site.kubeconfig, "api_url": site.urls["kube"],
-                           "poll_interval": 0.05}}, port=prom_port)
+            "kubernetes": {"kubeconfig": site.promenade_kubeconfig,
+                           "lease_namespace": site.lease_namespace, "poll_interval": 0.05}},
+            port=prom_port)
         sections = drydock_sections(site, work, auth=auth, peers=peers,
                                     steps={"enlist_timeout": 20,
                                            "commission_timeout": 20, "deploy_timeout": 20},

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sitesim.kube.controlplane import NODE_SELECTOR_LABEL, NODE_SELECTOR_VALUE, ControlPlane
+from sitesim.kube.controlplane import KWOK_LABEL, ControlPlane, kwok_node
 from tests.support import kube as kube_support
 from tests.support.kube import Admin, wait_for
 
@@ -30,12 +30,6 @@ def api(control_plane: ControlPlane) -> Admin:
     return Admin(control_plane)
 
 
-def kwok_node(name: str, **labels: str) -> dict[str, Any]:
-    labels[NODE_SELECTOR_LABEL] = NODE_SELECTOR_VALUE
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"kwok://{name}"}}
-
-
 def ready_status(node: dict[str, Any]) -> str | None:
     for condition in node.get("status", {}).get("conditions", []):
         if condition["type"] == "Ready":
@@ -44,7 +38,7 @@ def ready_status(node: dict[str, Any]) -> str | None:
 
 
 def create_ready_node(api: Admin, name: str, **labels: str) -> dict[str, Any]:
-    created = api.create("/api/v1/nodes", kwok_node(name, **labels))
+    created = api.create("/api/v1/nodes", kwok_node(name, labels))
     assert created["spec"]["providerID"] == f"kwok://{name}"
 
     def ready() -> dict[str, Any] | None:
@@ -104,7 +98,7 @@ def test_a_node_kwok_stops_heartbeating_turns_unknown_and_gets_the_unreachable_t
         api: Admin, control_plane: ControlPlane) -> None:
     create_ready_node(api, "rcp-silent")
     patched = api.call("PATCH", "/api/v1/nodes/rcp-silent",
-                       {"metadata": {"labels": {NODE_SELECTOR_LABEL: "powered-off"}}},
+                       {"metadata": {"labels": {KWOK_LABEL: "powered-off"}}},
                        content_type="application/merge-patch+json")
     assert patched.status_code == 200, patched.text
     left = time.monotonic()

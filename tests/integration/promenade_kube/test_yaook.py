@@ -45,8 +45,7 @@ def operator(kube_plane: ControlPlane, admin: Admin) -> Iterator[YaookOperator]:
 @pytest.fixture(scope="module")
 def yaook_promenade(promenade: Promenade,
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promenade]:
-    """Promenade as the same ServiceAccount, keeping kwok's node label through clear-labels
-    (the simulated kubelet), with short kubelet polls."""
+    """Promenade as the same ServiceAccount, with short kubelet polls."""
     work = tmp_path_factory.mktemp("promenade-yaook")
     sections = {
         "auth": {"strategy": "token", "token_file": promenade.proc.workdir / "tokens.yaml"},
@@ -54,7 +53,7 @@ def yaook_promenade(promenade: Promenade,
                        "lease_namespace": promenade.lease_namespace,
                        "request_timeout": 10, "poll_interval": 0.1},
         "drain": {"eviction_retry_delay": 0.5, "lock_poll_interval": 0.1},
-        "clear_labels": {"poll_interval": 0.1, "keep": "kwok.x-k8s.io/*"},
+        "clear_labels": {"poll_interval": 0.1},
         "kubelet": {"poll_interval": 0.2, "shutdown_timeout": 30},
         "logging": {"json": "false", "level": "INFO"},
         "database": {"connection": f"sqlite:///{work / 'promenade.db'}"},

@@ -49,12 +49,9 @@ def test_site_readds_a_removed_member_when_the_etcd_label_returns(sitesim_site):
     member = next(m for m in cluster.member_list() if m["name"] == "node02")
     remove_member(cluster.members["node01"].client_url, member["ID"])
     wait_for(lambda: node(sitesim_site, "node02")["etcd"] == [])
-    kube = sitesim_site.kube.cluster
-    labels = dict(node(sitesim_site, "node02")["kubernetes"]["labels"])
-    labels.pop("kubernetes-etcd")
-    kube.add_node("node02", labels, ready=True, control_plane=True)
-    labels["kubernetes-etcd"] = "enabled"
-    kube.add_node("node02", labels, ready=True, control_plane=True)
+    api = sitesim_site.kube.api  # as `kubectl label node node02 kubernetes-etcd-`, then back
+    api.patch("/api/v1/nodes/node02", {"metadata": {"labels": {"kubernetes-etcd": None}}})
+    api.patch("/api/v1/nodes/node02", {"metadata": {"labels": {"kubernetes-etcd": "enabled"}}})
     wait_for(lambda: node(sitesim_site, "node02")["etcd"] ==
              [{"cluster": "kubernetes", "member": "node02"}], timeout=60)
     wait_for(lambda: cluster.healthy("node02"), timeout=30)
