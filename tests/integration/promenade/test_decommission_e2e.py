@@ -47,7 +47,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
         promenade = ServiceProcess("promenade", work, {
             "auth": {"strategy": "token", "token_file": work / "tokens.yaml"},
             "logging": {"json": "false", "level": "INFO"},
-            "kubernetes": {"kubeconfig": site.kubeconfig, "poll_interval": 0.05},
+            "kubernetes": {"kubeconfig": site.promenade_kubeconfig,
+                           "lease_namespace": site.lease_namespace, "poll_interval": 0.05},
             "drain": {"eviction_retry_delay": 0.2, "lock_poll_interval": 0.1},
             "clear_labels": {"poll_interval": 0.1, "default_timeout": 30},
             "etcd": {"poll_interval": 0.2, "request_timeout": 5, "remove_timeout": 60},
@@ -83,7 +84,7 @@ def test_decommission_of_node01_end_to_end(deployed: Deployed) -> None:
     body = result.json()
     assert result.status_code == 200, body
     assert list(dict.fromkeys(m["step"] for m in body["details"]["messageList"])) == [
-        "drain", "clear-labels", "remove-etcd", "etcd-ready", "shutdown-kubelet"]
+        "drain", "clear-labels", "agent-locks", "remove-etcd", "etcd-ready", "shutdown-kubelet"]
     assert result.headers["X-Context-Marker"]
     after = deployed.sim("/nodes/node01")
     assert after["etcd"] == []
@@ -91,8 +92,10 @@ def test_decommission_of_node01_end_to_end(deployed: Deployed) -> None:
     labels = after["kubernetes"]["labels"]
     assert labels["promenade-decomission"] == "enabled"
     assert labels["maintenance.berth.io/required"] == "true"  # kept for lock holders
-    assert all("kubernetes.io/" in k for k in labels
-               if k not in ("promenade-decomission", "maintenance.berth.io/required")), labels
+    assert labels["maintenance.yaook.cloud/maintenance-required-l2-agent"] == "True"
+    assert {k for k in labels if "kubernetes.io/" not in k} == {
+        "promenade-decomission", "maintenance.berth.io/required",
+        "maintenance.yaook.cloud/maintenance-required-l2-agent"}, labels
     health = deployed.get("/etcd-cluster-health-statuses",
                           params={"design_ref": deployed.design_href}).json()
     assert [(m["name"], m["message"]) for m in health["details"]["messageList"]] == [
