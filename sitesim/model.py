@@ -29,6 +29,9 @@ class KubePort(Protocol):
 
     def node_summary(self, name: str) -> dict[str, Any] | None: ...
 
+    def node_summaries(self) -> Mapping[str, dict[str, Any]]:
+        """`node_summary` of every node present, at once (absent nodes left out)."""
+
 
 class UnknownNode(KeyError):
     """No node of that name in the site."""
@@ -275,9 +278,9 @@ class SiteModel:
             return self.node(name).boot_device
 
     # --- observation -------------------------------------------------------------------------
-    def view(self, name: str, etcd: Mapping[str, list[dict[str, str]]] | None = None
-             ) -> dict[str, Any]:
-        """The observation API's view of one node."""
+    def view(self, name: str, etcd: Mapping[str, list[dict[str, str]]] | None = None,
+             kube: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The observation API's view of one node (`kube`: every node's summary, at hand)."""
         with self._lock:
             state = self.node(name)
             body: dict[str, Any] = {
@@ -290,7 +293,10 @@ class SiteModel:
                 "bmc": {**state.bmc, "boot_device": state.boot_device,
                         "running": state.bmc_running},
             }
-        summary = self.kube.node_summary(name) if self.kube is not None else None
+        if kube is not None:
+            summary = kube.get(name)
+        else:
+            summary = self.kube.node_summary(name) if self.kube is not None else None
         body["kubernetes"] = summary or {"present": False, "ready": False,
                                          "unschedulable": False, "labels": {}}
         memberships = self.etcd_members() if etcd is None else etcd
@@ -299,4 +305,5 @@ class SiteModel:
 
     def views(self) -> list[dict[str, Any]]:
         etcd = self.etcd_members()
-        return [self.view(name, etcd) for name in self.nodes]
+        kube = self.kube.node_summaries() if self.kube is not None else None
+        return [self.view(name, etcd, kube) for name in self.nodes]

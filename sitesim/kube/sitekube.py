@@ -105,6 +105,17 @@ def node_ready(node: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def summarize_node(node: Obj | None) -> dict[str, Any]:
+    """`{"present", "ready", "unschedulable", "labels", "kubelet"}` of a Node (None: absent)."""
+    if node is None:
+        return {"present": False, "ready": False, "unschedulable": False, "labels": {},
+                "kubelet": False}
+    labels = dict(node["metadata"].get("labels") or {})
+    return {"present": True, "ready": node_ready(node),
+            "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
+            "labels": labels, "kubelet": labels.get(KWOK_LABEL) == KWOK_VALUE}
+
+
 class SiteKube:
     """The site's KubePort on a running control plane; `start()` begins watching the hosts'
     side (node labels for etcd, kubelet-shutdown pods), `stop()` ends that and the plane."""
@@ -153,14 +164,13 @@ class SiteKube:
 
     def node_summary(self, name: str) -> dict[str, Any]:
         """`{"present", "ready", "unschedulable", "labels", "kubelet"}` for the observation API."""
-        node = self.api.get(f"/api/v1/nodes/{name}")
-        if node is None:
-            return {"present": False, "ready": False, "unschedulable": False, "labels": {},
-                    "kubelet": False}
-        labels = dict(node["metadata"].get("labels") or {})
-        return {"present": True, "ready": node_ready(node),
-                "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-                "labels": labels, "kubelet": labels.get(KWOK_LABEL) == KWOK_VALUE}
+        return summarize_node(self.api.get(f"/api/v1/nodes/{name}"))
+
+    def node_summaries(self) -> dict[str, dict[str, Any]]:
+        """`node_summary` of every Node present, from one list of the Nodes (the observation
+        API's listing of a site of thousands)."""
+        items = self.api.call("GET", "/api/v1/nodes").json().get("items") or []
+        return {node["metadata"]["name"]: summarize_node(node) for node in items}
 
     def remove_node(self, name: str) -> None:
         """Delete the Node object (its pods are then garbage-collected by the controllers)."""
