@@ -1,4 +1,4 @@
-"""remove-etcd and health statuses against real 3-member etcd clusters (and the simulated API)."""
+"""remove-etcd and health statuses on real 3-member etcd clusters and the real control plane."""
 
 from __future__ import annotations
 
