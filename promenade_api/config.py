@@ -27,7 +27,10 @@ KUBERNETES_OPTS: list[cfg.Opt] = [
 ]
 DRAIN_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("eviction_retry_delay", default=5.0, min=0.0,
-                 help="Delay (s) before retrying an eviction refused with 429 (PDB)."),
+                 help="Longest delay (s) before retrying an eviction refused with 429. "
+                      "Pods a PodDisruptionBudget refused are retried as soon as a watch of "
+                      "it sees it allow a disruption (one pod per allowed disruption); a 429 "
+                      "naming no budget waits this delay."),
     cfg.IntOpt("default_timeout", default=3600, min=1, help="Drain timeout (s) by default."),
     cfg.IntOpt("default_grace_period", default=1800, min=0,
                help="Grace period (s) given to evicted pods by default."),

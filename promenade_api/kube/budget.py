@@ -88,10 +88,20 @@ class Budget:
     desired_healthy: int = 0
     expected_pods: int = 0
     unhealthy_pod_eviction_policy: str = "IfHealthyBudget"
+    version: str = ""  # metadata.resourceVersion: each status update is a new one
+    settled: bool = True  # the status is of the current spec (observedGeneration)
+    gone: bool = False  # a watch saw it deleted
+    disrupted: frozenset[str] = frozenset()  # pods evicted, not yet seen leaving (by name)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def allowing(self) -> int:
+        """Evictions the Eviction API would grant now by this status (it refuses while the
+        status is of an older generation)."""
+        return max(0, self.disruptions_allowed) if self.settled else 0
 
     @property
     def unhealthy(self) -> int:
@@ -106,6 +116,7 @@ class Budget:
     def from_obj(cls, obj: Obj) -> Budget:
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         status = obj.get("status") or {}
+        generation = int(meta.get("generation") or 0)
         return cls(namespace=str(meta.get("namespace", "default")),
                    name=str(meta.get("name", "")), selector=dict(spec.get("selector") or {}),
                    min_available=spec.get("minAvailable"),
@@ -115,4 +126,7 @@ class Budget:
                    desired_healthy=int(status.get("desiredHealthy") or 0),
                    expected_pods=int(status.get("expectedPods") or 0),
                    unhealthy_pod_eviction_policy=str(spec.get("unhealthyPodEvictionPolicy")
-                                                     or "IfHealthyBudget"))
+                                                     or "IfHealthyBudget"),
+                   version=str(meta.get("resourceVersion") or ""),
+                   settled=int(status.get("observedGeneration") or 0) >= generation,
+                   disrupted=frozenset(status.get("disruptedPods") or {}))

@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
+import re
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +28,10 @@ from promenade_api.kube.port import KubeApiError, KubeConflict, KubeNotFound, Ku
 LOG = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
 TAINT_ATTEMPTS = 5  # read-modify-write rounds of a node's taints before a conflict is final
+# The Eviction API's 429 names the refusing budget in a cause of this type, e.g. "The
+# disruption budget web needs 3 healthy pods and has 3 currently" (eviction.go).
+BUDGET_CAUSE = "DisruptionBudget"
+_BUDGET_NAME = re.compile(r"^The disruption budget (\S+) ")
 
 
 def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient | None:
@@ -275,6 +282,43 @@ class KubeClient:
             return True
         return False
 
+    def watch_budgets(self, namespace: str | None, version: str, timeout: float,
+                      wake: Callable[[Budget], bool]) -> str:
+        path = "/apis/policy/v1/poddisruptionbudgets" if namespace is None else object_path(
+            "/apis/policy/v1/namespaces", namespace, "/poddisruptionbudgets")
+        deadline = time.monotonic() + timeout
+        query: list[tuple[str, Any]] = [("watch", "true"), ("allowWatchBookmarks", "false"),
+                                        ("timeoutSeconds", max(1, math.ceil(timeout)))]
+        if version:  # else the watch starts with the current state of each (ADDED events)
+            query.append(("resourceVersion", version))
+        rv = version
+        try:
+            # The read timeout ends the wait on time between events (the server's
+            # timeoutSeconds is whole seconds).
+            resp = self._request("GET", path, query=query, stream=True,
+                                 timeout=(self._timeout, max(0.05, timeout)))
+            with contextlib.closing(resp):
+                for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+                    event = json.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":  # e.g. 410 Gone: version too old
+                        LOG.info("budget watch ended: %s", obj.get("message"))
+                        return ""
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    budget = Budget.from_obj(obj)
+                    if event.get("type") == "DELETED":
+                        budget = replace(budget, gone=True)
+                    if wake(budget) or time.monotonic() >= deadline:
+                        return rv
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            return rv  # no event before the timeout
+        except (KubeApiError, ApiFailure, urllib3.exceptions.HTTPError, OSError,
+                ValueError) as exc:
+            LOG.info("budget watch failed (%s); waiting %.1fs instead", exc, timeout)
+            time.sleep(max(0.0, deadline - time.monotonic()))
+            return ""
+        return rv
+
     def _watch_pods(self, node: str, rv: str, timeout: float) -> Iterator[Obj]:
         seconds = max(1, int(timeout) + 1)
         query: list[tuple[str, Any]] = [("fieldSelector", _on_node(node)),
@@ -338,9 +382,12 @@ def eviction_outcome(exc: ApiFailure) -> EvictResult:
     """How drain should treat a refused eviction (the kubectl rules)."""
     details = exc.body.get("details") or {}
     if exc.status == 429:  # a PDB refusal names the budget in its causes
-        causes = [str(c["message"]) for c in details.get("causes") or []
+        causes = [c for c in details.get("causes") or []
                   if isinstance(c, dict) and c.get("message")]
-        return EvictResult("retry", " ".join([exc.message, *causes]))
+        budgets = [m.group(1) for c in causes if c.get("reason") == BUDGET_CAUSE
+                   and (m := _BUDGET_NAME.match(str(c["message"])))]
+        return EvictResult("retry", " ".join([exc.message, *(str(c["message"]) for c in causes)]),
+                           budget=budgets[0] if budgets else "")
     if exc.status == 404 and (details.get("kind") == "pods" or not exc.body.get("details")
                               and "pods" in exc.message):
         return EvictResult("gone", exc.message)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from common.errors import BadRequest
 from common.status import Message, simple_message
 from promenade_api.errors import DrainNodeError
-from promenade_api.kube.model import Pod
+from promenade_api.kube.model import EvictResult, Pod
 from promenade_api.kube.port import KubePort
 from promenade_api.kube.progress import (
     HOLD,
@@ -29,8 +29,10 @@ from promenade_api.kube.progress import (
     lock_reason,
     refusal_reason,
 )
+from promenade_api.kube.refusals import Refusals, Refused
 
 LOG = logging.getLogger(__name__)
+_STATES = {"evicted": "done", "gone": "done", "retry": "retry"}  # else: failed
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
 WAIT_SLICE = 1.0  # waits for pods to leave are sliced so a cancellation is seen within this
@@ -253,19 +255,23 @@ class Drainer:
 
     def _remove_batch(self, node: str, pods: list[Pod], how: str, grace: int, deadline: float,
                       report: DrainReport, failures: dict[str, str]) -> None:
-        """Evict (or delete) in parallel rounds; pods refused with 429 are retried together
-        after the retry delay, so waiting never holds a slot of the pool."""
+        """Evict (or delete) in parallel rounds; a pod refused with 429 waits, holding no slot
+        of the pool, until its budget allows again or the retry delay has passed."""
         LOG.info("drain %s: %s %d pod(s)", node, "evicting" if how == "evict" else "deleting",
                  len(pods))
         removed: list[Pod] = []
+        refusals = Refusals(self._kube, self._s.retry_delay, self._clock, self._sleep)
         pending = list(pods)
         with ThreadPoolExecutor(max_workers=min(self._s.parallelism, len(pods))) as pool:
             while pending:
                 futures = [pool.submit(contextvars.copy_context().run, self._attempt, pod, how,
                                        grace) for pod in pending]
-                retry: list[tuple[Pod, str]] = []
+                retry: list[str] = []
                 for pod, future in zip(pending, futures, strict=True):
-                    state, done_how, message = future.result()
+                    done_how, result = future.result()
+                    state, message = _STATES.get(result.outcome, "failed"), result.message
+                    if result.outcome == "evicted":
+                        refusals.evicted(pod)
                     if state == "done":
                         removed.append(pod)
                         self._p.set([pod.key], TERMINATING)
@@ -275,38 +281,49 @@ class Drainer:
                         failures[pod.key] = f"{pod.key}: eviction failed: {message}"
                         self._p.set([pod.key], f"eviction failed: {message}")
                     else:
-                        retry.append((pod, message))
+                        retry.append(message)
+                        refusals.refused(pod, message, result.budget)
                         self._p.set([pod.key], refusal_reason(message))
                 if retry and removed:  # while some wait, show which evicted pods have left
                     left = self._kube.wait_pods_gone(node, {p.uid for p in removed}, 0.0)
                     self._p.gone(p.key for p in removed if p.uid not in left)
                 self._p.flush()
-                pending = self._wait_to_retry(node, retry, deadline, failures)
+                if retry:
+                    LOG.info("drain %s: %d eviction(s) refused (%s); retrying when the budget "
+                             "allows, at the latest in %ss", node, len(retry), retry[0],
+                             self._s.retry_delay)
+                pending = self._wait_to_retry(refusals, deadline, failures)
         self._await(node, removed, deadline, failures)
 
-    def _attempt(self, pod: Pod, how: str, grace: int) -> tuple[str, str, str]:
-        """One try: ('done'|'retry'|'failed', 'evict'|'delete', message)."""
+    def _attempt(self, pod: Pod, how: str, grace: int) -> tuple[str, EvictResult]:
+        """One try: how it was removed ('evict'|'delete') and the API's answer."""
         result = (self._kube.delete_pod(pod, grace) if how == "delete"
                   else self._kube.evict(pod, grace))
         if result.outcome == "unsupported":
             how, result = "delete", self._kube.delete_pod(pod, grace)
-        if result.outcome in ("evicted", "gone"):
-            return "done", how, ""
-        return ("retry" if result.outcome == "retry" else "failed"), how, result.message
+        return how, result
 
-    def _wait_to_retry(self, node: str, retry: list[tuple[Pod, str]], deadline: float,
+    def _wait_to_retry(self, refusals: Refusals, deadline: float,
                        failures: dict[str, str]) -> list[Pod]:
-        if not retry:
-            return []
-        if self._clock() + self._s.retry_delay > deadline:
-            for pod, message in retry:
-                failures[pod.key] = f"{pod.key}: eviction still refused at the timeout: {message}"
-            return []
-        LOG.info("drain %s: %d eviction(s) refused (%s); retrying in %ss", node, len(retry),
-                 retry[0][1], self._s.retry_delay)
-        self._check()
-        self._sleep(self._s.retry_delay)
-        return [pod for pod, _ in retry]
+        """The refused pods to try again now, once there are any; [] when none is left to
+        try before the deadline (those are failures)."""
+        while refusals:
+            self._give_up(refusals.expire(deadline), failures)
+            ready = refusals.take()
+            if ready or not refusals:
+                return ready
+            if self._clock() >= deadline:
+                self._give_up(refusals.expire(None), failures)
+                return []
+            self._check()
+            refusals.wait(min(refusals.next_due(), deadline))
+        return []
+
+    @staticmethod
+    def _give_up(refused: list[Refused], failures: dict[str, str]) -> None:
+        for r in refused:
+            failures[r.pod.key] = (f"{r.pod.key}: eviction still refused at the timeout: "
+                                   f"{r.message}")
 
     def _await(self, node: str, pods: list[Pod], deadline: float,
                failures: dict[str, str]) -> None:

@@ -1,4 +1,5 @@
-"""An in-memory KubePort for unit tests: nodes, pods, scripted eviction answers, leases."""
+"""An in-memory KubePort for unit tests: nodes, pods, scripted eviction answers, budgets the
+Eviction API enforces, leases."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from promenade_api.kube.budget import Budget
+from promenade_api.kube.budget import Budget, selector_matches
 from promenade_api.kube.model import EvictResult, Lease, Node, OwnerRef, Pod
 from promenade_api.kube.port import KubeConflict, KubeNotFound, KubeUnavailable
 
@@ -24,6 +25,10 @@ class FakeKube:
         self.lingering: set[str] = set()  # pod names that never go away
         self.leases: dict[tuple[str, str], Lease] = {}
         self.budgets: list[Budget] = []
+        self.budget_log: list[Budget] = []  # every budget state after the first, in order
+        self.watch_step = 0.1  # a budget watch looks at the log this often (fake time)
+        self.now: Callable[[], float] = lambda: 0.0  # the time evicted_at records
+        self.evicted_at: dict[str, float] = {}
         self.calls: list[tuple[str, str]] = []
         self.evictions: list[str] = []
         self.deletions: list[str] = []
@@ -32,6 +37,7 @@ class FakeKube:
         self.on_wait: Callable[[], None] | None = None
         self.on_watch: Callable[[float], None] | None = None
         self.on_taint: Callable[[str, dict[str, str]], None] | None = None
+        self.on_evict: Callable[[Pod], None] | None = None  # after each granted eviction
         self._uids = itertools.count(1)
         self._versions = itertools.count(1)
         self._lock = threading.RLock()
@@ -116,6 +122,39 @@ class FakeKube:
         self._check("list_budgets", "")
         return list(self.budgets)
 
+    def set_budget(self, budget: Budget) -> Budget:
+        """Add or replace a budget (by namespace and name), as a new resourceVersion that
+        watches see."""
+        with self._lock:
+            stored = replace(budget, version=str(next(self._versions)))
+            self.budgets = [b for b in self.budgets if b.key != budget.key] + [stored]
+            self.budget_log.append(stored)
+            return stored
+
+    def budget(self, key: str) -> Budget:
+        [found] = [b for b in self.budgets if b.key == key]
+        return found
+
+    def _budget_refusal(self, pod: Pod) -> EvictResult | None:
+        """The Eviction API's check: one matching budget whose status allows a disruption
+        is decremented; none allowing, a 429 naming it; several, a 500."""
+        mine = [b for b in self.budgets if b.namespace == pod.namespace and not b.gone
+                and selector_matches(b.selector, pod.labels)]
+        if len(mine) > 1:
+            return EvictResult("failed", "HTTP 500: This pod has more than one "
+                                         "PodDisruptionBudget")
+        if not mine:
+            return None
+        budget = mine[0]
+        if budget.allowing < 1:
+            return EvictResult(
+                "retry", "Cannot evict pod as it would violate the pod's disruption budget. "
+                f"The disruption budget {budget.name} needs {budget.desired_healthy} healthy "
+                f"pods and has {budget.current_healthy} currently", budget=budget.name)
+        self.set_budget(replace(budget, disruptions_allowed=budget.disruptions_allowed - 1,
+                                disrupted=budget.disrupted | {pod.name}))
+        return None
+
     def owner_exists(self, kind: str, namespace: str, name: str) -> bool:
         self._check("owner_exists", name)
         return (namespace, name) in self.daemonsets
@@ -130,7 +169,12 @@ class FakeKube:
             if pod.uid not in self.pods:
                 return EvictResult("gone", f'pods "{pod.name}" not found')
             if answer.outcome == "evicted":
+                answer = self._budget_refusal(pod) or answer
+            if answer.outcome == "evicted":
                 self.evictions.append(pod.name)
+                self.evicted_at[pod.name] = self.now()
+                if self.on_evict:
+                    self.on_evict(pod)
             if answer.outcome in ("evicted", "gone"):  # "gone": it vanished meanwhile
                 self._remove(pod)
             return answer
@@ -165,6 +209,43 @@ class FakeKube:
             self.on_watch(timeout)
         node = self.nodes.get(name)
         return node is None or node.version != version
+
+    def watch_budgets(self, namespace: str | None, version: str, timeout: float,
+                      wake: Callable[[Budget], bool]) -> str:
+        """Passes the current budgets when `version` is "", then the logged states after the
+        cursor (the fake's resourceVersion: how many logged states were seen), waiting for
+        new ones in steps of `watch_step` through `on_watch`, up to `timeout`."""
+        self._check("watch_budgets", namespace or "")
+        with self._lock:
+            seen = int(version) if version else len(self.budget_log)
+            current = [] if version else list(self.budgets)
+        if any(self._in(b, namespace) and wake(b) for b in current):
+            return str(seen)
+        waited = 0.0
+        while True:
+            with self._lock:
+                fresh = self.budget_log[seen:]
+            for budget in fresh:
+                seen += 1
+                if self._in(budget, namespace) and wake(budget):
+                    return str(seen)
+            if waited >= timeout - 1e-9:
+                return str(seen)
+            if self.on_watch is None:
+                raise AssertionError("a budget watch waits through on_watch: set it")
+            step = min(self.watch_step, timeout - waited)
+            self.on_watch(step)
+            waited += step
+
+    def delete_budget(self, key: str) -> None:
+        with self._lock:
+            self.budget_log.append(replace(self.budget(key), gone=True,
+                                           version=str(next(self._versions))))
+            self.budgets = [b for b in self.budgets if b.key != key]
+
+    @staticmethod
+    def _in(budget: Budget, namespace: str | None) -> bool:
+        return namespace is None or budget.namespace == namespace
 
     def delete_node(self, name: str) -> None:
         self.get_node(name)

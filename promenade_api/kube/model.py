@@ -142,6 +142,7 @@ class EvictResult:
 
     outcome: str  # evicted | retry | gone | failed | unsupported
     message: str = ""
+    budget: str = ""  # retry: the PodDisruptionBudget that refused (the pod's namespace)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
 from common.errors import BerthError
@@ -80,6 +80,15 @@ class KubePort(Protocol):
         """Wait until the Node changes after resourceVersion `version` (or is deleted), at
         most `timeout` seconds (a watch); True when it changed. Never raises: on an API error
         it waits `timeout` and answers True (look again)."""
+
+    def watch_budgets(self, namespace: str | None, version: str, timeout: float,
+                      wake: Callable[[Budget], bool]) -> str:
+        """Watch the PodDisruptionBudgets of `namespace` (of all namespaces when None): from
+        resourceVersion `version`, or from their current states when it is "", pass each
+        state seen to `wake` until it answers True or `timeout` seconds have passed (a
+        deleted budget is passed with `gone`). The resourceVersion to go on from; "" to start
+        again from the current states. Never raises: on an API error it waits out `timeout`
+        and answers ""."""
 
     def get_lease(self, namespace: str, name: str) -> Lease | None:
         """The Lease, or None."""

@@ -63,6 +63,10 @@ def _answer(method: str, url: str) -> tuple[int, bytes]:
         event = {"type": "DELETED", "object": {**POD, "metadata": {
             **POD["metadata"], "resourceVersion": "8"}}}
         return 200, json.dumps(event).encode() + b"\n"
+    elif path.endswith("/poddisruptionbudgets") and query.get("watch") == ["true"]:
+        budget = {"metadata": {"namespace": "default", "name": "web", "resourceVersion": "9"},
+                  "status": {"disruptionsAllowed": 1}}
+        return 200, json.dumps({"type": "MODIFIED", "object": budget}).encode() + b"\n"
     elif path == "/api/v1/pods":
         body = {"items": [POD], "metadata": {"resourceVersion": "7"}}
     elif path in ("/api/v1/nodes", "/apis/policy/v1/poddisruptionbudgets"):
@@ -97,6 +101,7 @@ def port_calls() -> dict[str, Callable[[KubePort], object]]:
         "wait_pods_gone": lambda k: k.wait_pods_gone("node01", {"uid-1"}, 5.0),
         "delete_node": lambda k: k.delete_node("node01"),
         "watch_node": lambda k: k.watch_node("node01", "7", 5.0),
+        "watch_budgets": lambda k: k.watch_budgets("default", "", 5.0, lambda b: True),
         "get_lease": lambda k: k.get_lease("berth", "etcd-kubernetes"),
         "create_lease": lambda k: k.create_lease("berth", lease),
         "update_lease": lambda k: k.update_lease("berth", lease),
