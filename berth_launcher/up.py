@@ -52,7 +52,8 @@ def running_summary(site: Site, services: dict[str, int]) -> list[str]:
     lines = [f"site {spec.name!r}: {len(spec.nodes)} nodes over "
              f"{len({n.rack for n in spec.nodes})} racks",
              f"sitesim admin API   {site.urls['sitesim']}",
-             f"Kubernetes API      {site.urls['kube']}",
+             f"Kubernetes API      {site.urls['kube']} (kube-apiserver, controller-manager, "
+             "scheduler; kwok kubelets)",
              f"MAAS                {site.urls['maas']}",
              f"Redfish (sushy-tools emulator) {site.urls['redfish']}"]
     if ipmi:
@@ -61,6 +62,16 @@ def running_summary(site: Site, services: dict[str, int]) -> list[str]:
         lines.append(f"etcd {name:<14} {', '.join(endpoints)}")
     lines += [f"{name:<19} http://127.0.0.1:{port}" for name, port in services.items()]
     return lines
+
+
+def link_kubectl(site: Site, bin_dir: Path) -> None:
+    """bin_dir/kubectl: the kubectl built with the site's Kubernetes (within its version skew)."""
+    if site.kube is None:
+        return
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    link = bin_dir / "kubectl"
+    link.unlink(missing_ok=True)
+    link.symlink_to(site.kube.plane.binaries.kubectl)
 
 
 def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVICES,
@@ -73,6 +84,7 @@ def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVIC
     shutil.copyfile(site.kubeconfig, kubeconfig)
     promenade_kubeconfig = berth_dir / "promenade.kubeconfig"
     shutil.copyfile(site.promenade_kubeconfig, promenade_kubeconfig)
+    link_kubectl(site, berth_dir / "bin")
     facts: dict[str, Any] = {**site.urls, "kubeconfig": str(kubeconfig),
                              "promenade_kubeconfig": str(promenade_kubeconfig),
                              "lease_namespace": site.lease_namespace,
@@ -309,6 +321,7 @@ def up(site_file: str, berth_dir: str, no_services: bool, postgres: bool,
         click.echo(f"\nEnvironment ({directory / 'env'}):")
         click.echo(env_lines(env), nl=False)
         click.echo(f"\nTry:  set -a; . {directory / 'env'}; set +a; "
+                   f"export PATH={directory / 'bin'}:$PATH; "
                    "kubectl get nodes; curl -s $SITESIM_URL/nodes/node03")
         sys.stdout.flush()
         stop.wait()

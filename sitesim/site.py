@@ -20,6 +20,7 @@ from sitesim.design import SiteEndpoints, design_documents, dump_documents
 from sitesim.etcd.manager import EtcdManager
 from sitesim.kube.binaries import kube_binaries
 from sitesim.kube.controlplane import ControlPlane, KubeTimings
+from sitesim.kube.faults import EvictionFaults
 from sitesim.kube.sitekube import HostTimings, SiteKube, audit_args
 from sitesim.maas.app import MaasApp
 from sitesim.maas.machines import MachineStore
@@ -71,6 +72,10 @@ def start_kube(model: SiteModel, port: int, workdir: Path) -> SiteKube:
             deployed = [n for n in model.spec.nodes if n.state == "deployed"]
             kube.seed_workloads([n.name for n in deployed if n.control_plane],
                                 [n.name for n in deployed if not n.control_plane])
+        evictions = EvictionFaults(kube, model.faults)
+        model.on_fault_change(lambda _fault: evictions.apply())
+        kube.on_tick(evictions.apply)
+        evictions.apply()  # the site file's own faults
         kube.start()
     except BaseException:
         kube.stop()

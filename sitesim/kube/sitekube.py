@@ -39,13 +39,25 @@ METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 METADATA_EVENTS = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"  # a watch
 
 
-# What the site counts of the API's traffic (as the simulators count their calls): deletions
-# of Nodes, one by one or the whole collection. The apiserver's audit log records them.
+# What the site counts of the API's traffic, as the simulators count the calls they receive:
+# every write of Promenade's ServiceAccount, and Node deletions by anyone. The apiserver's
+# audit log records them; the site reads it.
+PROMENADE_USER = "system:serviceaccount:berth:promenade"
+WRITES = ["create", "update", "patch", "delete", "deletecollection"]
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
-    "rules": [{"level": "Metadata", "verbs": ["delete", "deletecollection"],
+    "rules": [{"level": "Metadata", "users": [PROMENADE_USER], "verbs": WRITES},
+              {"level": "Metadata", "verbs": ["delete", "deletecollection"],
                "resources": [{"group": "", "resources": ["nodes"]}]},
               {"level": "None"}]}
+# (verb, resource, subresource) -> the operation the site counts (the object's name as node)
+AUDIT_OPERATIONS = {
+    ("delete", "nodes", ""): "delete_node", ("deletecollection", "nodes", ""): "delete_nodes",
+    ("patch", "nodes", ""): "patch_node", ("update", "nodes", ""): "patch_node",
+    ("create", "pods", "eviction"): "eviction", ("delete", "pods", ""): "delete_pod",
+    ("create", "leases", ""): "create_lease", ("update", "leases", ""): "update_lease",
+    ("patch", "leases", ""): "update_lease", ("delete", "leases", ""): "delete_lease",
+}
 
 
 def audit_args(directory: Path) -> list[str]:
@@ -136,6 +148,7 @@ class SiteKube:
         self.lease_namespace = "berth"
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._ticks: list[Callable[[], None]] = []
         self._audit_log, self._audit_offset = audit_log, 0
 
     # --- the site's KubePort -----------------------------------------------------------------
@@ -179,6 +192,10 @@ class SiteKube:
     def on_node_labels(self, listener: LabelListener) -> None:
         """Call `listener(node, labels)` when a node appears or its labels change."""
         self._listeners.append(listener)
+
+    def on_tick(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` on each pass of the hosts' loop (poll_interval)."""
+        self._ticks.append(callback)
 
     def set_kubelet_shutdown_enabled(self, name: str, enabled: bool) -> None:
         """When disabled, the node's kubelet-shutdown pod never stops its kubelet."""
@@ -236,8 +253,10 @@ class SiteKube:
     def _run_hosts(self) -> None:
         while not self._stop.wait(self.timings.poll_interval):
             try:
-                self._count_deletions()
+                self._count_writes()
                 self._run_kubelet_shutdowns()
+                for tick in self._ticks:
+                    tick()
             except (KubeSiteError, requests.RequestException) as exc:
                 LOG.warning("site kube: %s", exc)
 
@@ -302,8 +321,8 @@ class SiteKube:
             except Exception:  # one listener's failure must not stop the others
                 LOG.exception("node label listener failed for %s", name)
 
-    def _count_deletions(self) -> None:
-        """Count each Node deletion the apiserver answered with success (audit log)."""
+    def _count_writes(self) -> None:
+        """Count each audited write the apiserver answered with success."""
         if self._audit_log is None or not self._audit_log.exists():
             return
         with self._audit_log.open("rb") as log:
@@ -315,10 +334,11 @@ class SiteKube:
             if (event.get("responseStatus") or {}).get("code", 0) >= 300:
                 continue
             ref = event.get("objectRef") or {}
-            if event.get("verb") == "delete":
-                self.hooks.record_call("kube", "delete_node", ref.get("name"))
-            elif event.get("verb") == "deletecollection":
-                self.hooks.record_call("kube", "delete_nodes", None)
+            key = (event.get("verb"), ref.get("resource"), ref.get("subresource") or "")
+            operation = AUDIT_OPERATIONS.get(key)  # type: ignore[arg-type]
+            if operation is not None:
+                node = ref.get("name") if ref.get("resource") == "nodes" else None
+                self.hooks.record_call("kube", operation, node)
 
     def _run_kubelet_shutdowns(self) -> None:
         """A running kubelet-shutdown pod's script finishes, then its host's kubelet stops."""

@@ -4,12 +4,10 @@ an action created from a plan stops when a PDB tightened after planning."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from tests.e2e.conftest import steps_of
 from tests.fixtures.services import Berth, wait_for
@@ -42,12 +40,11 @@ def make_plan(berth: Berth, name: str, **params: Any) -> dict[str, Any]:
 
 def set_min_available(berth: Berth, value: int) -> None:
     """Patch the demo PDB and wait until its status shows the new budget."""
-    kube = berth.site.urls["kube"]
-    resp = requests.patch(f"{kube}{PDB}", data=json.dumps({"spec": {"minAvailable": value}}),
-                          headers={"Content-Type": "application/merge-patch+json"}, timeout=10)
-    assert resp.status_code == 200, resp.text
-    wait_for(lambda: requests.get(f"{kube}{PDB}", timeout=10).json().get("status", {}).get(
-        "desiredHealthy") == value, 30, f"PDB web desiredHealthy {value}")
+    assert berth.site.kube is not None
+    api = berth.site.kube.api  # the cluster admin, as `kubectl patch pdb` would
+    assert api.patch(PDB, {"spec": {"minAvailable": value}})
+    wait_for(lambda: (api.get(PDB) or {}).get("status", {}).get("desiredHealthy") == value,
+             30, f"PDB web desiredHealthy {value}")
 
 
 @pytest.fixture

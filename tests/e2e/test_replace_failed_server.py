@@ -89,15 +89,38 @@ class QuorumWatch:
         return [(h, n) for h, n in self.samples if h < n // 2 + 1]
 
 
+def pods_on(berth: Berth, node: str) -> dict[str, dict[str, Any]]:
+    """The pods the real apiserver has bound to `node`, by namespace/name."""
+    assert berth.site.kube is not None
+    found = berth.site.kube.api.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")
+    return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
+            for p in (found or {}).get("items", [])}
+
+
+def taints_of(berth: Berth, node: str) -> set[str]:
+    assert berth.site.kube is not None
+    found = berth.site.kube.api.get(f"/api/v1/nodes/{node}") or {}
+    return {t["key"] for t in found.get("spec", {}).get("taints") or []}
+
+
 def test_compute_node_powered_off_with_ipmitool_is_fenced_and_redeployed(
         berth: Berth, successful_revision: int) -> None:
     counts = effects(berth, "node06")
+    web = {k for k in pods_on(berth, "node06") if k.startswith("demo/web-")}
     assert ipmitool(berth, "node06", "power", "off").returncode == 0
-    wait_for(lambda: not berth.sim("/nodes/node06")["kubernetes"]["ready"], 30,
-             "node06 to turn NotReady")
+    # The real node-lifecycle controller notices the silence and taints the node.
+    wait_for(lambda: "node.kubernetes.io/unreachable" in taints_of(berth, "node06"), 90,
+             "node06 to turn Unknown and be tainted unreachable")
+    assert not berth.sim("/nodes/node06")["kubernetes"]["ready"]
     view = redeploy(berth, "node06")
     assert_back_in_service(berth, "node06", view, COMPUTE)
     assert path_of(view, "node06") == "fence-first"
+    # The pods of the dead node were force-deleted by the pod garbage collector once the
+    # out-of-service taint was on, and the scheduler ran the web replicas elsewhere.
+    assert not web & set(pods_on(berth, "node06"))
+    assert berth.site.kube is not None
+    replicas = berth.site.kube.api.get("/apis/apps/v1/namespaces/demo/deployments/web") or {}
+    assert replicas.get("status", {}).get("readyReplicas") == 3
     steps = steps_of(view)
     assert steps["fence_node.node06"]["details"]["task"]["action"] == "power_off_nodes"
     report = steps["decommission.node06"]["details"]["promenade"]["details"]["messageList"]
@@ -108,7 +131,7 @@ def test_compute_node_powered_off_with_ipmitool_is_fenced_and_redeployed(
 def test_control_plane_node_powered_off_keeps_etcd_quorum_throughout(
         berth: Berth, successful_revision: int) -> None:
     set_power(berth, "node02", "off")  # its etcd member dies with it
-    wait_for(lambda: not berth.sim("/nodes/node02")["kubernetes"]["ready"], 30,
+    wait_for(lambda: not berth.sim("/nodes/node02")["kubernetes"]["ready"], 90,
              "node02 to turn NotReady")
     with QuorumWatch(berth) as watch:
         view = redeploy(berth, "node02")
@@ -124,7 +147,7 @@ def test_control_plane_node_powered_off_keeps_etcd_quorum_throughout(
 def test_node_deleted_from_kubernetes_beforehand_is_redeployed(
         berth: Berth, successful_revision: int) -> None:
     assert berth.site.kube is not None
-    berth.site.kube.cluster.remove_node("node05")
+    berth.site.kube.remove_node("node05")
     counts = effects(berth, "node05")
     view = redeploy(berth, "node05")
     assert_back_in_service(berth, "node05", view, COMPUTE)
@@ -190,7 +213,7 @@ def test_drydock_stopped_for_ten_seconds_during_destroy_is_ridden_out(
 def test_not_ready_node_with_an_unreachable_bmc_is_refused_untouched(
         berth: Berth, successful_revision: int) -> None:
     set_power(berth, "node03", "off")
-    wait_for(lambda: not berth.sim("/nodes/node03")["kubernetes"]["ready"], 30,
+    wait_for(lambda: not berth.sim("/nodes/node03")["kubernetes"]["ready"], 90,
              "node03 to turn NotReady")
     set_bmc(berth, "node03", False)  # its ipmi_sim process is killed
     counts = effects(berth, "node03")

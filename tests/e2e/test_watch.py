@@ -21,7 +21,7 @@ LOCK = "eviction-lock.berth.io/e2e-watch"
 
 def test_watch_emits_a_json_object_per_change_with_the_drain_progress(
         berth: Berth, successful_revision: int) -> None:
-    kube = KubeClient(load_api_client(api_url=berth.site.urls["kube"]), request_timeout=10,
+    kube = KubeClient(load_api_client(str(berth.site.kubeconfig)), request_timeout=10,
                       poll_interval=0.1)
     kube.patch_node("node04", annotations={LOCK: "watch-holder"})
     action = create(berth, "redeploy_server", target_nodes=["node04"])

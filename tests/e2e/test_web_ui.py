@@ -89,7 +89,7 @@ def test_the_pages_render_and_ask_only_shipyard(berth: Berth, browser: Any,
 
 def test_a_running_redeploy_shows_its_steps_advancing(berth: Berth, browser: Any,
                                                       successful_revision: int) -> None:
-    kube = KubeClient(load_api_client(api_url=berth.site.urls["kube"]), request_timeout=10,
+    kube = KubeClient(load_api_client(str(berth.site.kubeconfig)), request_timeout=10,
                       poll_interval=0.1)
     kube.patch_node("node05", annotations={LOCK: "e2e-holder"})
     requested_urls(browser)

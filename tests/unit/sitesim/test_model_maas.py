@@ -18,16 +18,18 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 class FakeKube:
+    """The site's KubePort: here Ready follows the kubelet at once."""
+
     def __init__(self):
         self.nodes = {}
 
     def add_node(self, name, labels, *, ready=True, control_plane=False):
-        self.nodes[name] = {"present": True, "ready": ready, "unschedulable": False,
-                            "labels": dict(labels)}
+        self.nodes[name] = {"present": True, "ready": ready, "kubelet": ready,
+                            "unschedulable": False, "labels": dict(labels)}
 
     def set_ready(self, name, ready):
         if name in self.nodes:
-            self.nodes[name]["ready"] = ready
+            self.nodes[name]["ready"] = self.nodes[name]["kubelet"] = ready
 
     def node_summary(self, name):
         return self.nodes.get(name)

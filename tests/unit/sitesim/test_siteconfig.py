@@ -96,3 +96,16 @@ def test_cli_generate_and_check(tmp_path):
     assert result.exit_code != 0 and "nodes:" in result.output
     result = runner.invoke(sitesim_cli, ["generate", "--nodes", "2", "--etcd-members", "3"])
     assert result.exit_code != 0
+
+
+def test_kube_timings_are_checked_and_every_problem_listed():
+    raw = yaml.safe_load((ROOT / "etc/sites/demo.yaml").read_text())
+    raw["timings"] = {"kube": {"node_monitor_grace_period_s": 10, "pod_termination_delay": 1,
+                               "kubelet_shutdown_delay": -1}}
+    with pytest.raises(SiteConfigError) as caught:
+        parse_site(raw)
+    text = str(caught.value)
+    assert "unknown key 'pod_termination_delay'" in text
+    assert "timings.kube.kubelet_shutdown_delay: must be a number >= 0" in text
+    raw["timings"] = {"kube": {"node_monitor_grace_period_s": 10}}
+    assert parse_site(raw).timings.kube == {"node_monitor_grace_period_s": 10.0}
