@@ -48,7 +48,8 @@ class SitePorts:
         return cls(admin=7000, kube=6443, maas=5240, redfish=8000, ipmi_base=6230)
 
 
-PLANE_TIMINGS = ("node_lease_duration_s", "node_monitor_period_s", "node_monitor_grace_period_s")
+PLANE_TIMINGS = ("node_lease_duration_s", "node_monitor_period_s", "node_monitor_grace_period_s",
+                 "pod_ready_delay_ms")
 HOST_TIMINGS = ("kubelet_shutdown_delay", "poll_interval")
 
 

@@ -367,6 +367,7 @@ KUBE_TIMINGS = {
     "node_lease_duration_s": "kwok's node lease duration (it renews every quarter of it)",
     "node_monitor_period_s": "how often the node-lifecycle controller looks",
     "node_monitor_grace_period_s": "silence after which a node turns Unknown",
+    "pod_ready_delay_ms": "a pod turns Ready this long (up to twice) after it is bound",
     "kubelet_shutdown_delay": "seconds the kubelet-shutdown pod's script takes",
     "poll_interval": "how often the hosts look at the cluster",
 }

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import yaml
+
 from sitesim.etcd.cluster import EtcdCluster
 from sitesim.kube.binaries import KubeBinaries, kube_binaries
 from sitesim.kube.pki import ControlPlanePki, make_pki
@@ -56,6 +58,7 @@ class KubeTimings:
     node_lease_duration_s: int = 8
     node_monitor_period_s: int = 2
     node_monitor_grace_period_s: int = 16
+    pod_ready_delay_ms: int = 0  # a pod turns Running/Ready this long (up to 2x) after binding
     ready_timeout_s: float = 120.0
 
 
@@ -245,8 +248,7 @@ class ControlPlane:
             raise ControlPlaneError(f"no kwok stages in {self.binaries.stages_dir}")
         stages.update({s.name: s for s in SITE_STAGES.glob("*.yaml")})
         config = self.state_dir / "kwok.yaml"
-        config.write_text("\n---\n".join(stages[name].read_text().strip()
-                                         for name in sorted(stages)) + "\n")
+        config.write_text("---\n".join(self._stage_text(stages[name]) for name in sorted(stages)))
         port = free_port()
         return _Component("kwok", [
             str(self.binaries.kwok), f"--kubeconfig={self.kubeconfig}", f"--config={config}",
@@ -255,6 +257,14 @@ class ControlPlane:
             f"--node-lease-duration-seconds={self.timings.node_lease_duration_s}",
             f"--server-address=127.0.0.1:{port}", "--cidr=10.244.0.1/16",
         ], f"http://127.0.0.1:{port}")
+
+    def _stage_text(self, path: Path) -> str:
+        stage = yaml.safe_load(path.read_text())
+        delay = self.timings.pod_ready_delay_ms
+        if stage["metadata"]["name"] == "pod-ready" and delay > 0:
+            stage["spec"]["delay"] = {"durationMilliseconds": delay,
+                                      "jitterDurationMilliseconds": 2 * delay}
+        return str(yaml.safe_dump(stage, sort_keys=False))
 
     def _launch(self, component: _Component) -> None:
         log_path = self.state_dir / f"{component.name}.log"

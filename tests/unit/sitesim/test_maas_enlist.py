@@ -109,8 +109,9 @@ def test_deploy_overwrites_a_data_disk_the_layout_formats(model, fresh):  # noqa
     fresh.format(part, machine, "ext4", "/")
     fresh.add_partition(machine.system_id, sdb.id, None)
     fresh.deploy(machine.system_id, "jammy")
-    until(lambda: machine.status == Status.DEPLOYED)
-    assert model.node("node05").disks["sdb"].marker not in (None, data)
+    # the status turns Deployed just before the layout is written: wait for both
+    until(lambda: machine.status == Status.DEPLOYED
+          and model.node("node05").disks["sdb"].marker not in (None, data))
 
 
 @pytest.mark.parametrize(("flags", "sda", "sdb"), [
