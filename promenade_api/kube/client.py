@@ -302,8 +302,7 @@ class KubeClient:
                     event = json.loads(line)
                     obj = event.get("object") or {}
                     if event.get("type") == "ERROR":  # e.g. 410 Gone: version too old
-                        LOG.info("budget watch ended: %s", obj.get("message"))
-                        return ""
+                        raise ValueError(f"watch error: {obj.get('message')}")
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     budget = Budget.from_obj(obj)
                     if event.get("type") == "DELETED":
@@ -314,6 +313,9 @@ class KubeClient:
             return rv  # no event before the timeout
         except (KubeApiError, ApiFailure, urllib3.exceptions.HTTPError, OSError,
                 ValueError) as exc:
+            if version:  # resuming: start again at once from the current states
+                LOG.info("budget watch from %s ended (%s); starting again", version, exc)
+                return ""
             LOG.info("budget watch failed (%s); waiting %.1fs instead", exc, timeout)
             time.sleep(max(0.0, deadline - time.monotonic()))
             return ""

@@ -4,13 +4,19 @@ drain timeout."""
 
 from __future__ import annotations
 
+import io
+import json
+import time
 from dataclasses import replace
 
 import pytest
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.rest import RESTResponse
 
 from promenade_api.errors import DrainNodeError
 from promenade_api.kube.budget import Budget
-from promenade_api.kube.client import ApiFailure, eviction_outcome
+from promenade_api.kube.client import ApiFailure, KubeClient, eviction_outcome
 from promenade_api.kube.drain import Drainer, DrainSettings
 from promenade_api.kube.model import Pod
 from promenade_api.kube.refusals import Refusals
@@ -192,3 +198,65 @@ def test_a_budget_status_of_an_older_generation_allows_nothing():
     assert Budget.from_obj(obj).allowing == 0
     obj["status"]["observedGeneration"] = 2
     assert Budget.from_obj(obj).allowing == 1 and Budget.from_obj(obj).version == "41"
+
+
+class Ending(io.BytesIO):
+    """A response body that ends (as a server closing the stream) once read."""
+
+    @property
+    def closed(self) -> bool:
+        return self.tell() >= len(self.getbuffer())
+
+
+class Answering(k8s.ApiClient):
+    """An ApiClient whose every request is answered with `status` and these watch events."""
+
+    def __init__(self, events: list[dict], status: int = 200) -> None:
+        super().__init__(k8s.Configuration(host="https://kube.invalid"))
+        self.events, self.status, self.urls = events, status, []
+
+    def call_api(self, method, url, header_params=None, body=None, post_params=None,
+                 _request_timeout=None):
+        self.urls.append(url)
+        payload = b"".join(json.dumps(e).encode() + b"\n" for e in self.events)
+        return RESTResponse(urllib3.HTTPResponse(
+            body=Ending(payload), status=self.status, preload_content=False,
+            headers={"Content-Type": "application/json"}))
+
+
+def pdb_event(kind: str, rv: str, allowed: int) -> dict:
+    return {"type": kind, "object": {
+        "metadata": {"namespace": "demo", "name": "web", "resourceVersion": rv,
+                     "generation": 1},
+        "status": {"observedGeneration": 1, "disruptionsAllowed": allowed,
+                   "disruptedPods": {"web-1": "2026-01-01T00:00:00Z"}}}}
+
+
+def test_the_client_watches_a_namespace_s_budgets_and_resumes_where_it_stopped():
+    api = Answering([pdb_event("ADDED", "5", 0), pdb_event("MODIFIED", "6", 1),
+                     pdb_event("MODIFIED", "7", 0)])
+    seen: list[Budget] = []
+    cursor = KubeClient(api).watch_budgets(
+        "demo", "", 5.0, lambda b: seen.append(b) or b.allowing > 0)
+    assert cursor == "6" and [b.version for b in seen] == ["5", "6"]
+    assert seen[1].disrupted == {"web-1"} and seen[1].key == "demo/web"
+    assert api.urls[0].startswith(
+        "https://kube.invalid/apis/policy/v1/namespaces/demo/poddisruptionbudgets?")
+    assert "watch=true" in api.urls[0] and "resourceVersion" not in api.urls[0]
+
+    gone = Answering([pdb_event("DELETED", "8", 0)])
+    seen.clear()
+    assert KubeClient(gone).watch_budgets(None, "7", 5.0, seen.append) == "8"
+    assert seen[0].gone and "resourceVersion=7" in gone.urls[0]
+    assert gone.urls[0].startswith("https://kube.invalid/apis/policy/v1/poddisruptionbudgets?")
+
+
+def test_a_watch_the_api_ends_starts_again_and_a_refused_one_waits_out_its_timeout():
+    expired = Answering([{"type": "ERROR", "object": {"code": 410, "message": "too old"}}])
+    started = time.monotonic()
+    assert KubeClient(expired).watch_budgets("demo", "7", 5.0, lambda b: True) == ""
+    assert time.monotonic() - started < 1.0  # at once, from the current states next time
+    refused = Answering([], status=403)
+    started = time.monotonic()
+    assert KubeClient(refused).watch_budgets("demo", "", 0.3, lambda b: True) == ""
+    assert time.monotonic() - started >= 0.3  # no watch: the retry delay paces the drain
