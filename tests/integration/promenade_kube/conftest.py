@@ -29,22 +29,46 @@ SERVICE_ACCOUNT = "promenade"
 NS = "demo"
 
 
+@dataclass(frozen=True)
+class Identity:
+    """Who a promenade-api is: to Berth's clients and to Kubernetes."""
+
+    token: str  # Berth's admin token
+    token_file: Path  # Berth's tokens
+    sa_token: str  # the ServiceAccount's Kubernetes token
+    kubeconfig: Path  # the ServiceAccount's kubeconfig, as Promenade uses it
+    lease_namespace: str  # Berth's namespace, where its Role grants Leases
+
+
 @dataclass
 class Promenade:
     """promenade-api under gunicorn, as the `promenade` ServiceAccount."""
 
     proc: ServiceProcess
-    token: str  # Berth's admin token
-    sa_token: str  # the ServiceAccount's Kubernetes token
-    kubeconfig: Path  # the ServiceAccount's kubeconfig, as Promenade uses it
-    lease_namespace: str  # Berth's namespace, where its Role grants Leases
+    who: Identity
+
+    @property
+    def token(self) -> str:
+        return self.who.token
+
+    @property
+    def sa_token(self) -> str:
+        return self.who.sa_token
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.who.kubeconfig
+
+    @property
+    def lease_namespace(self) -> str:
+        return self.who.lease_namespace
 
     def post(self, path: str, body: Any = None, **params: Any) -> requests.Response:
         return requests.post(f"{self.proc.url}/api/v1.0{path}", params=params, json=body,
                              timeout=120, headers={"X-Auth-Token": self.token})
 
-    def preview(self, node: str) -> dict[str, Any]:
-        """The decommission preview of the node (a design whose etcd runs elsewhere)."""
+    def design(self) -> dict[str, str]:
+        """A design reference whose etcd cluster runs on another node (cp1)."""
         design = self.proc.workdir / "design.yaml"
         design.write_text(yaml.safe_dump({
             "schema": "promenade/EtcdClusters/v1",
@@ -55,8 +79,11 @@ class Promenade:
                 "name": "kubernetes", "client_endpoints": ["http://127.0.0.1:9"],
                 "members": [{"name": "cp1", "node": "cp1"}],
                 "thresholds": {"minimum_healthy_members": 1}}]}}))
-        reply = self.post(f"/nodes/{node}/decommission/preview", {
-            "rel": "design", "href": f"file://{design}", "type": "application/x-yaml"})
+        return {"rel": "design", "href": f"file://{design}", "type": "application/x-yaml"}
+
+    def preview(self, node: str) -> dict[str, Any]:
+        """The decommission preview of the node."""
+        reply = self.post(f"/nodes/{node}/decommission/preview", self.design())
         assert reply.status_code == 200, reply.text
         result: dict[str, Any] = reply.json()
         return result
@@ -93,17 +120,27 @@ def promenade(kube_plane: ControlPlane, admin: Admin,
     work = tmp_path_factory.mktemp("promenade-kube")
     kubeconfig = kube_plane.token_kubeconfig(work / "kubeconfig", sa_token)
     tokens = write_tokens(work / "tokens.yaml")
-    sections = {
-        "auth": {"strategy": "token", "token_file": work / "tokens.yaml"},
-        "kubernetes": {"kubeconfig": kubeconfig, "lease_namespace": namespace,
+    yield from promenade_process(Identity(tokens["admin"], work / "tokens.yaml", sa_token,
+                                          kubeconfig, namespace), work)
+
+
+def promenade_process(who: Identity, work: Path, **sections: dict[str, Any]
+                      ) -> Iterator[Promenade]:
+    """Body of a fixture: a promenade-api as `who`, with its database in `work` and
+    `sections` over the usual settings."""
+    settings: dict[str, dict[str, Any]] = {
+        "auth": {"strategy": "token", "token_file": who.token_file},
+        "kubernetes": {"kubeconfig": who.kubeconfig, "lease_namespace": who.lease_namespace,
                        "request_timeout": 10, "poll_interval": 0.1},
         "drain": {"eviction_retry_delay": 0.5, "lock_poll_interval": 0.1},
         "clear_labels": {"poll_interval": 0.1},
         "logging": {"json": "false", "level": "INFO"},
         "database": {"connection": f"sqlite:///{work / 'promenade.db'}"},
     }
-    proc = ServiceProcess("promenade", work, sections)
+    for name, options in sections.items():
+        settings.setdefault(name, {}).update(options)
+    proc = ServiceProcess("promenade", work, settings)
     try:
-        yield Promenade(proc, tokens["admin"], sa_token, kubeconfig, namespace)
+        yield Promenade(proc, who)
     finally:
         proc.stop()

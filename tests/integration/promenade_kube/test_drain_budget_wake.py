@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from tests.support.kube import Admin, wait_for
-from tests.support.services import ServiceProcess
 
-from .conftest import NS, Promenade
+from .conftest import NS, Promenade, promenade_process
 from .test_drain_real import apply, budget, deployment, ready_pods, settled_budget
 
 pytestmark = pytest.mark.slow
@@ -28,22 +27,8 @@ PODS = 4  # behind minAvailable 3: one disruption at a time
 def patient_promenade(promenade: Promenade,
                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promenade]:
     """Promenade as the same ServiceAccount, retrying refused evictions after DELAY."""
-    work = tmp_path_factory.mktemp("promenade-wake")
-    sections = {
-        "auth": {"strategy": "token", "token_file": promenade.proc.workdir / "tokens.yaml"},
-        "kubernetes": {"kubeconfig": promenade.kubeconfig,
-                       "lease_namespace": promenade.lease_namespace,
-                       "request_timeout": 10, "poll_interval": 0.1},
-        "drain": {"eviction_retry_delay": DELAY, "lock_poll_interval": 0.1},
-        "logging": {"json": "false", "level": "INFO"},
-        "database": {"connection": f"sqlite:///{work / 'promenade.db'}"},
-    }
-    proc = ServiceProcess("promenade", work, sections)
-    try:
-        yield Promenade(proc, promenade.token, promenade.sa_token, promenade.kubeconfig,
-                        promenade.lease_namespace)
-    finally:
-        proc.stop()
+    yield from promenade_process(promenade.who, tmp_path_factory.mktemp("promenade-wake"),
+                                 drain={"eviction_retry_delay": DELAY})
 
 
 class Timeline:

@@ -14,14 +14,12 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 
 from sitesim.kube.controlplane import ControlPlane
 from sitesim.kube.yaook import L2, LOCK_PREFIX, MAINTENANCE_LABEL, YaookOperator
 from tests.support.kube import Admin, wait_for
-from tests.support.services import ServiceProcess
 
-from .conftest import NS, Promenade
+from .conftest import NS, Promenade, promenade_process
 
 pytestmark = pytest.mark.slow
 HYPERVISOR = "compute.yaook.cloud/hypervisor"
@@ -46,24 +44,8 @@ def operator(kube_plane: ControlPlane, admin: Admin) -> Iterator[YaookOperator]:
 def yaook_promenade(promenade: Promenade,
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promenade]:
     """Promenade as the same ServiceAccount, with short kubelet polls."""
-    work = tmp_path_factory.mktemp("promenade-yaook")
-    sections = {
-        "auth": {"strategy": "token", "token_file": promenade.proc.workdir / "tokens.yaml"},
-        "kubernetes": {"kubeconfig": promenade.kubeconfig,
-                       "lease_namespace": promenade.lease_namespace,
-                       "request_timeout": 10, "poll_interval": 0.1},
-        "drain": {"eviction_retry_delay": 0.5, "lock_poll_interval": 0.1},
-        "clear_labels": {"poll_interval": 0.1},
-        "kubelet": {"poll_interval": 0.2, "shutdown_timeout": 30},
-        "logging": {"json": "false", "level": "INFO"},
-        "database": {"connection": f"sqlite:///{work / 'promenade.db'}"},
-    }
-    proc = ServiceProcess("promenade", work, sections)
-    try:
-        yield Promenade(proc, promenade.token, promenade.sa_token, promenade.kubeconfig,
-                        promenade.lease_namespace)
-    finally:
-        proc.stop()
+    yield from promenade_process(promenade.who, tmp_path_factory.mktemp("promenade-yaook"),
+                                 kubelet={"poll_interval": 0.2, "shutdown_timeout": 30})
 
 
 def patch_node(admin: Admin, node: str, meta: dict[str, Any]) -> None:
@@ -178,18 +160,7 @@ def test_the_operator_locks_while_each_agent_runs_and_keeps_l2_while_a_lock_is_l
 
 
 def decommission(promenade: Promenade, node: str, **params: Any) -> requests.Response:
-    design = promenade.proc.workdir / "design.yaml"
-    design.write_text(yaml.safe_dump({
-        "schema": "promenade/EtcdClusters/v1",
-        "metadata": {"schema": "metadata/Document/v1", "name": "etcd-clusters",
-                     "layeringDefinition": {"abstract": False, "layer": "site"},
-                     "storagePolicy": "cleartext"},
-        "data": {"clusters": [{
-            "name": "kubernetes", "client_endpoints": ["http://127.0.0.1:9"],
-            "members": [{"name": "cp1", "node": "cp1"}],
-            "thresholds": {"minimum_healthy_members": 1}}]}}))
-    return promenade.post(f"/nodes/{node}/decommission", {
-        "rel": "design", "href": f"file://{design}", "type": "application/x-yaml"}, **params)
+    return promenade.post(f"/nodes/{node}/decommission", promenade.design(), **params)
 
 
 def kubelet_shutdown_job(admin: Admin, node: str) -> None:
