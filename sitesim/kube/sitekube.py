@@ -139,7 +139,6 @@ class SiteKube:
         self.timings = timings
         self.api = AdminClient(plane)
         self.url = plane.server
-        self.cluster = self  # what the site's KubeHandle exposes
         self._listeners: list[LabelListener] = []
         self._labels: dict[str, dict[str, str]] = {}
         self._shutdown_disabled: set[str] = set()
