@@ -81,6 +81,23 @@ def web_deployment(compute: list[str], replicas: int) -> Obj:
                          "affinity": affinity}}}}
 
 
+def queue_statefulset(compute: list[str], replicas: int) -> Obj:
+    """A StatefulSet (stable names: an evicted pod comes back under the same name once the
+    old one is gone) on the compute nodes, with no budget of its own."""
+    labels = {"application": "queue"}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": list(compute)}]}]}}}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "queue", "namespace": DEMO_NAMESPACE, "labels": labels},
+            "spec": {"replicas": replicas, "serviceName": "queue",
+                     "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "terminationGracePeriodSeconds": GRACE_SECONDS,
+                         "containers": _container("queue", "docker.io/library/redis:7.4"),
+                         "affinity": affinity}}}}
+
+
 def web_pdb(min_available: int) -> Obj:
     """The PodDisruptionBudget of the web Deployment."""
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -107,10 +124,11 @@ def namespace(name: str) -> Obj:
 
 def demo_workloads(compute: list[str]) -> list[Obj]:
     """Everything but the mirror pods (they need their Node's uid): DaemonSets, then a
-    Deployment of 3 behind a PDB of minAvailable 2 and two bare pods on the compute nodes."""
+    Deployment of 3 behind a PDB of minAvailable 2, a StatefulSet of 2 and two bare pods on
+    the compute nodes."""
     objects = [namespace(DEMO_NAMESPACE), node_agent_daemonset(), kubelet_shutdown_daemonset()]
     if compute:
-        objects += [web_deployment(compute, 3), web_pdb(2),
+        objects += [web_deployment(compute, 3), web_pdb(2), queue_statefulset(compute, 2),
                     bare_pod("debug-shell", compute[0]),
                     bare_pod("scratch-cache", compute[1 % len(compute)], empty_dir=True)]
     return objects
