@@ -19,7 +19,7 @@ MAX_OPERATIONS = 10_000  # the operation log keeps the newest ones
 
 
 class KubePort(Protocol):
-    """The part of the Kubernetes simulator the site model drives."""
+    """The part of the site's Kubernetes the site model drives (sitesim.kube.sitekube)."""
 
     def add_node(self, name: str, labels: dict[str, str], *, ready: bool = True,
                  control_plane: bool = False) -> Any: ...

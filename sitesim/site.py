@@ -1,4 +1,4 @@
-"""One site YAML -> a running simulated site: model, kube API, MAAS, BMCs, etcd, admin API."""
+"""One site YAML -> a running simulated site: model, Kubernetes, MAAS, BMCs, etcd, admin API."""
 
 from __future__ import annotations
 
