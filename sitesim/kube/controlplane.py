@@ -4,6 +4,7 @@ kube-controller-manager, kube-scheduler, and kwok acting as the kubelet of label
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import shutil
 import ssl
@@ -161,11 +162,13 @@ class ControlPlane:
             return str(json.loads(reply.read())["status"]["token"])
 
     def token_kubeconfig(self, path: Path, token: str) -> Path:
-        """A kubeconfig at `path` that reaches the apiserver with `token`, trusting its CA."""
+        """A kubeconfig at `path` that reaches the apiserver with `token`, trusting its CA
+        (embedded: the file stands alone, e.g. mounted in a container)."""
+        ca_data = base64.b64encode(self.pki.ca_cert.read_bytes()).decode()
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": "sitesim",
             "clusters": [{"name": "sitesim", "cluster": {
-                "server": self.server, "certificate-authority": str(self.pki.ca_cert)}}],
+                "server": self.server, "certificate-authority-data": ca_data}}],
             "users": [{"name": "token", "user": {"token": token}}],
             "contexts": [{"name": "sitesim", "context": {"cluster": "sitesim", "user": "token"}}],
         }

@@ -50,9 +50,11 @@ def site() -> Iterator[Site]:
 
 def write_configs(site: Site, work: Path, token: str, ports: dict[str, int]) -> None:
     """The services' configs in `work` (mounted at the same path in every container)."""
-    shutil.copy(site.kubeconfig, work / "kubeconfig")
+    kubeconfig = work / "kubeconfig"  # Promenade's ServiceAccount; the CA is embedded
+    shutil.copy(site.promenade_kubeconfig, kubeconfig)
+    os.chown(kubeconfig, UID, UID)
     sections = service_sections(site, work, token, ports)
-    sections["promenade"]["kubernetes"]["kubeconfig"] = work / "kubeconfig"
+    sections["promenade"]["kubernetes"]["kubeconfig"] = kubeconfig
     sections["drydock"]["worker"]["threads"] = 0  # tasks run in the drydock-worker container
     for service in SERVICES:
         write_conf(work / f"{service}.conf", sections[service])
