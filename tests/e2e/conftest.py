@@ -9,7 +9,8 @@ import pytest
 import requests
 
 from drydock_api.tasks.actions import build_actions
-from tests.fixtures.services import Berth
+from sitesim.site import Site
+from tests.fixtures.services import Berth, run_berth, run_berth_site
 
 
 def drydock_can(*actions: str) -> bool:
@@ -38,7 +39,18 @@ def faults(berth: Berth) -> Iterator[Any]:
         clear()
 
 
-@pytest.fixture(scope="session")
+# Package scope: the site and its control plane stop once the end-to-end tests are done.
+@pytest.fixture(scope="package")
+def berth_site() -> Iterator[Site]:
+    yield from run_berth_site()
+
+
+@pytest.fixture(scope="package")
+def berth(berth_site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Berth]:
+    yield from run_berth(berth_site, tmp_path_factory)
+
+
+@pytest.fixture(scope="package")
 def successful_revision(berth: Berth) -> int:
     """Tag the committed design as the last successful site action (as deploy_site would)."""
     resp = berth.api("POST", f"/revisions/{berth.revision}/tags/site-action-success",

@@ -20,12 +20,12 @@ pytestmark = pytest.mark.slow
 NS = "default"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     yield from kube_support.control_plane(tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def api(control_plane: ControlPlane) -> Admin:
     return Admin(control_plane)
 

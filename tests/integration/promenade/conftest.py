@@ -129,7 +129,7 @@ def _settled(admin: Admin) -> bool:
                 and status.get("currentHealthy") == 3)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kube_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     """The real control plane with the demo site's six nodes and workloads."""
     for plane in kube_support.control_plane(tmp_path_factory):

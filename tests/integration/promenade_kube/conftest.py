@@ -89,12 +89,12 @@ class Promenade:
         return result
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kube_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     yield from kube_support.control_plane(tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def admin(kube_plane: ControlPlane) -> Admin:
     admin = Admin(kube_plane)
     admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -111,7 +111,7 @@ def shipped_rbac(plane: ControlPlane) -> tuple[str, list[dict[str, Any]]]:
     return namespace, rbac
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def promenade(kube_plane: ControlPlane, admin: Admin,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promenade]:
     namespace, rbac = shipped_rbac(kube_plane)
