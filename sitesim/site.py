@@ -69,6 +69,7 @@ def start_kube(model: SiteModel, port: int, workdir: Path) -> SiteKube:
         shutil.copyfile(plane.kubeconfig, workdir / "kubeconfig")
         kube.lease_namespace = kube.promenade_kubeconfig(workdir / "promenade.kubeconfig")
         seed_kube_nodes(model, kube)
+        kube.seed_infrastructure()
         if model.spec.workloads:
             deployed = [n for n in model.spec.nodes if n.state == "deployed"]
             kube.seed_workloads([n.name for n in deployed if n.control_plane],

@@ -207,6 +207,11 @@ class SiteKube:
                            "--field-manager=sitesim", "-f", "-",
                            stdin="\n".join(json.dumps(o) for o in objects))
 
+    def seed_infrastructure(self) -> None:
+        """What every site runs, workloads or not: the kubelet-shutdown DaemonSet (Promenade's
+        kubelet shutdown relies on it, as on an Airship site)."""
+        self.apply([workloads.kubelet_shutdown_daemonset()])
+
     def seed_workloads(self, control: list[str], compute: list[str]) -> None:
         """The demo workloads, and the mirror pods of every control-plane node's static pods."""
         self.apply(workloads.demo_workloads(compute))

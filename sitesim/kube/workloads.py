@@ -126,7 +126,7 @@ def demo_workloads(compute: list[str]) -> list[Obj]:
     """Everything but the mirror pods (they need their Node's uid): DaemonSets, then a
     Deployment of 3 behind a PDB of minAvailable 2, a StatefulSet of 2 and two bare pods on
     the compute nodes."""
-    objects = [namespace(DEMO_NAMESPACE), node_agent_daemonset(), kubelet_shutdown_daemonset()]
+    objects = [namespace(DEMO_NAMESPACE), node_agent_daemonset()]
     if compute:
         objects += [web_deployment(compute, 3), web_pdb(2), queue_statefulset(compute, 2),
                     bare_pod("debug-shell", compute[0]),

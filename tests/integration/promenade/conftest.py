@@ -143,6 +143,7 @@ def _session(plane: ControlPlane, work: Path) -> Iterator[Session]:
         site.add_node(name, {"kubernetes-etcd": "enabled"}, control_plane=True)
     for name in COMPUTE:
         site.add_node(name, {"openstack-compute-node": "enabled"})
+    site.seed_infrastructure()
     site.seed_workloads(CONTROL, COMPUTE)
     site.start()
     try:
