@@ -4,16 +4,28 @@ sick kubelet (`hang`) or a site policy (`fail`) through the real apiserver."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
 
 from sitesim.site import Site
+from tests.fixtures.site import start_test_site, stop_site
 from tests.integration.sitesim.conftest import node, wait_for
 
 pytestmark = pytest.mark.slow
 UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+@pytest.fixture(scope="module")
+def sitesim_site() -> Iterator[Site]:
+    """A site of this module's own: the other modules' tests power nodes off and erase them."""
+    site = start_test_site()
+    try:
+        yield site
+    finally:
+        stop_site(site)
 
 
 def kube_node(site: Site, name: str) -> dict[str, Any]:
