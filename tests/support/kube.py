@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +14,7 @@ import yaml
 
 from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
 from sitesim.kube.controlplane import ControlPlane, kwok_node
-
-ROOT = Path(__file__).resolve().parents[2]
-DEPLOY_BASE = ROOT / "deploy" / "kubernetes" / "base"
-RBAC_KINDS = frozenset({"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                        "Role", "RoleBinding"})
+from sitesim.kube.sitekube import DEPLOY_BASE, RBAC_KINDS
 
 
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:

@@ -21,10 +21,6 @@ from tests.support import kube as kube_support
 from tests.support.kube import Admin
 from tests.support.services import ServiceProcess, write_tokens
 
-ROOT = Path(__file__).resolve().parents[3]
-BASE = ROOT / "deploy" / "kubernetes" / "base"
-RBAC_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-              "RoleBinding"}
 SERVICE_ACCOUNT = "promenade"
 NS = "demo"
 
@@ -102,20 +98,10 @@ def admin(kube_plane: ControlPlane) -> Admin:
     return admin
 
 
-def shipped_rbac(plane: ControlPlane) -> tuple[str, list[dict[str, Any]]]:
-    """Berth's namespace and the RBAC objects of deploy/kubernetes/base, as kustomize renders
-    them (namespace filled in, ServiceAccount subjects included)."""
-    docs = [d for d in yaml.safe_load_all(plane.kubectl("kustomize", str(BASE))) if d]
-    rbac = [d for d in docs if d["kind"] in RBAC_KINDS]
-    [namespace] = [d["metadata"]["name"] for d in rbac if d["kind"] == "Namespace"]
-    return namespace, rbac
-
-
 @pytest.fixture(scope="package")
 def promenade(kube_plane: ControlPlane, admin: Admin,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promenade]:
-    namespace, rbac = shipped_rbac(kube_plane)
-    kube_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac))
+    namespace = kube_support.apply_shipped_rbac(kube_plane)
     sa_token = kube_plane.service_account_token(namespace, SERVICE_ACCOUNT)
     work = tmp_path_factory.mktemp("promenade-kube")
     kubeconfig = kube_plane.token_kubeconfig(work / "kubeconfig", sa_token)
