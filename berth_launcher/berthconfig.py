@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -102,3 +103,15 @@ def write_ini(path: Path, sections: Sections) -> None:
 
 def env_lines(values: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in values.items())
+
+
+def write_env(path: Path, env: Mapping[str, str]) -> None:
+    """The env file in one step (a temporary file renamed over it): a reader sees it whole
+    or not at all. Only its owner may read it (it holds the admin token)."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(env_lines(env))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)

@@ -3,22 +3,40 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import requests
 
 from sitesim.processes import terminate
 
+PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
 
 class UpError(Exception):
     """A service of `berth up` could not be started."""
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """A preexec_fn: the child gets `signum` when the thread that started it ends (Linux
+    PR_SET_PDEATHSIG, kept across exec); start children from the main thread. A parent that
+    ended between fork and prctl is caught by the parent-PID check."""
+    parent = os.getpid()
+
+    def arm() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
 
 
 def find_script(name: str) -> str | None:
@@ -27,30 +45,33 @@ def find_script(name: str) -> str | None:
 
 
 def _spawn(argv: list[str], name: str, config: Path, log: Path,
-           cwd: Path | None) -> subprocess.Popen[bytes]:
+           cwd: Path | None, with_parent: bool) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
-                                env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)})
+                                env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)},
+                                preexec_fn=die_with_parent() if with_parent else None)
 
 
 def start_service(name: str, port: int, config: Path, log: Path, *, workers: int = 1,
-                  args: Sequence[str] = (), cwd: Path | None = None) -> subprocess.Popen[bytes]:
-    """`<name>-api` under gunicorn on 127.0.0.1:`port` with `config`, logging to `log`."""
+                  args: Sequence[str] = (), cwd: Path | None = None,
+                  with_parent: bool = False) -> subprocess.Popen[bytes]:
+    """`<name>-api` under gunicorn on 127.0.0.1:`port` with `config`, logging to `log`
+    (`with_parent`: SIGTERM when the starting thread ends, see die_with_parent)."""
     script = find_script(f"{name}-api")
     if script is None:
         raise UpError(f"console script {name}-api not found (is the project installed?)")
     return _spawn([script, "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-                   "--config-file", str(config), *args], name, config, log, cwd)
+                   "--config-file", str(config), *args], name, config, log, cwd, with_parent)
 
 
-def start_worker(name: str, config: Path, log: Path,
-                 cwd: Path | None = None) -> subprocess.Popen[bytes]:
+def start_worker(name: str, config: Path, log: Path, cwd: Path | None = None,
+                 with_parent: bool = False) -> subprocess.Popen[bytes]:
     """`shipyard-worker` or `drydock-worker` on `config`."""
     script = find_script(f"{name}-worker")
     if script is None:
         raise UpError(f"console script {name}-worker not found (is the project installed?)")
-    return _spawn([script, "--config-file", str(config)], name, config, log, cwd)
+    return _spawn([script, "--config-file", str(config)], name, config, log, cwd, with_parent)
 
 
 def wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], log: Path,

@@ -1,13 +1,10 @@
-"""`berth up` / `berth down`: the simulated site plus Shipyard, Promenade and Drydock on it."""
+"""`berth up` / `berth down` / `berth status`: the simulated site plus Shipyard, Promenade and
+Drydock on it."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +21,14 @@ from berth_launcher.berthconfig import (
     env_lines,
     postgres_overrides,
     service_sections,
+    write_env,
     write_ini,
     write_tokens,
 )
 from berth_launcher.dbcli import db, upgrader
+from berth_launcher.launch import Runner, serve, stop_launcher
 from berth_launcher.pgcluster import PgCluster, PgClusterError
+from berth_launcher.ports import PortLayout
 from berth_launcher.services import (
     UpError,
     start_service,
@@ -36,12 +36,11 @@ from berth_launcher.services import (
     stop_process,
     wait_healthy,
 )
+from berth_launcher.status import ENV_FILE, status
 from sitesim.generate import generate_site
-from sitesim.processes import stop_event_on_signals
 from sitesim.site import Site, SitePorts
 from sitesim.siteconfig import SiteConfigError, SiteSpec, load_site, parse_site
 
-PID_FILE = "berth-up.pid"
 CHUNK_BYTES = 8 * 1024 * 1024
 
 
@@ -76,7 +75,8 @@ def link_kubectl(site: Site, bin_dir: Path) -> None:
 
 def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVICES,
                      overrides: dict[str, Sections] | None = None) -> dict[str, str]:
-    """Design, tokens, service configs; returns the environment for .berth/env."""
+    """Design, tokens, service configs; returns the environment for .berth/env (written by
+    the caller once everything is ready)."""
     design = berth_dir / "site-design.yaml"
     design.write_text(site.design_yaml())
     admin_token, service_token = write_tokens(berth_dir / "tokens.yaml")
@@ -101,7 +101,6 @@ def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVIC
                MAAS_URL=site.urls["maas"], MAAS_API_KEY=site.spec.maas_api_key,
                REDFISH_URL=site.urls["redfish"], SITESIM_URL=site.urls["sitesim"],
                ETCD_ENDPOINTS=",".join(endpoints), DESIGN_REF=f"file://{design.resolve()}")
-    (berth_dir / "env").write_text(env_lines(env))
     return env
 
 
@@ -167,13 +166,19 @@ class Up:
 
     With `postgres`, Shipyard, Drydock and Promenade use databases on a throwaway PostgreSQL
     cluster under berth_dir/postgres; Shipyard and Drydock run as two API processes each (the
-    second on `second_ports`) plus two worker processes each."""
+    second on `second_ports`) plus two worker processes each.
+
+    The env file (`berth_dir/env`) is written once, when `start()` is done: the site runs, and
+    with services, each answers /health and the site design is committed (and tagged). Before
+    that it does not exist; `stop()` removes it. `tie_to_launcher`: the services get SIGTERM
+    when this process ends (PR_SET_PDEATHSIG; start them from the main thread)."""
 
     def __init__(self, site_file: str | SiteSpec, berth_dir: Path, ports: SitePorts,
                  with_services: bool = True, service_ports: dict[str, int] | None = None,
                  postgres: bool = False, second_ports: dict[str, int] | None = None,
-                 postgres_port: int = POSTGRES_PORT) -> None:
+                 postgres_port: int = POSTGRES_PORT, tie_to_launcher: bool = False) -> None:
         self.berth_dir = berth_dir
+        self.tie_to_launcher = tie_to_launcher
         self.service_ports = dict(service_ports or SERVICES)
         spec = site_file if isinstance(site_file, SiteSpec) else load_site(site_file)
         self.site = Site(spec, ports=ports, workdir=berth_dir / "site")
@@ -199,15 +204,16 @@ class Up:
 
     def start(self) -> dict[str, str]:
         self.berth_dir.mkdir(parents=True, exist_ok=True)
+        (self.berth_dir / ENV_FILE).unlink(missing_ok=True)
         clear_previous_state(self.berth_dir)
         try:
             self.site.start()
             overrides = self._start_postgres()
             self.env = write_site_files(self.site, self.berth_dir, self.service_ports, overrides)
             self.env.update(self._postgres_env())
-            (self.berth_dir / "env").write_text(env_lines(self.env))
             if self.with_services:
                 self._start_services()
+            write_env(self.berth_dir / ENV_FILE, self.env)
         except BaseException:
             self.stop()
             raise
@@ -235,18 +241,19 @@ class Up:
         apis = self.api_processes()
         for proc_name, (service, port) in apis.items():
             self.procs[proc_name] = start_service(service, port, self.berth_dir /
-                                                  f"{service}.conf", self._log(proc_name))
+                                                  f"{service}.conf", self._log(proc_name),
+                                                  with_parent=self.tie_to_launcher)
         for proc_name, (_, port) in apis.items():
             wait_healthy(proc_name, f"http://127.0.0.1:{port}", self.procs[proc_name],
                          self._log(proc_name))
         for proc_name, service in self.worker_processes().items():
             self.procs[proc_name] = start_worker(service, self.berth_dir / f"{service}.conf",
-                                                 self._log(proc_name))
+                                                 self._log(proc_name),
+                                                 with_parent=self.tie_to_launcher)
         self.env["DESIGN_REF"] = commit_design(
             f"http://127.0.0.1:{self.service_ports['shipyard']}",
             self.env["BERTH_TOKEN"], (self.berth_dir / "site-design.yaml").read_text(),
             deployed=all(node.state == "deployed" for node in self.site.spec.nodes))
-        (self.berth_dir / "env").write_text(env_lines(self.env))
         for proc_name in self.worker_processes():
             if self.procs[proc_name].poll() is not None:
                 raise UpError(f"{proc_name} exited with {self.procs[proc_name].returncode}; "
@@ -270,6 +277,7 @@ class Up:
         return lines
 
     def stop(self) -> None:
+        (self.berth_dir / ENV_FILE).unlink(missing_ok=True)
         for proc in reversed(list(self.procs.values())):
             stop_process(proc)
         self.procs.clear()
@@ -283,54 +291,69 @@ def main() -> None:
     """Run Berth on a simulated site."""
 
 
+PORT_OFFSET_HELP = (
+    "Move every port berth up listens on by N, so that two sites run on one machine (each "
+    "with its own --dir): Shipyard, Promenade and Drydock on 9000+N, 9001+N and 9002+N, the "
+    "sitesim admin API on 7000+N, the Kubernetes API on 6443+N, MAAS on 5240+N, Redfish on "
+    "8000+N, the IPMI BMCs on udp/6230+N upwards; with --postgres the second APIs on 9010+N "
+    "and 9012+N and PostgreSQL on 5433+N. DIR/env shows the URLs in use.")
+
+
 @main.command()
 @click.option("--site", "site_file", default="etc/sites/demo.yaml", show_default=True,
               type=click.Path(exists=True, dir_okay=False))
 @click.option("--dir", "berth_dir", default=".berth", show_default=True,
               type=click.Path(file_okay=False))
+@click.option("--port-offset", type=int, default=0, show_default=True, help=PORT_OFFSET_HELP)
 @click.option("--no-services", is_flag=True, help="Start only the simulated site.")
 @click.option("--postgres", is_flag=True,
               help="Shipyard and Drydock on a throwaway PostgreSQL cluster under DIR/postgres, "
-                   "two API processes (second ones on 9010 and 9012) and two workers each.")
-@click.option("--postgres-port", default=POSTGRES_PORT, show_default=True)
+                   "two API processes (second ones on 9010+N and 9012+N, N the --port-offset) "
+                   "and two workers each.")
+@click.option("--postgres-port", type=int, default=None,
+              help=f"PostgreSQL's port with --postgres [default: {POSTGRES_PORT}+offset].")
 @click.option("--nodes", type=click.IntRange(min=1), default=None,
               help="Instead of --site: a generated site of this many deployed nodes "
                    "(`sitesim generate`; every 10th node an IPMI BMC, the rest Redfish).")
 @click.option("--racks", type=click.IntRange(min=1), default=100, show_default=True,
               help="Racks of the generated site (with --nodes).")
-def up(site_file: str, berth_dir: str, no_services: bool, postgres: bool,
-       postgres_port: int, nodes: int | None, racks: int) -> None:
-    """Start the site and the three services; Ctrl-C, SIGTERM or `berth down` stops them."""
+def up(site_file: str, berth_dir: str, port_offset: int, no_services: bool, postgres: bool,
+       postgres_port: int | None, nodes: int | None, racks: int) -> None:
+    """Start the site and the three services; Ctrl-C, SIGTERM, SIGHUP or `berth down` stops
+    them, and they end with berth up however it ends.
+
+    Refuses to start, naming the process, when a port it needs is taken. DIR/env is written
+    once, when everything is ready (`berth status --wait` waits for that)."""
     directory = Path(berth_dir).resolve()
     try:
-        site: str | SiteSpec = site_file if nodes is None else \
+        spec = load_site(site_file) if nodes is None else \
             parse_site(generate_site(nodes, min(racks, nodes), min(3, nodes)))
-        runner = Up(site, directory, SitePorts.standard(), with_services=not no_services,
-                    postgres=postgres, postgres_port=postgres_port)
     except SiteConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    stop = stop_event_on_signals()
-    try:
-        env = runner.start()
-    except UpError as exc:
-        raise click.ClickException(str(exc)) from exc
-    pid_file = directory / PID_FILE
-    pid_file.write_text(str(os.getpid()))
-    try:
-        click.echo("Running:\n  " + "\n  ".join(runner.summary()))
-        click.echo(f"\nEnvironment ({directory / 'env'}):")
-        click.echo(env_lines(env), nl=False)
-        click.echo(f"\nTry:  set -a; . {directory / 'env'}; set +a; "
-                   f"export PATH={directory / 'bin'}:$PATH; "
-                   "kubectl get nodes; curl -s $SITESIM_URL/nodes/node03")
-        sys.stdout.flush()
-        stop.wait()
-    finally:
-        pid_file.unlink(missing_ok=True)
-        runner.stop()
+    layout = PortLayout(port_offset, postgres,
+                        sum(1 for node in spec.nodes if node.bmc.type == "ipmi"))
+    pg_port = layout.postgres_port if postgres_port is None else postgres_port
+
+    def make_runner() -> Up:
+        return Up(spec, directory, layout.site, with_services=not no_services,
+                  service_ports=layout.services, postgres=postgres,
+                  second_ports=layout.second_apis, postgres_port=pg_port, tie_to_launcher=True)
+
+    serve(make_runner, directory, layout, lambda runner, env: banner(runner, env, directory))
+
+
+def banner(runner: Runner, env: dict[str, str], directory: Path) -> None:
+    env_file = directory / ENV_FILE
+    click.echo("Running:\n  " + "\n  ".join(runner.summary()))
+    click.echo(f"\nEnvironment ({env_file}):")
+    click.echo(env_lines(env), nl=False)
+    click.echo(f"\nTry:  set -a; . {env_file}; set +a; "
+               f"export PATH={directory / 'bin'}:$PATH; "
+               "kubectl get nodes; curl -s $SITESIM_URL/nodes/node03; berth status")
 
 
 main.add_command(db)
+main.add_command(status)
 
 
 @main.command()
@@ -339,22 +362,4 @@ main.add_command(db)
 @click.option("--timeout", default=60.0, show_default=True)
 def down(berth_dir: str, timeout: float) -> None:
     """Stop a running `berth up` (by the PID in .berth/berth-up.pid)."""
-    pid_file = Path(berth_dir) / PID_FILE
-    if not pid_file.exists():
-        raise click.ClickException(f"no {pid_file}: berth up is not running here")
-    pid = int(pid_file.read_text().strip())
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pid_file.unlink(missing_ok=True)
-        click.echo(f"berth up (pid {pid}) was not running")
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            click.echo(f"stopped berth up (pid {pid})")
-            return
-        time.sleep(0.1)
-    raise click.ClickException(f"berth up (pid {pid}) still running after {timeout:.0f}s")
+    stop_launcher(Path(berth_dir), timeout)
