@@ -8,7 +8,7 @@ KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
-.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube
+.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube docs
 
 run: venv debs
 	$(BIN)/berth up
@@ -28,6 +28,11 @@ lint: venv
 
 typecheck: venv
 	$(BIN)/mypy $(PACKAGES)
+
+# The docs site into build/site (strict: a broken link, anchor or missing page fails); the
+# reference pages and diagrams are generated from the code (tools/docs/hooks.py).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 venv: $(STAMP)
 
@@ -52,12 +57,13 @@ $(KEYSTONE_STAMP):
 	.venv-keystone/bin/pip install -q keystone gunicorn
 	touch $(KEYSTONE_STAMP)
 
-# The services, the simulated site and the benchmarks (extra `sim`), and the test tools; the
-# services' libraries at the versions image/constraints.txt pins (the image's, the tested ones).
+# The services, the simulated site and the benchmarks (extra `sim`), the test tools, and the docs
+# site's generator (extra `docs`); the services' libraries at the versions image/constraints.txt
+# pins (the image's, the tested ones).
 $(STAMP): setup.cfg setup.py pyproject.toml image/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test]'
+	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test,docs]'
 	touch $(STAMP)
 
 # Debian packages the simulated site and the tests need (etcd, PostgreSQL, IPMI tools).
