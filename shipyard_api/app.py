@@ -99,7 +99,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
                             conf.api.long_poll_max_wait),
               *plan_routes(deps.plans, max_nodes),
               *site_status_routes(deps.site_statuses),
-              *ui_routes(ActionPages(deps.actions, deps.site_view.drydock), deps.site_view,
+              *ui_routes(ActionPages(deps.actions, deps.site_view.drydock, deps.waiters,
+                                     conf.api.long_poll_max_wait), deps.site_view,
                          deps.plans)]
     return create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,

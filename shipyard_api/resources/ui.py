@@ -6,12 +6,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import falcon
 
 from common.errors import BerthError
+from common.longpoll import wait_params
 from shipyard_api.ui import pages
 from shipyard_api.ui.actions import ActionPages
 from shipyard_api.ui.html import Html
@@ -19,9 +21,12 @@ from shipyard_api.ui.site import SiteView
 
 COOKIE = "berth_token"
 MAX_TOKEN = 8192
-# Only Shipyard itself: no scripts, styles inline, forms posting back here.
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
-       "frame-ancestors 'none'; base-uri 'none'")
+# Only Shipyard itself: its own style sheet and script (no inline code), fetches back here.
+CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+       "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+STATIC = Path(pages.__file__).resolve().parent / "static"
+STATIC_TYPES = {"berth.css": "text/css; charset=utf-8",
+                "live.js": "text/javascript; charset=utf-8"}
 
 
 class PlansPort(Protocol):
@@ -31,6 +36,7 @@ class PlansPort(Protocol):
 
 
 def send(resp: falcon.Response, page: Html, code: int = 200) -> None:
+    """A page (or, for the live action page, a part of one) with the headers of the view."""
     resp.status = falcon.code_to_http_status(code)
     resp.content_type = "text/html; charset=utf-8"
     resp.text = str(page)
@@ -61,6 +67,8 @@ def signed_in(rule: str | None = None) -> Callable[[Any], Any]:
                 return
             try:
                 send(resp, fn(self, req, ctx.user, **kw))
+                for header, value in getattr(req.context, "ui_headers", {}).items():
+                    resp.set_header(header, value)
             except BerthError as exc:
                 send(resp, pages.error_page(exc.code, exc.message, ctx.user), exc.code)
         return on_get
@@ -106,14 +114,30 @@ class LogoutResource:
         raise falcon.HTTPSeeOther("/ui/login")
 
 
+class StaticResource:
+    """The view's style sheet and script: public (the sign-in page needs them), fixed names."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        if name not in STATIC_TYPES:
+            raise falcon.HTTPNotFound()
+        resp.content_type = STATIC_TYPES[name]
+        resp.text = (STATIC / name).read_text(encoding="utf-8")
+        resp.set_header("Cache-Control", "no-cache")
+        resp.set_header("X-Content-Type-Options", "nosniff")
+
+
 class SitePage:
-    def __init__(self, site: SiteView) -> None:
-        self._site = site
+    def __init__(self, site: SiteView, actions: ActionPages | None = None) -> None:
+        self._site, self._actions = site, actions
 
     @signed_in("shipyard:get_site_statuses")
     def on_get(self, req: falcon.Request, user: str) -> Html:
         facts = self._site.facts(req.context.berth)
-        return pages.site_page(facts, pages.site_filters(req.params), user)
+        ctx = req.context
+        shown = self._actions is not None and ctx.policy.allows(
+            "shipyard:list_actions", ctx.berth.user, ctx.berth.roles)
+        return pages.site_page(facts, pages.site_filters(req.params), user,
+                               self._actions.list() if shown and self._actions else [])
 
 
 class ActionsPage:
@@ -131,7 +155,24 @@ class ActionPage:
 
     @signed_in("shipyard:get_action")
     def on_get(self, req: falcon.Request, user: str, action_id: str) -> Html:
-        return pages.action_page(self._actions.get(action_id, req.context.berth), user)
+        version = self._actions.version(action_id)  # before the view: never older than it
+        return pages.action_page(self._actions.get(action_id, req.context.berth), user,
+                                 version=version)
+
+
+class ActionLivePart:
+    """The changing part of an action page; `?since=V&wait=S` answers once the action's
+    version (header X-Action-Version) differs from V, or after S s, as the API's long-poll."""
+
+    def __init__(self, actions: ActionPages) -> None:
+        self._actions = actions
+
+    @signed_in("shipyard:get_action")
+    def on_get(self, req: falcon.Request, user: str, action_id: str) -> Html:
+        wait, since = wait_params(req.get_param("wait"), req.get_param("since"), 60.0)
+        version = self._actions.changed(action_id, since, wait)
+        req.context.ui_headers = {"X-Action-Version": str(version)}
+        return pages.live_section(self._actions.get(action_id, req.context.berth))
 
 
 class PlansPage:
@@ -156,9 +197,11 @@ def ui_routes(actions: ActionPages, site: SiteView, plans: PlansPort | None = No
               plan_rule: str = "shipyard:get_plan") -> list[tuple[str, object]]:
     routes: list[tuple[str, object]] = [
         ("/ui", UiRootResource()), ("/ui/login", LoginResource()),
-        ("/ui/logout", LogoutResource()), ("/ui/site", SitePage(site)),
+        ("/ui/logout", LogoutResource()), ("/ui/site", SitePage(site, actions)),
+        ("/ui/static/{name}", StaticResource()),
         ("/ui/actions", ActionsPage(actions)),
-        ("/ui/actions/{action_id}", ActionPage(actions))]
+        ("/ui/actions/{action_id}", ActionPage(actions)),
+        ("/ui/actions/{action_id}/live", ActionLivePart(actions))]
     if plans is not None:
         routes += [("/ui/plans", PlansPage(plans, plan_rule)),
                    ("/ui/plans/{plan_id}", PlanPage(plans, plan_rule))]

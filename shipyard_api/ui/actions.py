@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.context import RequestContext
-from common.errors import BerthError
+from common.errors import BerthError, NotFound
+from common.longpoll import ChangeWaiters
 from shipyard_api.actions.service import ActionService
 from shipyard_api.clients.ports import DrydockPort
 
@@ -25,11 +26,31 @@ def running_task(step: Mapping[str, Any]) -> str | None:
 
 
 class ActionPages:
-    def __init__(self, actions: ActionService, drydock: DrydockPort | None) -> None:
+    """Actions for the pages; `changed` waits for an action to move as GET /actions/{id}
+    does with ?since=&wait= (the same waiters, the same cap)."""
+
+    def __init__(self, actions: ActionService, drydock: DrydockPort | None,
+                 waiters: ChangeWaiters | None = None, max_wait: float = 0.0) -> None:
         self._actions, self._drydock = actions, drydock
+        self._waiters, self._max_wait = waiters, max_wait
 
     def list(self) -> list[dict[str, Any]]:
         return self._actions.list()
+
+    def version(self, action_id: str) -> int:
+        version = self._actions.store.version(action_id)
+        if version is None:
+            raise NotFound(f"No action {action_id}")
+        return int(version)
+
+    def changed(self, action_id: str, since: str | None, wait: float) -> int:
+        """The action's version once it differs from `since`, or after `wait` s (capped)."""
+        version = self.version(action_id)
+        wait = min(wait, self._max_wait)
+        if since == str(version) and wait > 0 and self._waiters is not None:
+            self._waiters.wait(lambda: self.version(action_id) != version, wait)
+            version = self.version(action_id)
+        return version
 
     def get(self, action_id: str, ctx: RequestContext) -> dict[str, Any]:
         view = self._actions.get(action_id)

@@ -11,7 +11,8 @@ from common.auth import Identity, TokenAuthenticator
 
 METHODS = ("get", "post", "put", "patch", "delete")
 OPEN = {"/versions", "/api/v1.0/health", "/api/v1.0/openapi.json", "/metrics",
-        "/ui", "/ui/login", "/ui/logout"}  # the web view's sign-in and sign-out
+        "/ui", "/ui/login", "/ui/logout",  # the web view's sign-in and sign-out
+        "/ui/static/{name}"}  # and its style sheet and script
 TOKENS = TokenAuthenticator({"admin": Identity("admin", ("admin",)),
                              "nobody": Identity("nobody", ())})
 

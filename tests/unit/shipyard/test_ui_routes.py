@@ -110,7 +110,7 @@ def test_pages_forbid_anything_but_shipyard(ui: Any) -> None:
     page = client.simulate_get("/ui/site", headers={"X-Auth-Token": tokens["admin"]})
     assert "default-src 'none'" in page.headers["content-security-policy"]
     urls = re.findall(r'(?:href|src|action)="([^"]*)"', page.text)
-    assert urls and all(u.startswith("/ui") for u in urls)
+    assert urls and all(u.startswith(("/ui", "#")) for u in urls)
 
 
 def test_a_token_that_cannot_be_a_cookie_is_refused(ui: Any) -> None:

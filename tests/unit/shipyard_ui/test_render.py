@@ -116,19 +116,42 @@ def test_the_group_graph_places_groups_after_their_dependencies() -> None:
     assert group_graph([]) == ""
 
 
-def test_a_plan_shows_blockers_first() -> None:
+def test_a_plan_leads_with_its_verdict_and_blockers_grouped_by_what_blocks() -> None:
     plan = {"id": "P1", "action": "redeploy_server", "verdict": "blocked",
             "parameters": {"target_nodes": ["node06"]},
             "warnings": [{"node": None, "source": "promenade", "message": "capacity is tight"}],
             "blockers": [{"node": "node06", "source": "drydock",
-                          "message": "IPMI cannot erase sda alone"}],
-            "nodes": [{"node": "node06", "path": "graceful"}],
-            "calls": [{"service": "promenade", "request": "POST /x", "why": "drain",
-                       "node": "node06", "step": "decommission"}]}
+                          "message": "IPMI cannot erase sda alone"},
+                         {"node": "node06", "source": "promenade", "message":
+                          "PodDisruptionBudget demo/web allows 0 disruptions now (needs 2 "
+                          "healthy, has 2); it covers demo/web-1"},
+                         {"node": "node06", "source": "promenade", "message":
+                          "etcd cluster kubernetes: removing node06 is refused: quorum lost"}],
+            "nodes": [{"node": "node06", "path": {"path": "graceful", "reason": "Ready"},
+                       "phases": [{"phase": "drain", "runs": True, "note": ""},
+                                  {"phase": "shutdown-kubelet", "runs": False,
+                                   "note": "skipped: off"}],
+                       "calls": [{"service": "promenade", "request": "POST /x", "why": "drain",
+                                  "node": "node06", "step": "decommission", "runs": []},
+                                 {"service": "drydock", "request": "POST /t", "why": "wipe",
+                                  "node": "node06", "step": "destroy_nodes", "runs": []}],
+                       "baremetal": {"steps": ["power_off", "release"]}}]}
     page = pages.plan_page(plan, "u")
-    assert page.index("Blockers (1)") < page.index("Warnings (1)") < page.index("Node node06")
-    assert "node06: IPMI cannot erase sda alone [drydock]" in page
-    assert "redeploy_server on node06: would be refused" in page
+    assert page.index("BLOCKED") < page.index("Blockers (3)") < page.index("Nodes (1)") \
+        < page.index("Warnings (1)")
+    assert "redeploy_server on node06 would be refused: 3 blockers" in page
+    for reason, obj in (("pdb", "PodDisruptionBudget demo/web"),
+                        ("quorum", "etcd cluster kubernetes"), ("wipe", "disks of node06")):
+        section = page[page.index(f'data-reason="{reason}"'):]
+        assert section.index(obj) < section.index("</section>"), reason
+    row = page[page.index('<tr data-node="node06"'):]
+    assert 'data-path="graceful"' in row
+    timeline = [row.index(f'data-phase="{p}"') for p in ("drain", "shutdown-kubelet",
+                                                          "power_off", "release")]
+    assert timeline == sorted(timeline) and ">skipped<" in row
+    assert "<table class=\"facts\"" not in page  # no nested key/value dumps
+    clear = pages.plan_page({**plan, "blockers": [], "verdict": "warnings"}, "u")
+    assert "<strong>GO</strong>" in clear and "would run; 1 warning" in clear
     listing = pages.plans_page([plan], "u")
     assert 'data-plan="P1"' in listing and "blocked" in listing
 
