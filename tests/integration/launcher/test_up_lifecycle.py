@@ -121,3 +121,36 @@ def test_up_is_ready_once_and_leaves_nothing_behind(tmp_path, signum):
         for pid in alive(started):  # only what this berth up started
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_starting_stops_everything_and_never_writes_the_env_file(tmp_path):
+    offset = free_offset()
+    berth_dir = tmp_path / "berth"
+    log = tmp_path / "up.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([BERTH, "up", "--dir", str(berth_dir), "--port-offset",
+                                 str(offset), "--site", str(ROOT / "etc/sites/demo.yaml")],
+                                stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+    started: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + START_LIMIT
+        while "kube-apiserver" not in " ".join(alive(started).values()):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+            started = descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 1
+        assert "stopped while starting (SIGINT)" in log.read_text()
+        end = time.monotonic() + 10
+        while alive(started) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert alive(started) == {}
+        assert not (berth_dir / "env").exists() and not (berth_dir / "berth-up.pid").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for pid in alive(started):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
