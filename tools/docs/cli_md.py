@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-WIDTH = 100
+WIDTH = 88  # the help text wraps to fit the page
 # The operator's commands, each on a page of its own; every other script (the services'
 # servers, workers and database tools) goes on the services page.
 PAGES = {

@@ -37,7 +37,11 @@ def on_files(files: Files, config: Any) -> Files:
 ORDER = {"": ["index.md", "architecture.md", "guide", "operations", "reference",
               "performance.md"],
          "reference": ["reference/index.md", "reference/http", "reference/cli",
-                       "reference/configuration"]}
+                       "reference/configuration"],
+         **{f"reference/{kind}": [f"reference/{kind}/{name}.md" for name in names]
+            for kind, names in (("http", openapi_md.SERVICES),
+                                ("configuration", config_md.SERVICES),
+                                ("cli", [*cli_md.PAGES, "services"]))}}
 TITLES = {"reference/http": "HTTP API", "reference/cli": "Command line",
           "reference/configuration": "Configuration"}
 
