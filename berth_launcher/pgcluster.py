@@ -52,9 +52,13 @@ class PgCluster:
         if not (self.bin_dir / "initdb").exists():
             raise PgClusterError(f"{self.bin_dir}/initdb not found: install Debian's "
                                  "postgresql package")
-        if (self.data / "postmaster.pid").exists():  # left running by a killed `berth up`
+        if (self.data / "postmaster.pid").exists():  # left by a killed `berth up`
             self.running = True
-            self.stop()
+            try:
+                self.stop()
+            except PgClusterError:
+                if self.postmaster_alive():
+                    raise  # a server that runs and will not stop; otherwise one killed
         if self.root.exists():
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
@@ -85,6 +89,17 @@ class PgCluster:
         finally:
             admin.dispose()
         return self.url(name)
+
+    def postmaster_alive(self) -> bool:
+        """Whether the server postmaster.pid names still runs."""
+        try:
+            pid = int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
+            os.kill(pid, 0)
+        except PermissionError:
+            return True  # another user's (postgres, when berth up runs as root)
+        except (OSError, ValueError):
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop the server (fast shutdown); the data directory stays for inspection."""
