@@ -16,7 +16,7 @@ from typing import Protocol
 import click
 
 from berth_launcher.keeper import Keeper
-from berth_launcher.ports import PortError, PortLayout, taken_ports
+from berth_launcher.ports import PortError, PortLayout, command_line, taken_ports
 from berth_launcher.services import UpError
 from berth_launcher.status import ENV_FILE, PID_FILE
 
@@ -37,13 +37,9 @@ def running_launcher(directory: Path) -> int | None:
         pid = int((directory / PID_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if pid == os.getpid() or "berth" not in command_line(pid):  # gone, or the PID reused
         return None
-    except PermissionError:
-        return pid
-    return pid if pid != os.getpid() else None
+    return pid
 
 
 def refuse_to_start(directory: Path, layout: PortLayout) -> None:

@@ -69,3 +69,19 @@ def test_up_refuses_an_offset_that_leaves_the_port_range(tmp_path):
     assert done.returncode != 0
     assert "outside 1024-65535" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_up_refuses_a_directory_another_berth_up_runs_on(tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                              "berth", "up"])
+    try:
+        (tmp_path / "berth-up.pid").write_text(str(other.pid))
+        done = subprocess.run([BERTH, "up", "--dir", str(tmp_path), "--port-offset",
+                               str(free_offset()), "--site", str(ROOT / "etc/sites/demo.yaml")],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0
+        assert f"berth up (pid {other.pid}) already runs on {tmp_path}" in done.stderr
+        assert [p.name for p in tmp_path.iterdir()] == ["berth-up.pid"]
+    finally:
+        other.kill()
+        other.wait(10)
