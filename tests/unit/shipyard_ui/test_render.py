@@ -201,3 +201,51 @@ def test_a_live_drydock_step_shows_the_task_tree_as_it_is_now() -> None:
     assert drydock.asked == ["T", "GONE"]  # a finished step keeps the tree it recorded
     page = pages.action_page(view, "u")
     assert "Drydock task tree" in page and "destroy_nodes node05" in page
+
+
+def test_an_action_names_the_budget_and_the_etcd_cluster_that_hold_it() -> None:
+    action = {"id": "A2", "name": "redeploy_server", "state": "running", "steps": [
+        {"id": "decommission.node05", "name": "decommission", "node": "node05", "index": 3,
+         "state": "running", "details": {"drain": {"pods_left": 2, "phase": "evicting",
+                                                   "groups": [
+             {"reason": "PDB demo/web allows 0 disruptions (needs 2 healthy pods, has 2)",
+              "count": 2}, {"reason": "terminating: evicted, waiting for the pod to exit",
+                            "count": 1}]}}},
+        {"id": "decommission.node02", "name": "decommission", "node": "node02", "index": 4,
+         "state": "waiting", "reason": "etcd cluster kubernetes: removing node02 is refused",
+         "notes": [{"at": "2026-01-01T00:00:01Z", "message": "retrying in 5 s"}]},
+        {"id": "preflight", "name": "preflight", "index": 0, "state": "success",
+         "notes": [{"at": "2026-01-01T00:00:00Z", "message": "design ok"}]}]}
+    part = pages.live_section(action)
+    pdb = part[part.index('data-reason="pdb"'):]
+    assert pdb.index("PodDisruptionBudget demo/web") < pdb.index("</section>")
+    assert "2 pods" in pdb[:pdb.index("</section>")]
+    quorum = part[part.index('data-reason="quorum"'):]
+    assert quorum.index("etcd cluster kubernetes") < quorum.index("</section>")
+    assert "terminating" not in part[:part.index("Progress per node")]  # not a blocker
+    rows = part[part.index('class="nodes-progress"'):]
+    assert rows.index('data-node="action"') < rows.index('data-node="node05"') \
+        < rows.index('data-node="node02"')  # the action-wide steps, then in step order
+    assert '<time datetime="2026-01-01T00:00:00Z"' in part and "design ok" in part
+    assert 'id="log-preflight"' in part
+
+
+def test_each_node_card_says_its_state_in_words() -> None:
+    from shipyard_api.ui.site_page import glance
+
+    assert glance(row("n")) == "ready"
+    assert glance(row("n", cordoned="yes")) == "cordoned"
+    assert glance(row("n", ready="no")) == "not ready"
+    assert glance(row("n", ready="absent", maas="Deploying")) == "deploying"
+    assert glance(row("n", ready="absent", maas="Ready")) == "not in kubernetes"
+    assert glance(row("n", power="unknown")) == "power unknown"
+    assert glance(row("n", power="off")) == "powered off"
+    assert glance(row("n", retired="yes", power="off")) == "retired"
+    action = {"id": "A9", "name": "redeploy_server", "state": "running",
+              "target_nodes": ["node02"]}
+    page = pages.site_page(SiteFacts(1, [row("node01"), row("node02", cordoned="yes")]), {},
+                           "u", [action, {**action, "id": "A8", "state": "complete"}])
+    card = page[page.index('data-node="node02"'):]
+    assert 'data-glance="cordoned">cordoned<' in card and "/ui/actions/A9" in card
+    assert "/ui/actions/A8" not in page
+    assert "ready: 1" in page and "cordoned: 1" in page
