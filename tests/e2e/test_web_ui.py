@@ -7,8 +7,11 @@ and no page asks anything of anyone but Shipyard."""
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from shipyard_api.ui.site_page import GLANCE
 from tests.e2e.conftest import create
 from tests.fixtures.services import Berth
 from tests.support import a11y
+from tests.support.axe import axe_script, violations
 from tests.support.browser import (
     chromium_available,
     foreign,
@@ -45,8 +49,19 @@ def browser(berth: Berth) -> Iterator[Any]:
         driver.quit()
 
 
-def accessible(driver: Any, page: str) -> None:
-    found = a11y.problems(driver)
+@pytest.fixture(scope="module")
+def axe() -> Path | None:
+    """axe-core from npm (cached), besides our own checks; required under CI=true."""
+    script = axe_script()
+    if script is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("axe-core could not be fetched with npm (npm pack axe-core)")
+        warnings.warn("axe-core unavailable (no npm?): only our own checks run", stacklevel=1)
+    return script
+
+
+def accessible(driver: Any, page: str, axe: Path | None) -> None:
+    found = a11y.problems(driver) + (violations(driver, axe) if axe else [])
     assert found == [], f"{page}: " + "\n".join(found)
 
 
@@ -55,10 +70,10 @@ def texts(driver: Any, css: str) -> list[str]:
 
 
 def test_the_site_shows_each_rack_s_nodes_with_their_state_in_words(
-        berth: Berth, browser: Any, successful_revision: int) -> None:
+        berth: Berth, browser: Any, axe: Path | None, successful_revision: int) -> None:
     requested_urls(browser)
     browser.get(f"{berth.shipyard}/ui/login")
-    accessible(browser, "sign-in")
+    accessible(browser, "sign-in", axe)
     browser.get(f"{berth.shipyard}/ui/site")
     racks = {r.get_attribute("data-rack"): sorted(
         c.get_attribute("data-node") for c in r.find_elements(By.CSS_SELECTOR, "li.card"))
@@ -72,19 +87,19 @@ def test_the_site_shows_each_rack_s_nodes_with_their_state_in_words(
         assert "tone-" in str(word.get_attribute("class"))
     assert {c.get_attribute("data-state") for c in cards} <= set(GLANCE)
     assert texts(browser, "h2") == ["Rack rack01", "Rack rack02"]
-    accessible(browser, "site")
+    accessible(browser, "site", axe)
     browser.get(f"{berth.shipyard}/ui/site?rack=rack02&ready=yes")
     shown = [c.get_attribute("data-node") for c in browser.find_elements(
         By.CSS_SELECTOR, "li.card")]
     assert shown == ["node04", "node05", "node06"]
     browser.get(f"{berth.shipyard}/ui/actions")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Actions"
-    accessible(browser, "actions")
+    accessible(browser, "actions", axe)
     assert foreign(requested_urls(browser), berth.shipyard) == []
 
 
 def test_a_plan_leads_with_its_verdict_then_blockers_by_reason_then_node_timelines(
-        berth: Berth, browser: Any, successful_revision: int) -> None:
+        berth: Berth, browser: Any, axe: Path | None, successful_revision: int) -> None:
     requested_urls(browser)
     plan = berth.api("POST", "/plans", json={"name": "redeploy_server", "parameters": {
         "target_nodes": ["node05", "node06"], "preserve-local-storage": "true"}})
@@ -92,7 +107,7 @@ def test_a_plan_leads_with_its_verdict_then_blockers_by_reason_then_node_timelin
     browser.get(f"{berth.shipyard}/ui/plans")
     row = browser.find_element(By.CSS_SELECTOR, f"tr[data-plan='{plan.json()['id']}']")
     assert "blocked" in row.text
-    accessible(browser, "plans")
+    accessible(browser, "plans", axe)
     row.find_element(By.TAG_NAME, "a").click()
     verdict = browser.find_element(By.CSS_SELECTOR, "main .verdict")
     assert verdict.text.startswith("BLOCKED") and "would be refused" in verdict.text
@@ -114,7 +129,7 @@ def test_a_plan_leads_with_its_verdict_then_blockers_by_reason_then_node_timelin
     blocked = rows["node06"].find_element(By.CSS_SELECTOR, "[data-mark='blocked']")
     assert blocked.get_attribute("data-phase") == "destroy_nodes"
     assert not browser.find_elements(By.CSS_SELECTOR, "table table")  # no nested dumps
-    accessible(browser, "plan")
+    accessible(browser, "plan", axe)
     site = berth.api("POST", "/plans", json={"name": "deploy_site", "parameters": {
         "allow-intermediate-commits": "true"}})
     assert site.status_code == 201, site.text
@@ -123,7 +138,7 @@ def test_a_plan_leads_with_its_verdict_then_blockers_by_reason_then_node_timelin
     drawn = browser.find_elements(By.CSS_SELECTOR, "svg.groups g.group")
     assert sorted(g.get_attribute("data-group") for g in drawn) == sorted(
         g["name"] for g in site.json()["groups"]) and drawn
-    accessible(browser, "site plan")
+    accessible(browser, "site plan", axe)
     assert foreign(requested_urls(browser), berth.shipyard) == []
 
 
@@ -134,7 +149,7 @@ def blocking_objects(driver: Any) -> list[str]:
 
 
 def test_a_running_redeploy_updates_in_place_and_names_the_lock_that_holds_it(
-        berth: Berth, browser: Any, successful_revision: int) -> None:
+        berth: Berth, browser: Any, axe: Path | None, successful_revision: int) -> None:
     kube = KubeClient(load_api_client(str(berth.site.kubeconfig)), request_timeout=10,
                       poll_interval=0.1)
     kube.patch_node("node05", annotations={LOCK: "e2e-holder"})
@@ -156,7 +171,7 @@ def test_a_running_redeploy_updates_in_place_and_names_the_lock_that_holds_it(
         node = browser.find_element(By.CSS_SELECTOR,
                                     "table.nodes-progress tr[data-node='node05']")
         assert "decommission" in node.text and "pods left" in node.text
-        accessible(browser, "action")
+        accessible(browser, "action", axe)
     finally:
         kube.patch_node("node05", annotations={LOCK: None})
     deadline = time.monotonic() + 300
@@ -191,15 +206,20 @@ BAD_PAGE = """<!DOCTYPE html><html><head><title>t</title><style>
 <div style="display:none"><a href="#y">hidden</a></div></body></html>"""
 
 
-def test_the_accessibility_checks_catch_what_they_look_for(tmp_path: Any) -> None:
+def test_the_accessibility_checks_catch_what_they_look_for(tmp_path: Any,
+                                                           axe: Path | None) -> None:
     page = tmp_path / "bad.html"
     page.write_text(BAD_PAGE)
     driver = start_browser()
     try:
         driver.get(page.as_uri())
         found = "\n".join(a11y.problems(driver))
+        flagged = "\n".join(violations(driver, axe)) if axe else ""
     finally:
         driver.quit()
+    if axe:
+        for rule in ("image-alt", "label", "color-contrast", "html-has-lang", "heading-order"):
+            assert f"{rule} (" in flagged, flagged
     for expected in ("label: no label for input[name=unlabelled]", "contrast: 2.32:1",
                      "landmarks: 0 main elements", "landmarks: no nav",
                      "landmarks: html has no lang", 'H3 "Skipped a level" skips a level',
