@@ -84,11 +84,12 @@ def serve(make_runner: Callable[[], Runner], directory: Path, layout: PortLayout
     directory.mkdir(parents=True, exist_ok=True)
     env_file, pid_file = directory / ENV_FILE, directory / PID_FILE
     env_file.unlink(missing_ok=True)  # a stale one would say "ready" before this run is
-    keeper = Keeper(pid_file, env_file).start()
-    pid_file.write_text(str(os.getpid()))
     signals = Signals()
+    keeper = Keeper(pid_file, env_file)
     runner: Runner | None = None
     try:
+        keeper.start()  # before anything else starts
+        pid_file.write_text(str(os.getpid()))
         runner = make_runner()
         env = runner.start()  # writes the env file last, when everything is ready
         signals.starting = False
