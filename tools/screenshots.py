@@ -115,6 +115,33 @@ def test_site() -> Iterator[Any]:
         next(site_run, None)
 
 
+@contextmanager
+def budget_at_zero(kubeconfig: str) -> Iterator[None]:
+    """The demo web Deployment's PodDisruptionBudget allows no disruption meanwhile."""
+    from kubernetes import client
+
+    from promenade_api.kube.client import load_api_client
+    from sitesim.kube.workloads import DEMO_NAMESPACE
+
+    policy = client.PolicyV1Api(load_api_client(kubeconfig))
+
+    def set_min(n: int) -> None:
+        policy.patch_namespaced_pod_disruption_budget(
+            "web", DEMO_NAMESPACE, {"spec": {"minAvailable": n}})
+
+    set_min(3)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status = policy.read_namespaced_pod_disruption_budget("web", DEMO_NAMESPACE).status
+            if status and status.observed_generation and status.disruptions_allowed == 0:
+                break
+            time.sleep(0.2)
+        yield
+    finally:
+        set_min(2)
+
+
 def staged(berth: Any, out: Path) -> None:
     """A blocked plan, a site plan and a redeploy held by an eviction lock, shot live."""
     from promenade_api.kube.client import KubeClient, load_api_client
@@ -128,8 +155,9 @@ def staged(berth: Any, out: Path) -> None:
     try:
         berth.api("POST", "/plans", json={"name": "deploy_site", "parameters": {
             "allow-intermediate-commits": "true"}})
-        plan = berth.api("POST", "/plans", json={"name": "redeploy_server", "parameters": {
-            "target_nodes": ["node05", "node06"], "preserve-local-storage": "true"}}).json()
+        with budget_at_zero(str(berth.site.kubeconfig)):
+            plan = berth.api("POST", "/plans", json={"name": "redeploy_server", "parameters": {
+                "target_nodes": ["node05", "node06"], "preserve-local-storage": "true"}}).json()
         action = berth.api("POST", "/actions", json={"name": "redeploy_server", "parameters": {
             "target_nodes": ["node05"]}}).json()
         deadline = time.monotonic() + 120

@@ -51,7 +51,8 @@ def reason_groups(items: list[Finding], kind: str) -> Html:
     out = []
     for _, group in grouped(items):
         rows = [tag("li", tag("span", f.obj, class_="obj") if f.obj else None,
-                    " — " if f.obj else None, f.message,
+                    " — " if f.obj else None,
+                    f"{f.node}: " if f.node and f.node not in f.message else None, f.message,
                     tag("span", f" [{f.source}]", class_="muted") if f.source else None,
                     data_node=f.node or None) for f in group]
         out.append(tag("section", tag("h3", f"{group[0].heading} ({len(group)})"),

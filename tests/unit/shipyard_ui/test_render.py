@@ -144,6 +144,7 @@ def test_a_plan_leads_with_its_verdict_and_blockers_grouped_by_what_blocks() -> 
                         ("quorum", "etcd cluster kubernetes"), ("wipe", "disks of node06")):
         section = page[page.index(f'data-reason="{reason}"'):]
         assert section.index(obj) < section.index("</section>"), reason
+    assert "node06: PodDisruptionBudget demo/web allows 0" in page  # which node it holds
     row = page[page.index('<tr data-node="node06"'):]
     assert 'data-path="graceful"' in row
     timeline = [row.index(f'data-phase="{p}"') for p in ("drain", "shutdown-kubelet",
