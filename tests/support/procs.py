@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -12,11 +11,9 @@ from pathlib import Path
 
 import requests
 
+from sitesim.ports import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["free_port"]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, interval: float = 0.05,

@@ -15,6 +15,7 @@ import yaml
 
 from berth_launcher.pgcluster import PgCluster, PgClusterError
 from berth_launcher.up import Up
+from sitesim.ports import free_port
 from sitesim.site import SitePorts
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -24,13 +25,7 @@ ENV_KEYS = {"SHIPYARD_URL", "PROMENADE_URL", "DRYDOCK_URL", "BERTH_TOKEN", "KUBE
 
 
 def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    return [free_port() for _ in range(n)]
 
 
 def read_env(path):

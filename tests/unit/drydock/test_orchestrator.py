@@ -340,7 +340,7 @@ def test_with_the_default_pool_every_node_of_a_200_node_task_waits_at_the_same_t
     nodes have asked for theirs)."""
     nodes = [f"n{i:03d}" for i in range(200)]
     site = make_site(nodes)
-    barrier = threading.Barrier(200, timeout=10)
+    barrier = threading.Barrier(200, timeout=120)
     power_off = site.oob.power_off
 
     def all_at_once(bmc: Any, *, graceful: bool) -> None:
