@@ -129,3 +129,18 @@ class DesignRow(Base):
     href: Mapped[str] = mapped_column(String(2048))  # the reference it was admitted by
     documents: Mapped[str] = mapped_column(Text)  # Fernet token of the documents' JSON
     used: Mapped[float] = mapped_column(Float)  # when a task was last admitted with it
+
+
+class BudgetSlotRow(Base):
+    """One failure-domain slot: `holder` keeps `node` of `domain` (e.g. "rack:rack02") out
+    of service until `lease_expires` (epoch seconds) unless it renews."""
+
+    __tablename__ = "budget_slots"
+
+    holder: Mapped[str] = mapped_column(String(255), primary_key=True)
+    domain: Mapped[str] = mapped_column(String(255), primary_key=True, index=True)
+    node: Mapped[str] = mapped_column(String(255))
+    budget: Mapped[int] = mapped_column(Integer)
+    description: Mapped[str | None] = mapped_column(String(1024))
+    taken: Mapped[float] = mapped_column(Float)
+    lease_expires: Mapped[float] = mapped_column(Float)
