@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # A real Keystone in its own venv, for the keystone auth strategy's tests.
 KEYSTONE_STAMP := .venv-keystone/.installed
+# npm (any Node.js that brings it) fetches axe-core for the browser tests.
 DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
@@ -76,6 +77,7 @@ $(STAMP): setup.cfg setup.py pyproject.toml image/constraints.txt
 debs:
 	@missing=""; \
 	for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
