@@ -13,6 +13,7 @@ from common.idempotency import SqlIdempotencyStore
 from common.nodepaths import NodePathSink, node_paths
 from drydock_api import config, policy
 from drydock_api.metrics import DrydockMetrics
+from drydock_api.resources.budgets import BudgetSlotResource, BudgetSlotsResource
 from drydock_api.resources.nodes import (
     NodeFilterResource,
     NodeResource,
@@ -69,6 +70,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
+        (f"{P}/budgets/slots", BudgetSlotsResource(rt.budgets)),
+        (f"{P}/budgets/slots/{{holder}}", BudgetSlotResource(rt.budgets)),
         (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas)),
     ]
     app = create_service_app(

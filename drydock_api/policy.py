@@ -37,9 +37,22 @@ def list_rules() -> list[policy.RuleDefault]:
              f"{P}/nodes/{{name}}/reboot", "GET"),
         rule("drydock:delete_reboot", ADMIN, "Release a keyed reboot request",
              f"{P}/nodes/{{name}}/reboot/{{key}}", "DELETE"),
+        rule("drydock:take_budget_slot", ADMIN, "Take a failure-domain slot for a node "
+             "going out of service", f"{P}/budgets/slots", "POST"),
+        rule("drydock:get_budget_slots", READER, "List failure-domain slots held",
+             f"{P}/budgets/slots", "GET"),
+        rule("drydock:renew_budget_slot", ADMIN, "Renew a holder's failure-domain slots",
+             f"{P}/budgets/slots/{{holder}}", "PUT"),
+        rule("drydock:release_budget_slot", ADMIN, "Give up a holder's failure-domain slots",
+             f"{P}/budgets/slots/{{holder}}", "DELETE"),
         rule("drydock:validatedesign", ADMIN, "Validate a design", f"{P}/validatedesign",
              "POST"),
     ]
     rules += [rule(f"drydock:{a}", ADMIN, f"Create a {a} task", f"{P}/tasks", "POST")
               for a in ACTIONS]
+    rules += [  # the audit log names every user and object: admin only
+        rule("drydock:read_audit", ADMIN, "Read audit log entries", f"{P}/audit", "GET"),
+        rule("drydock:verify_audit", ADMIN, "Verify every hash chain of the audit log",
+             f"{P}/audit/verify", "GET"),
+    ]
     return rules

@@ -21,6 +21,8 @@ from common.longpoll import ChangeWaiters, notify_on_commit
 from common.pgwake import Listener, notify
 from common.status import Message, health_message
 from drydock_api import db
+from drydock_api.budgets.service import BudgetService
+from drydock_api.budgets.slots import SlotStore
 from drydock_api.db.designs import DesignStore
 from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
@@ -31,6 +33,7 @@ from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
 from drydock_api.drivers.promenade import PromenadeLabeller
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.metrics import DrydockMetrics
+from drydock_api.nodes.domains import design_claims
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.loader import DesignLoader
 from drydock_api.nodes.reboot import RebootReconciler, RebootSettings
@@ -62,6 +65,7 @@ class Runtime:
     node_service: NodeService
     reconciler: RebootReconciler
     waiters: ChangeWaiters
+    budgets: BudgetService
     owner: str = ""
     workers: list[Worker] = field(default_factory=list)
     listener: Listener | None = None
@@ -204,7 +208,9 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                       orchestrator=orchestrator, service=service, inventory=inventory,
                       pool=pool, worker_settings=settings,
                       node_service=NodeService(inventory, nodes), reconciler=reconciler,
-                      waiters=waiters, owner=conf.worker.owner)
+                      waiters=waiters, owner=conf.worker.owner,
+                      budgets=BudgetService(SlotStore(store.engine, clock=clock),
+                                            design_claims(loader.documents, loader.design)))
     service.on_created = runtime.task_created
     runtime.listener = Listener(store.engine, {TASKS_CHANNEL: runtime.wake_workers,
                                                CHANGES_CHANNEL: waiters.notify}).start()

@@ -3,10 +3,11 @@ node belongs to, with their budgets, and every problem of a declaration."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.context import RequestContext
 from common.documents import Document, doc_ref
 from common.status import Message, validation_message
 from drydock_api.budgets.slots import Claim
@@ -113,3 +114,14 @@ def problems(docs: list[Document], design: Design) -> list[Message]:
 
 def _problem(text: str, ref: dict[str, Any] | None) -> Message:
     return validation_message(text, name="FailureDomains", documents=[ref] if ref else [])
+
+
+def design_claims(documents: Callable[[Any, RequestContext | None], list[Document]],
+                  design: Callable[[Any, RequestContext | None], Design],
+                  ) -> Callable[[str, Any, RequestContext | None], list[Claim]]:
+    """`claims` of a node in the design behind a reference (both read through the loader's
+    caches)."""
+    def claims_of(node: str, ref: Any, ctx: RequestContext | None) -> list[Claim]:
+        return claims(node, design(ref, ctx), documents(ref, ctx))
+
+    return claims_of

@@ -1,0 +1,111 @@
+"""Budget slots over HTTP's words: checks a request, finds the node's domains in the design,
+and takes, renews, gives up or lists slots (409 naming each full domain and its holders)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import Conflict, NotFound, ValidationFailed
+from common.status import simple_message, validation_message
+from drydock_api.budgets.slots import Blocker, Claim, Holding, SlotStore
+
+HOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
+DEFAULT_LEASE, MAX_LEASE = 60.0, 3600.0
+TAKE_FIELDS = ("holder", "node", "design_ref", "lease_seconds", "description")
+# (node, design_ref, request context) -> the domains the node needs a slot of
+ClaimsOf = Callable[[str, Any, RequestContext | None], list[Claim]]
+
+
+class BudgetExhausted(Conflict):
+    reason, title = "BudgetExhausted", "A failure domain of the node has no slot free"
+
+
+class SlotsNotHeld(NotFound):
+    reason, title = "SlotsNotHeld", "The holder holds no slot"
+
+
+def exhausted(node: str, blockers: list[Blocker]) -> BudgetExhausted:
+    """409 naming each full domain and who holds it (also under details.blockers)."""
+    return BudgetExhausted(
+        f"{node} cannot go out of service: " + "; ".join(b.sentence() for b in blockers),
+        messages=[simple_message(b.sentence(), domain=b.domain, budget=b.budget,
+                                 holders=[h.holder for h in b.holders]) for b in blockers],
+        details={"blockers": [b.as_dict() for b in blockers]}, retry=False)
+
+
+def _lease(body: dict[str, Any], problems: list[str]) -> float:
+    value = body.get("lease_seconds", DEFAULT_LEASE)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 1 <= value <= MAX_LEASE:
+        problems.append(f"lease_seconds must be a number from 1 to {MAX_LEASE:g}")
+        return DEFAULT_LEASE
+    return float(value)
+
+
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise ValidationFailed("Invalid budget slot request", messages=[
+            validation_message(p, name="BudgetSlotRequest") for p in problems])
+
+
+def check_holder(holder: Any, problems: list[str]) -> str:
+    if not isinstance(holder, str) or not HOLDER.match(holder):
+        problems.append("holder must be 1-255 characters: letters, digits and ._:@- "
+                        "(starting with a letter or digit)")
+        return ""
+    return holder
+
+
+class BudgetService:
+    def __init__(self, slots: SlotStore, claims_of: ClaimsOf) -> None:
+        self.slots = slots
+        self.claims_of = claims_of
+
+    def take(self, ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+        """Hold a slot of every domain of body.node for body.holder (409 when one is full)."""
+        problems = [f"unknown field {k!r}" for k in body if k not in TAKE_FIELDS]
+        holder = check_holder(body.get("holder"), problems)
+        node = body.get("node")
+        if not isinstance(node, str) or not node:
+            problems.append("node is required: the name of the node going out of service")
+        if body.get("design_ref") in (None, ""):
+            problems.append("design_ref is required")
+        description = body.get("description")
+        if description is not None and not isinstance(description, str):
+            problems.append("description must be a string")
+        lease = _lease(body, problems)
+        _refuse(problems)
+        assert isinstance(node, str)
+        claims = self.claims_of(node, body["design_ref"], ctx)
+        blockers = self.slots.take(holder, node, claims, lease,
+                                   (description or "")[:1024] or None)
+        if blockers:
+            raise exhausted(node, blockers)
+        return {"holder": holder, "node": node, "slots": self._view(self.slots.held(holder))}
+
+    def renew(self, holder: str, body: dict[str, Any]) -> dict[str, Any]:
+        problems = [f"unknown field {k!r}" for k in body if k != "lease_seconds"]
+        check_holder(holder, problems)
+        lease = _lease(body, problems)
+        _refuse(problems)
+        held = self.slots.renew(holder, lease)
+        if not held:
+            raise SlotsNotHeld(f"{holder} holds no slot (never taken, given up, or its lease "
+                               f"ran out)")
+        return {"holder": holder, "slots": self._view(held)}
+
+    def release(self, holder: str) -> None:
+        problems: list[str] = []
+        check_holder(holder, problems)
+        _refuse(problems)
+        self.slots.release(holder)
+
+    def held(self, holder: str | None = None) -> dict[str, Any]:
+        return {"slots": self._view(self.slots.held(holder))}
+
+    @staticmethod
+    def _view(held: list[Holding]) -> list[dict[str, Any]]:
+        return [h.as_dict() for h in held]
