@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from common.disruption import Leave
 from common.errors import BerthError, NotFound
 from common.status import Message, simple_message
 from promenade_api.errors import DisassociateStepFailure, NodeNotReady, OperationCancelled
@@ -46,6 +47,8 @@ class DecommissionParams:
     remove_etcd_timeout: int | None = None
     etcd_ready_timeout: int | None = None
     fenced: bool = False  # the caller confirmed at the BMC that the node is powered off
+    leave: Leave | None = None  # the operator's leave to disrupt named budgets (drain)
+    operator: str = ""  # who gave that leave
 
 
 class Cancellation:
@@ -115,7 +118,8 @@ def phases(svc: Promenade, node: str, current: Node | None, clusters: list[Clust
     first: Phase = (("fence", lambda: svc.fence(node, timeout, cancel.check), True)
                     if params.fenced else
                     ("drain", lambda: svc.drain(node, params.drain_timeout,
-                                                params.drain_grace_period, cancel.check), True))
+                                                params.drain_grace_period, cancel.check,
+                                                params.leave, params.operator), True))
     return [first,
             ("clear-labels", lambda: svc.clear_labels(node, params.clear_labels_timeout), True),
             agents, *etcd,

@@ -20,6 +20,13 @@ def list_rules() -> list[policy.RuleDefault]:
              f"{P}/nodes/{{node_id}}/decommission/preview", "POST"),
         rule("promenade:drain_node", ADMIN, "Drain a node", f"{P}/nodes/{{node_id}}/drain",
              "POST"),
+        policy.DocumentedRuleDefault(
+            name="promenade:disrupt_pdbs", check_str=ADMIN,
+            description="Drain or decommission with disrupt-pdbs: delete the pods of the "
+            "named PodDisruptionBudgets that still refuse their eviction after disrupt-after "
+            "seconds (besides the endpoint's own rule)",
+            operations=[{"path": f"{P}/nodes/{{node_id}}/drain", "method": "POST"},
+                        {"path": f"{P}/nodes/{{node_id}}/decommission", "method": "POST"}]),
         rule("promenade:clear_labels", ADMIN, "Clear a node's labels",
              f"{P}/nodes/{{node_id}}/clear-labels", "POST"),
         rule("promenade:remove_etcd", ADMIN, "Remove a node's etcd members",

@@ -13,6 +13,7 @@ from oslo_config import cfg
 from common.clients.promenade import NodeView
 from common.context import RequestContext, current_marker
 from common.designref import DesignResolver
+from common.disruption import Leave
 from common.documents import Document, select
 from common.errors import BerthError, NotFound
 from common.status import Message, simple_message
@@ -75,6 +76,7 @@ class Settings:
     kubelet_timeout: int = 300
     kubelet_poll: float = 2.0
     kubelet_pod_label: tuple[str, str] = ("application", "kubelet-shutdown")
+    service_roles: tuple[str, ...] = ("service",)  # callers that pass on an operator
 
 
 def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
@@ -98,7 +100,8 @@ def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
         lease_namespace=conf.kubernetes.lease_namespace,
         lease_duration=conf.etcd.lease_duration, lease_poll=conf.kubernetes.poll_interval,
         kubelet_timeout=conf.kubelet.shutdown_timeout, kubelet_poll=conf.kubelet.poll_interval,
-        kubelet_pod_label=_pair(conf.kubelet.shutdown_pod_label))
+        kubelet_pod_label=_pair(conf.kubelet.shutdown_pod_label),
+        service_roles=tuple(conf.auth.service_roles))
 
 
 class Promenade:
@@ -127,7 +130,7 @@ class Promenade:
     # -- collaborators -----------------------------------------------------------------
     def drainer(self, check: Callable[[], None] = lambda: None) -> Drainer:
         return Drainer(self.kube, self.settings.drain, clock=self.clock, sleep=self.sleep,
-                       check=check, progress=self.drain_progress)
+                       check=check, progress=self.drain_progress, wall=self.wall)
 
     def drain_progress(self, node: str) -> DrainProgress:
         """Progress of a drain of `node`, published on the Node for every process to read;
@@ -169,11 +172,14 @@ class Promenade:
 
     # -- operations ----------------------------------------------------------------------
     def drain(self, node: str, timeout: int | None, grace: int | None,
-              check: Callable[[], None] = lambda: None) -> DrainReport:
+              check: Callable[[], None] = lambda: None, leave: Leave | None = None,
+              operator: str = "") -> DrainReport:
+        """`leave`: `operator`'s leave to delete the pods of the named budgets that still
+        refuse their eviction after `leave.after` seconds of refusals (nothing else)."""
         with self.timed("drain"), step_errors(DrainNodeError, f"Drain of {node} failed"):
             return self.drainer(check).run(
                 node, self.settings.drain_timeout if timeout is None else timeout,
-                self.settings.drain_grace_period if grace is None else grace)
+                self.settings.drain_grace_period if grace is None else grace, leave, operator)
 
     def fence(self, node: str, timeout: int, check: Callable[[], None]) -> dict[str, Any]:
         """Remove the pods of a node whose power-off was confirmed (out-of-service taint)."""

@@ -12,13 +12,23 @@ from __future__ import annotations
 import contextvars
 import fnmatch
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
+from common.disruption import Leave
 from common.errors import BadRequest
 from common.status import Message, simple_message
 from promenade_api.errors import DrainNodeError
+from promenade_api.kube.blockers import (
+    Bypass,
+    budget_blocker,
+    budgets_now,
+    describe,
+    lock_blocker,
+)
 from promenade_api.kube.model import EvictResult, Pod
 from promenade_api.kube.port import KubePort
 from promenade_api.kube.progress import (
@@ -142,10 +152,15 @@ class DrainReport:
     deleted: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    disrupted: list[dict[str, Any]] = field(default_factory=list)  # deleted past a named PDB
 
     def messages(self) -> list[Message]:
         out = [simple_message(f"Evicted {p}", error=False) for p in self.evicted]
         out += [simple_message(f"Deleted {p}", error=False) for p in self.deleted]
+        out += [simple_message(
+            f"Deleted {d['pod']} past PodDisruptionBudget {d['budget']}, which still refused "
+            f"its eviction (disruption allowed by {d['allowed_by']})", error=False, **d)
+            for d in self.disrupted]
         out += [simple_message(f"Skipped {s['pod']}: {s['reason']}", error=False)
                 for s in self.skipped]
         out += [simple_message(f"Warning: {w}", error=False) for w in self.warnings]
@@ -153,7 +168,7 @@ class DrainReport:
 
     def as_dict(self) -> dict[str, object]:
         return {"evicted": self.evicted, "deleted": self.deleted, "skipped": self.skipped,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "disrupted": self.disrupted}
 
 
 def held_locks(annotations: dict[str, str], patterns: Sequence[str]) -> list[str]:
@@ -166,17 +181,28 @@ class Drainer:
 
     def __init__(self, kube: KubePort, settings: DrainSettings, *, clock: Clock,
                  sleep: Sleep, check: Callable[[], None] = lambda: None,
-                 progress: Callable[[str], DrainProgress] | None = None) -> None:
+                 progress: Callable[[str], DrainProgress] | None = None,
+                 wall: Clock = time.time) -> None:
         self._kube, self._s, self._clock, self._sleep = kube, settings, clock, sleep
+        self._bypass = Bypass(None, "", clock, wall)
+        self._refused_by: dict[str, str] = {}  # pod key -> the budget that last refused it
         self._check = check  # raises at a safe point when the drain is cancelled
         self._progress_of = progress or (lambda node: DrainProgress(
             node, None, 0.0, lambda: 0.0, lambda record: None))
         self._p = self._progress_of("")
 
-    def run(self, node: str, timeout: int, grace_period: int) -> DrainReport:
+    def run(self, node: str, timeout: int, grace_period: int, leave: Leave | None = None,
+            operator: str = "") -> DrainReport:
+        """`leave`: an operator's (`operator`) leave to delete the pods of named budgets
+        that still refuse their eviction once they have refused for `leave.after` s."""
         validate_timeouts(timeout, grace_period)
         self._kube.get_node(node)
         self._p = self._progress_of(node)
+        self._bypass = Bypass(leave, operator, self._bypass.clock, self._bypass.wall)
+        if leave is not None:
+            LOG.warning("drain %s: %s allows disrupting PodDisruptionBudget(s) %s once they "
+                        "have refused for %ss", node, operator, ", ".join(leave.budgets),
+                        leave.after)
         try:
             return self._run(node, timeout, grace_period)
         except BaseException:
@@ -194,11 +220,13 @@ class Drainer:
         self._wait_for_locks(node, patched.annotations, deadline)
         plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
         report = DrainReport(warnings=list(plan.warnings), skipped=[
-            {"pod": p.key, "reason": r} for p, r in plan.skipped])
+            {"pod": p.key, "reason": r} for p, r in plan.skipped],
+            disrupted=self._bypass.deleted)
         self._p.phase("evicting")
         self._p.set((p.key for p in plan.evict + plan.delete), WAITING)
         self._p.set((p.key for p in plan.hold), HOLD)
         self._p.set((p.key for p in plan.awaiting), TERMINATING)
+        self._p.blockers([])
         self._p.flush()
         failures: dict[str, str] = {}
         for batch, how in ((plan.delete, "delete"), (plan.evict, "evict")):
@@ -237,16 +265,18 @@ class Drainer:
         while locks:
             self._p.set(waiting, "; ".join(lock_reason(k, annotations.get(k, ""))
                                            for k in locks))
+            self._p.blockers([lock_blocker(k, annotations.get(k, ""), waiting) for k in locks])
             self._p.flush()
             if self._clock() >= deadline:
                 plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
                 pods = sorted(p.key for p in plan.evict + plan.hold + plan.delete)
+                blockers = [lock_blocker(k, annotations.get(k, ""), pods) for k in locks]
                 raise DrainNodeError(
                     f"Drain of {node} timed out waiting for eviction locks; nothing was evicted",
-                    messages=[simple_message(f"Eviction lock {k} still held on {node}")
-                              for k in locks]
+                    messages=[simple_message(describe(b), blocker=b) for b in blockers]
                     + [simple_message(f"Pod {p} still present on {node}", pod=p) for p in pods],
-                    details={"locks": locks, "node": node, "remaining_pods": pods})
+                    details={"locks": locks, "node": node, "remaining_pods": pods,
+                             "blockers": blockers})
             LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(locks))
             self._check()
             self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
@@ -280,10 +310,17 @@ class Drainer:
                     elif state == "failed":
                         failures[pod.key] = f"{pod.key}: eviction failed: {message}"
                         self._p.set([pod.key], f"eviction failed: {message}")
+                    elif self._disrupt(node, pod, result.budget, grace, report, removed,
+                                       failures):
+                        continue
                     else:
                         retry.append(message)
                         refusals.refused(pod, message, result.budget)
+                        key = f"{pod.namespace}/{result.budget}" if result.budget else ""
+                        self._bypass.refused(key)
+                        self._refused_by[pod.key] = key
                         self._p.set([pod.key], refusal_reason(message))
+                self._show_blockers(refusals)
                 if retry and removed:  # while some wait, show which evicted pods have left
                     left = self._kube.wait_pods_gone(node, {p.uid for p in removed}, 0.0)
                     self._p.gone(p.key for p in removed if p.uid not in left)
@@ -294,6 +331,30 @@ class Drainer:
                              self._s.retry_delay)
                 pending = self._wait_to_retry(refusals, deadline, failures)
         self._await(node, removed, deadline, failures)
+
+    def _disrupt(self, node: str, pod: Pod, budget: str, grace: int, report: DrainReport,
+                 removed: list[Pod], failures: dict[str, str]) -> bool:
+        """A pod whose named budget has refused past the operator's deadline and refused
+        again now: deleted (not evicted), recorded. False for any other refused pod."""
+        key = f"{pod.namespace}/{budget}" if budget else ""
+        if not key or not self._bypass.ripe(key):
+            return False
+        status = budgets_now(self._kube.list_budgets, [key]).get(key)
+        result = self._kube.delete_pod(pod, grace)
+        if result.outcome in ("evicted", "gone"):
+            self._bypass.record(node, pod, key, status)
+            removed.append(pod)
+            self._p.set([pod.key], TERMINATING)
+            self._p.disrupted(self._bypass.deleted)
+        else:
+            failures[pod.key] = f"{pod.key}: deletion past {key} failed: {result.message}"
+        return True
+
+    def _show_blockers(self, refusals: Refusals) -> None:
+        waiting = refusals.blocking()
+        states = budgets_now(self._kube.list_budgets, [k for k in waiting if k])
+        self._p.blockers([budget_blocker(k, (p.key for p in pods), states.get(k))
+                          for k, pods in sorted(waiting.items()) if k])
 
     def _attempt(self, pod: Pod, how: str, grace: int) -> tuple[str, EvictResult]:
         """One try: how it was removed ('evict'|'delete') and the API's answer."""
@@ -306,17 +367,21 @@ class Drainer:
     def _wait_to_retry(self, refusals: Refusals, deadline: float,
                        failures: dict[str, str]) -> list[Pod]:
         """The refused pods to try again now, once there are any; [] when none is left to
-        try before the deadline (those are failures)."""
+        try before the deadline (those are failures). The pods of a named budget are tried
+        once more when the operator's deadline for it comes (deleted if still refused)."""
         while refusals:
             self._give_up(refusals.expire(deadline), failures)
-            ready = refusals.take()
+            ripe = [k for k in refusals.blocking() if k and self._bypass.ripe(k)]
+            ready = [p for k in ripe for p in refusals.release(k)] + refusals.take()
             if ready or not refusals:
                 return ready
             if self._clock() >= deadline:
                 self._give_up(refusals.expire(None), failures)
                 return []
             self._check()
-            refusals.wait(min(refusals.next_due(), deadline))
+            bypass = self._bypass.next_due([k for k in refusals.blocking() if k])
+            refusals.wait(min(refusals.next_due(), deadline,
+                              deadline if bypass is None else bypass))
         return []
 
     @staticmethod
@@ -346,13 +411,23 @@ class Drainer:
                 failures.setdefault(pod.key, f"{pod.key}: still present on {node} at the timeout")
 
     def _fail(self, node: str, failures: dict[str, str], report: DrainReport) -> None:
-        locks = held_locks(self._kube.get_node(node).annotations, self._s.lock_patterns)
-        messages = [simple_message(m, pod=k) for k, m in sorted(failures.items())]
-        messages += [simple_message(f"Eviction lock {k} still held on {node}") for k in locks]
+        annotations = self._kube.get_node(node).annotations
+        locks = held_locks(annotations, self._s.lock_patterns)
         remaining = [p.key for p in self._kube.list_pods(node)
                      if p.key in failures]
+        by_budget: dict[str, list[str]] = {}
+        for pod in remaining:
+            if self._refused_by.get(pod) and "still refused" in failures[pod]:
+                by_budget.setdefault(self._refused_by[pod], []).append(pod)
+        states = budgets_now(self._kube.list_budgets, by_budget)
+        blockers = [budget_blocker(k, pods, states.get(k)) for k, pods in
+                    sorted(by_budget.items())]
+        blockers += [lock_blocker(k, annotations.get(k, ""), remaining) for k in locks]
+        messages = [simple_message(describe(b), blocker=b) for b in blockers]
+        messages += [simple_message(m, pod=k) for k, m in sorted(failures.items())]
+        messages += [simple_message(f"Eviction lock {k} still held on {node}") for k in locks]
         raise DrainNodeError(
             f"Drain of {node} did not complete; the node stays cordoned",
             messages=messages + report.messages(),
             details={"node": node, "remaining_pods": remaining, "locks": locks,
-                     **report.as_dict()})
+                     "blockers": blockers, **report.as_dict()})

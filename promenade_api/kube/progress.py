@@ -56,6 +56,8 @@ class DrainProgress:
         self._reasons: dict[str, str] = {}
         self._phase = "starting"
         self._removed = 0
+        self._blockers: list[dict[str, Any]] = []
+        self._disrupted: list[dict[str, Any]] = []
         self._last: dict[str, Any] | None = None
 
     def set(self, pods: Iterable[str], reason: str) -> None:
@@ -70,6 +72,14 @@ class DrainProgress:
     def phase(self, name: str) -> None:
         self._phase = name
 
+    def blockers(self, blockers: list[dict[str, Any]]) -> None:
+        """What holds the pods back, by name (blockers.py): budgets and locks."""
+        self._blockers = [{**b, "pods": b["pods"][:MAX_PODS_PER_GROUP]} for b in blockers]
+
+    def disrupted(self, deleted: list[dict[str, Any]]) -> None:
+        """The pods deleted past a budget the operator named, with when and by whose leave."""
+        self._disrupted = list(deleted[-MAX_PODS_PER_GROUP:])
+
     def record(self) -> dict[str, Any]:
         groups: dict[str, list[str]] = {}
         for pod, reason in sorted(self._reasons.items()):
@@ -77,7 +87,8 @@ class DrainProgress:
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         return {"node": self._node, "marker": self._marker, "phase": self._phase,
                 "started_at": self._started, "pods_left": len(self._reasons),
-                "removed": self._removed,
+                "removed": self._removed, "blockers": self._blockers,
+                "disrupted": self._disrupted,
                 "groups": [{"reason": r, "count": len(p), "pods": p[:MAX_PODS_PER_GROUP]}
                            for r, p in ordered]}
 

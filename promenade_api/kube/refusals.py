@@ -106,6 +106,21 @@ class Refusals:
     def next_due(self) -> float:
         return min(r.due for r in self._waiting.values())
 
+    def blocking(self) -> dict[str, list[Pod]]:
+        """The waiting pods by the budget that refused them ("" for a 429 naming none)."""
+        out: dict[str, list[Pod]] = {}
+        for r in self._waiting.values():
+            out.setdefault(r.budget, []).append(r.pod)
+        return out
+
+    def release(self, key: str) -> list[Pod]:
+        """Take every pod waiting on budget `key` to try now, whatever its state says."""
+        ready = self._of(key)
+        for r in ready:
+            del self._waiting[r.pod.uid]
+            self._taken[r.pod.uid] = key
+        return [r.pod for r in ready]
+
     def wait(self, until: float) -> None:
         """Until `until`, or earlier when a waiting pod's budget allows a disruption."""
         timeout = until - self._clock()

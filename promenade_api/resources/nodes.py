@@ -7,6 +7,7 @@ from typing import Any
 
 import falcon
 
+from common import disruption, policy
 from common.body import read_json
 from common.errors import BadRequest
 from common.longpoll import ChangeWaiters, wait_params
@@ -14,7 +15,14 @@ from common.policy import authorize
 from common.status import Message, simple_message, status_body
 from promenade_api.decommission import DecommissionParams, decommission, request_cancel
 from promenade_api.preview import PreviewParams, preview
-from promenade_api.resources.params import Query, checked_node, design_ref_body, leaving_names
+from promenade_api.resources.params import (
+    Query,
+    checked_node,
+    design_ref_body,
+    leave_of,
+    leaving_names,
+    operator_of,
+)
 from promenade_api.service import Promenade
 
 VERSION_HEADER = "X-Node-Version"
@@ -34,6 +42,15 @@ def _drain_rules(svc: Promenade, timeout: int | None, grace: int | None,
     g = svc.settings.drain_grace_period if grace is None else grace
     return [(t < 1, f"{names[0]} must be at least 1"),
             (g >= t, f"{names[1]} ({g}) must be less than {names[0]} ({t})")]
+
+
+def _leave(req: falcon.Request, svc: Promenade, leave: disruption.Leave | None
+           ) -> tuple[disruption.Leave | None, str]:
+    """A valid leave to disrupt: allowed by promenade:disrupt_pdbs, and whose (403)."""
+    if leave is None:
+        return None, ""
+    policy.check(req, "promenade:disrupt_pdbs")
+    return leave, operator_of(req.context.berth, svc.settings.service_roles)
 
 
 class NodeResource:
@@ -76,10 +93,12 @@ class DrainResource:
     @authorize("promenade:drain_node")
     @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
-        query = Query(req, ["timeout", "grace-period"])
+        query = Query(req, ["timeout", "grace-period", disruption.PDBS, disruption.AFTER])
         timeout, grace = query.whole("timeout"), query.whole("grace-period")
+        leave = leave_of(req, query)
         query.check(*_drain_rules(self._svc, timeout, grace, ("timeout", "grace-period")))
-        report = self._svc.drain(node_id, timeout, grace)
+        leave, operator = _leave(req, self._svc, leave)
+        report = self._svc.drain(node_id, timeout, grace, leave=leave, operator=operator)
         render(resp, f"Drained {node_id}", report.messages(), report.as_dict())
 
 
@@ -151,12 +170,15 @@ class DecommissionResource:
     @authorize("promenade:decommission_node")
     @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
-        query = Query(req, (*self.PARAMS, "fenced"))
+        query = Query(req, (*self.PARAMS, "fenced", disruption.PDBS, disruption.AFTER))
         t = [query.whole(name) for name in self.PARAMS]
-        params = DecommissionParams(t[0], t[1], t[2], t[3], t[4], fenced=query.flag("fenced"))
-        query.check(*_drain_rules(self._svc, params.drain_timeout, params.drain_grace_period,
+        fenced, leave = query.flag("fenced"), leave_of(req, query)
+        query.check(*_drain_rules(self._svc, t[0], t[1],
                                   ("drain-node-timeout", "drain-node-grace-period")),
-                    (params.remove_etcd_timeout == 0, "remove-etcd-timeout must be at least 1"))
+                    (t[3] == 0, "remove-etcd-timeout must be at least 1"))
+        leave, operator = _leave(req, self._svc, leave)
+        params = DecommissionParams(t[0], t[1], t[2], t[3], t[4], fenced=fenced, leave=leave,
+                                    operator=operator)
         clusters, nodes = self._svc.decommission_inputs(design_ref_body(req), req.context.berth)
         messages = decommission(self._svc, node_id, clusters, params, nodes)
         render(resp, f"Decommissioned {node_id}", messages, {"node": node_id})

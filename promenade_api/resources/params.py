@@ -9,8 +9,10 @@ from typing import Any
 
 import falcon
 
+from common import disruption
 from common.body import read_json, read_text
-from common.errors import BadRequest
+from common.context import RequestContext
+from common.errors import BadRequest, Forbidden
 from common.nodenames import require_name, require_names
 from common.status import simple_message
 from promenade_api.errors import MissingDesignRef
@@ -86,3 +88,29 @@ def design_ref_body(req: falcon.Request) -> Any:
         return body.strip()
     raise MissingDesignRef("A design reference is required in the body: {rel: design, href: "
                            "..., type: application/x-yaml} or a bare href")
+
+
+def leave_of(req: falcon.Request, query: Query) -> disruption.Leave | None:
+    """The `disrupt-pdbs` and `disrupt-after` parameters (problems go to `query`); a leave
+    needs the rule promenade:disrupt_pdbs (403), checked once the parameters are read."""
+    raw = req.params.get(disruption.PDBS)
+    after = req.params.get(disruption.AFTER)
+    if isinstance(raw, list) or isinstance(after, list):
+        query.problems.append(f"{disruption.PDBS} and {disruption.AFTER} are given once each")
+        return None
+    leave, problems = disruption.check_leave(disruption.from_query(raw), after,
+                                             after is not None)
+    query.problems += problems
+    return leave
+
+
+def operator_of(ctx: RequestContext, service_roles: Iterable[str]) -> str:
+    """Who gives a leave to disrupt: the authenticated caller, or, when the caller is a
+    service, the operator it passes on (X-End-User); a service passing none is refused."""
+    if ctx.on_behalf_of:
+        return ctx.on_behalf_of
+    if set(service_roles).intersection(ctx.roles):
+        raise Forbidden(f"{ctx.user} is a service: a leave to disrupt PodDisruptionBudgets "
+                        "needs the operator who gave it (X-End-User)",
+                        reason="OperatorRequired")
+    return str(ctx.user)

@@ -17,13 +17,15 @@ BIN = Path(sys.executable).parent
 
 
 def write_tokens(path: Path) -> dict[str, str]:
-    """A token file with an admin, a reader and a role-less token; returns the tokens."""
+    """A token file with an admin, a reader, a role-less token and a service's token (as
+    `berth up` writes it: a service passes on the operator it acts for); returns the tokens."""
     tokens = {"admin": secrets.token_hex(8), "reader": secrets.token_hex(8),
-              "nobody": secrets.token_hex(8)}
+              "nobody": secrets.token_hex(8), "service": secrets.token_hex(8)}
     path.write_text(yaml.safe_dump({
         tokens["admin"]: {"user": "admin", "roles": ["admin"]},
         tokens["reader"]: {"user": "reader", "roles": ["reader"]},
         tokens["nobody"]: {"user": "nobody", "roles": []},
+        tokens["service"]: {"user": "berth-service", "roles": ["admin", "service"]},
     }))
     return tokens
 
