@@ -64,13 +64,14 @@ $(KEYSTONE_STAMP):
 	.venv-keystone/bin/pip install -q keystone gunicorn
 	touch $(KEYSTONE_STAMP)
 
-# The services, the simulated site and the benchmarks (extra `sim`), the test tools, and the docs
-# site's generator (extra `docs`); the services' libraries at the versions image/constraints.txt
+# The services, the simulated site and the benchmarks (extra `sim`), the test tools, the docs
+# site's generator (extra `docs`) and the BMC check's validator (extra `bmc`); the services'
+# libraries at the versions image/constraints.txt
 # pins (the image's, the tested ones).
 $(STAMP): setup.cfg setup.py pyproject.toml image/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test,docs]'
+	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test,docs,bmc]'
 	touch $(STAMP)
 
 # Debian packages the simulated site and the tests need (etcd, PostgreSQL, IPMI tools).
