@@ -8,6 +8,7 @@ from typing import Any
 
 from common.documents import Document, doc_ref
 from common.status import Message, validation_message
+from drydock_api.nodes import power
 
 NODE = "drydock/BaremetalNode/v1"
 PROFILE = "drydock/HostProfile/v1"
@@ -56,6 +57,7 @@ class Design:
     nodes: dict[str, NodeDef]
     rack_labels: dict[str, dict[str, str]]
     problems: list[Message]
+    power_grace: float | None = None  # Region power.grace_period: the site-wide default
 
 
 def merge(base: Any, over: Any) -> Any:
@@ -202,7 +204,10 @@ def parse_design(docs: list[Document]) -> Design:
         if node.name in nodes:
             problems.append(_problem(f"Duplicate node name {node.name}", "DuplicateNode", doc))
         nodes[node.name] = node
-    return Design(nodes=nodes, rack_labels=_rack_labels(docs), problems=problems)
+    problems += [validation_message(p, name="PowerSettings")
+                 for p in power.design_problems(docs)]
+    return Design(nodes=nodes, rack_labels=_rack_labels(docs), problems=problems,
+                  power_grace=power.design_grace(docs))
 
 
 def _rack_labels(docs: list[Document]) -> dict[str, dict[str, str]]:

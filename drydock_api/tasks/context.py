@@ -91,6 +91,7 @@ class NodeContext:
     attested: dict[str, dict[str, Any]] = field(default_factory=dict)
     teardown: dict[str, Any] | None = None
     task: str = ""
+    design_grace: float | None = None  # the design's Region power.grace_period
 
     def intend(self, key: str, asked: str, **what: Any) -> dict[str, Any]:
         """Write ahead: record durably that `asked` is about to be sent, before it is. A

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.workflow import Done, Failed, Outcome, Retry
+from common.workflow import Done, Failed, Outcome, Retry, StepDef, StepPolicy
 from drydock_api.drivers.ports import MaasError
+from drydock_api.nodes import power
 from drydock_api.nodes.design import BmcAccess
 from drydock_api.tasks import teardown, wipe
 from drydock_api.tasks.context import NodeContext, NodeStep, node_step
@@ -19,7 +20,7 @@ FAILED = ("Failed releasing", "Failed disk erasing")
 NOTHING_TO_RELEASE = ("Ready", "New", "Commissioning", "Failed commissioning", "Testing",
                       "Failed testing")
 OPTIONS = ("preserve_local_storage", "erase", "os_disk_erase", "retire", "retired_reason",
-           "all_nodes")
+           "all_nodes", "power_policy", "grace_period")
 
 
 def check_options(options: dict[str, Any]) -> list[str]:
@@ -42,7 +43,7 @@ def check_options(options: dict[str, Any]) -> list[str]:
         problems.append("options.retired_reason must be a string")
     if reason is not None and not options.get("retire"):
         problems.append("options.retired_reason is only allowed with retire: true")
-    return problems
+    return problems + power.check(options)
 
 
 def _bmc(ctx: NodeContext) -> BmcAccess:
@@ -72,60 +73,98 @@ def plan_wipe(ctx: NodeContext) -> Outcome:
                         "maas_status": plan.maas_status, "maas_acquire": plan.acquire})
 
 
+def policy_of(ctx: NodeContext) -> power.PowerPolicy:
+    """The task's power policy: its options (`force: true` is `power_policy: hard`), the
+    design's grace period, else `[oob] graceful_timeout`."""
+    options = ctx.options
+    name = options.get("power_policy") or (power.HARD if options.get("force")
+                                           else power.SOFT_THEN_HARD)
+    return power.resolve(name, options.get("grace_period"), ctx.design_grace,
+                         ctx.settings.graceful_timeout)
+
+
 def power_off(ctx: NodeContext) -> Outcome:
-    """Graceful shutdown, ForceOff after graceful_timeout (counted from the first request,
-    also after a takeover), done once the BMC reports off. Each request is written ahead
+    """Power off by the task's policy (nodes.power): graceful shutdown, ForceOff once the
+    grace period has passed since the first request (also after a takeover); ForceOff at once
+    when the task asks for hard; a failure when soft-only and the node stays on. Done once the
+    BMC reports off, recording what the node got. Each request is written ahead
     (NodeContext.ask): a graceful shutdown that may have reached the BMC is never asked
     again; one the BMC refused or did not answer is."""
     bmc, oob, state, now = _bmc(ctx), ctx.ports.oob, ctx.state, ctx.clock()
+    policy = policy_of(ctx)
+    graceful, force = state.get("graceful"), state.get("force") or {}
     if oob.power_state(bmc) == "off":
-        how = ("forced off after the graceful shutdown timed out" if "force" in state
-               else "shut down gracefully" if "graceful" in state else "already off")
-        return Done(f"Powered off through {bmc.describe()}: {how}",
-                    output={"forced": "force" in state})
-    graceful = state.get("graceful")
-    if graceful is None or "error" in graceful and "force" not in state:
+        got = _got(policy, graceful, force)
+        return Done(f"Powered off through {bmc.describe()}: {got['summary']}",
+                    output={"forced": bool(force), "power": got}, details={"power": got})
+    first = None if graceful is None else graceful.get("first_at", graceful["at"])
+    if graceful is not None and "error" in graceful and not force:
+        first = None  # refused or unanswered: asked again, counted from the first request
+    step = power.next_step(policy, first, "accepted_at" in force, now)
+    if step == power.Next.GRACEFUL:
         ctx.ask("graceful", "GracefulShutdown", lambda: oob.power_off(bmc, graceful=True),
                 bmc=bmc.describe(), first_at=(graceful or {}).get("first_at", now))
         return Retry(ctx.settings.power_poll, "graceful shutdown requested")
-    if now - graceful.get("first_at", graceful["at"]) >= ctx.settings.graceful_timeout:
-        return _force_off(ctx, bmc)
+    if step == power.Next.FORCE:
+        return _force_off(ctx, bmc, None if first is None else now - first)
+    if step == power.Next.GIVE_UP:
+        got = power.record(policy, "not-off")
+        return Failed("GracefulShutdownTimeout", f"Node {ctx.node.name} {got['summary']}",
+                      details={"power": got})
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
-def _force_off(ctx: NodeContext, bmc: BmcAccess) -> Retry:
+def _got(policy: power.PowerPolicy, graceful: dict[str, Any] | None,
+         force: dict[str, Any]) -> dict[str, Any]:
+    """What the node got, from the requests recorded in the step's state."""
+    if force:
+        after = force.get("after")
+        return power.record(policy, "hard" if after is None else "forced",
+                            forced_after=after, at=force.get("at"))
+    if graceful:
+        return power.record(policy, "graceful", at=graceful.get("at"))
+    return power.record(policy, "already-off")
+
+
+def _force_off(ctx: NodeContext, bmc: BmcAccess, after: float | None) -> Retry:
     """ForceOff once: asked again only when no acceptance was recorded (the BMC refused it,
     or the worker died before saving the answer); forcing off a node that is off, or going
-    off, changes nothing more."""
+    off, changes nothing more. `after`: seconds since the first graceful request (None: hard
+    on request)."""
     if "accepted_at" not in (ctx.state.get("force") or {}):
+        after = (ctx.state.get("force") or {}).get("after", after)
         ctx.ask("force", "ForceOff", lambda: ctx.ports.oob.power_off(bmc, graceful=False),
-                bmc=bmc.describe())
+                bmc=bmc.describe(), **({} if after is None else {"after": after}))
         return Retry(ctx.settings.power_poll, "ForceOff requested")
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
 def check_power_off_options(options: dict[str, Any]) -> list[str]:
     problems = [f"options: unknown option {k!r} for power_off_nodes" for k in options
-                if k != "force"]
+                if k not in ("force", "power_policy", "grace_period")]
     if "force" in options and not isinstance(options["force"], bool):
         problems.append("options.force must be true or false")
-    return problems
-
-
-def fence(ctx: NodeContext) -> Outcome:
-    """Hard power-off (no graceful shutdown: the node may be hung), confirmed at the BMC."""
-    bmc, oob = _bmc(ctx), ctx.ports.oob
-    if oob.power_state(bmc) == "off":
-        how = "forced off" if "force" in ctx.state else "already off"
-        return Done(f"Power off confirmed by {bmc.describe()}: {how}",
-                    output={"power_state": "off", "forced": "force" in ctx.state})
-    return _force_off(ctx, bmc)
+    if "force" in options and "power_policy" in options:
+        problems.append("options.force is the older name of power_policy hard: give one "
+                        "of them")
+    merged = dict(options)
+    if options.get("force") is True:
+        merged["power_policy"] = power.HARD
+    return problems + power.check(merged)
 
 
 def power_off_steps(options: dict[str, Any]) -> list[NodeStep]:
-    if options.get("force", True):
-        return [node_step("power_off", fence, lambda s: s.power_timeout)]
-    return [node_step("power_off", power_off, lambda s: s.power_timeout)]
+    return [power_step()]
+
+
+def power_step() -> NodeStep:
+    """The power-off step: it may take the grace period plus `[oob] power_timeout`."""
+    def policy(ctx: NodeContext) -> StepPolicy:
+        p = policy_of(ctx)
+        grace = 0.0 if p.policy == power.HARD else p.grace_period
+        return ctx.settings.policy(ctx.settings.power_timeout + grace)
+
+    return StepDef("power_off", power_off, policy)
 
 
 def wipe_disks(ctx: NodeContext) -> Outcome:
@@ -299,7 +338,7 @@ def retire(ctx: NodeContext) -> Outcome:
 def steps(options: dict[str, Any]) -> list[NodeStep]:
     out = [
         node_step("plan_wipe", plan_wipe, lambda s: s.power_timeout),
-        node_step("power_off", power_off, lambda s: s.power_timeout),
+        power_step(),
         node_step("wipe_disks", wipe_disks, lambda s: s.release_timeout),
         node_step("release", release, lambda s: s.release_timeout),
         node_step("delete", delete, lambda s: s.release_timeout),

@@ -34,6 +34,7 @@ from drydock_api.tasks.states import TaskResult, TaskStatus, summarize
 
 LOG = logging.getLogger(__name__)
 S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings
+MESSAGE_FIELDS = ("power",)  # a step's details its message carries (what power-off it got)
 
 
 @dataclass
@@ -66,6 +67,7 @@ class _NodeRun:
     previous: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, TaskRow] | None = None
     teardown: bool = False  # a teardown action: the node's teardown record follows it
+    design_grace: float | None = None  # the design's power.grace_period (nodes.power)
     earlier: dict[str, dict[str, Any]] = field(default_factory=dict)
     step: NodeStep | None = None
     row: TaskRow | None = None
@@ -171,7 +173,7 @@ class Orchestrator:
             assert action.steps is not None
             options = dict(row.options or {})
             runs.append(_NodeRun(design.nodes[name], sub, options, action.steps(options),
-                                 teardown=action.teardown))
+                                 teardown=action.teardown, design_grace=design.power_grace))
         _Schedule(self, row, ctx, lease, runs).run()
 
     def _skip_retired(self, action: ActionDef, sub: TaskRow, name: str) -> bool:
@@ -248,7 +250,7 @@ class Orchestrator:
                                previous=run.previous, cancelled=lease.lost.is_set,
                                state=self._progress.saved_state(run.row), task=row.id,
                                teardown=self._progress.teardown(run.node.name)
-                               if run.teardown else None)
+                               if run.teardown else None, design_grace=run.design_grace)
 
         def checkpoint() -> None:
             if lease.lost.is_set():  # another worker holds the task: ask nothing more
@@ -304,7 +306,8 @@ class Orchestrator:
         ok = isinstance(outcome, Done)
         message = simple_message(f"{node.name}: {outcome.message}", error=not ok,
                                  node=node.name, step=step.name, context_type="node",
-                                 context=node.name)
+                                 context=node.name, **{k: v for k, v in outcome.details.items()
+                                                       if k in MESSAGE_FIELDS})
         result = TaskResult.SUCCESS if ok else TaskResult.FAILURE
         data = outcome.output if isinstance(outcome, Done) else None
         records = [simple_message(f"{node.name}: {r.get('disk', '')} {r.get('result', '')}"
