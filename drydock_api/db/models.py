@@ -95,6 +95,8 @@ class NodeRecord(Base):
     # The node's teardown since it was last deployed (tasks.teardown): steps done, disks
     # attested erased, and where it stopped.
     teardown: Mapped[Any] = mapped_column(JSON, nullable=True)
+    # The last power-off of a reboot: its policy and what the node got (nodes.power).
+    last_power_off: Mapped[Any] = mapped_column(JSON, nullable=True)
 
 
 class RebootRow(Base):
@@ -108,6 +110,9 @@ class RebootRow(Base):
     value: Mapped[Any] = mapped_column(JSON, nullable=True)
     created: Mapped[float] = mapped_column(Float)
     created_by: Mapped[str | None] = mapped_column(String(255))
+    power_policy: Mapped[str | None] = mapped_column(String(16))  # NULL: by mode
+    grace_period: Mapped[float | None] = mapped_column(Float)  # NULL: the design's default
+    power: Mapped[Any] = mapped_column(JSON, nullable=True)  # what it got (nodes.power)
 
 
 class LockRow(Base):
