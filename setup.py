@@ -16,6 +16,7 @@ SERVICES = {
     "drydock-db": "drydock_api.db.cli:main",
     "promenade-db": "promenade_api.db.cli:main",
     "shipyard": "shipyard_api.cli.main:main",
+    "drydock": "drydock_api.cli.main:main",
 }
 TOOLS = {
     "berth": "berth_launcher.up:main",

@@ -27,6 +27,7 @@ DRIVE_RE = re.compile(r"^/redfish/v1/Systems/([^/]+)/Storage/([^/]+)/Drives/([^/
 SYSTEM_RE = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/]+)")
 TASK_RE = re.compile(r"^/redfish/v1/TaskService/Tasks/(erase-[0-9a-f]+)/?$")
 TASKS_PATH = "/redfish/v1/TaskService/Tasks"
+ROOT_PATH = "/redfish/v1"
 RUNNING, COMPLETED, EXCEPTION = "Running", "Completed", "Exception"
 BMC_DOWN_HOLD = 60.0  # seconds a request to a killed BMC hangs before a 503
 
@@ -199,6 +200,8 @@ class RedfishBmc:
             return self._secure_erase(start_response, *erase.groups())
         if DRIVE_RE.match(path) and environ.get("REQUEST_METHOD") == "GET":
             return self._drive_with_actions(environ, start_response, path)
+        if path.rstrip("/") == ROOT_PATH and environ.get("REQUEST_METHOD") == "GET":
+            return self._root_with_tasks(environ, start_response)
         result: Iterable[bytes] = self._emulator(environ, start_response)
         return result
 
@@ -247,8 +250,19 @@ class RedfishBmc:
         return {"@odata.type": "#TaskCollection.TaskCollection", "@odata.id": TASKS_PATH,
                 "Name": "Task Collection", "Members@odata.count": len(uris), "Members": uris}
 
-    def _drive_with_actions(self, environ: dict[str, Any], start_response: StartResponse,
-                            path: str) -> Iterable[bytes]:
+    def _root_with_tasks(self, environ: dict[str, Any],
+                         start_response: StartResponse) -> Iterable[bytes]:
+        """The emulator's service root, linking the TaskService as a real BMC's does (the
+        emulator serves it but leaves it out of the root)."""
+        status, headers, body = self._emulate(environ)
+        if status.startswith("200"):
+            root = json.loads(body)
+            root.setdefault("TaskService", {"@odata.id": "/redfish/v1/TaskService"})
+            body = json.dumps(root).encode()
+        return _rewritten(start_response, status, headers, body)
+
+    def _emulate(self, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+        """The emulator's answer (status, headers, body), to be rewritten."""
         captured: dict[str, Any] = {}
 
         def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -256,13 +270,18 @@ class RedfishBmc:
             return lambda data: None
 
         body = b"".join(self._emulator(environ, capture))
+        return captured["status"], captured["headers"], body
+
+    def _drive_with_actions(self, environ: dict[str, Any], start_response: StartResponse,
+                            path: str) -> Iterable[bytes]:
+        status, headers, body = self._emulate(environ)
         match = DRIVE_RE.match(path)
         try:
             offered = match is not None and match.group(3) in self.backend.erasable(
                 self.backend.node_of(match.group(1)))
         except Exception:  # unknown system: the emulator's answer stands
             offered = False
-        if captured["status"].startswith("200") and offered:
+        if status.startswith("200") and offered:
             drive = json.loads(body)
             target = path.rstrip("/") + "/Actions/Drive.SecureErase"
             drive["Actions"] = {"#Drive.SecureErase": {"target": target}}
@@ -271,9 +290,15 @@ class RedfishBmc:
             drive["Operations"] = [{"OperationName": "Sanitize", "PercentageComplete": 50,
                                     "AssociatedTask": {"@odata.id": t.uri}} for t in running]
             body = json.dumps(drive).encode()
-        headers = [(k, v) for k, v in captured["headers"] if k.lower() != "content-length"]
-        start_response(captured["status"], headers + [("Content-Length", str(len(body)))])
-        return [body]
+        return _rewritten(start_response, status, headers, body)
+
+
+def _rewritten(start_response: StartResponse, status: str, headers: list[tuple[str, str]],
+               body: bytes) -> Iterable[bytes]:
+    """Answer with the emulator's status and headers around a rewritten body."""
+    kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
+    start_response(status, kept + [("Content-Length", str(len(body)))])
+    return [body]
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import yaml
 from sitesim.bmc.redfish import RedfishBmc, system_uuid
 from sitesim.bmc.sushy_drivers import install_drivers
 from sitesim.model import SiteModel
+from sitesim.ports import free_port
 from sitesim.scheduler import Scheduler
 from sitesim.servers import ServerThread
 from sitesim.siteconfig import NodeSpec, parse_site
@@ -35,7 +36,7 @@ class SiteBmc:
 
     def serve(self, app: Callable[..., Iterable[bytes]]) -> ServerThread:
         """Another port in front of this BMC (e.g. the app wrapped in a filter)."""
-        return ServerThread(app, 0, name="redfish-filter").start()
+        return ServerThread(app, free_port(), name="redfish-filter").start()
 
 
 @contextmanager
@@ -48,7 +49,7 @@ def site_bmc(site_yaml: Path) -> Iterator[SiteBmc]:
     model = SiteModel(spec, scheduler)
     nodes = [n for n in spec.nodes if n.bmc.type == "redfish"]
     app = RedfishBmc(model, nodes, install_drivers())
-    server = ServerThread(app, 0, name="redfish").start()
+    server = ServerThread(app, free_port(), name="redfish").start()
     try:
         yield SiteBmc(server.url, model, app, {n.name: n for n in nodes})
     finally:

@@ -18,6 +18,7 @@ WIDTH = 88  # the help text wraps to fit the page
 # servers, workers and database tools) goes on the services page.
 PAGES = {
     "shipyard": "The operator's client of Shipyard: documents, actions, plans, progress.",
+    "drydock": "Drydock's operator commands: check a node's Redfish BMC before enrolling it.",
     "berth": "The launcher: a simulated site and the three services on one machine.",
     "sitesim": "The simulated site on its own (Kubernetes, MAAS, BMCs, etcd).",
 }
