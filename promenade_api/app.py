@@ -14,7 +14,11 @@ from common.longpoll import ChangeWaiters
 from common.nodepaths import NodePathSink, node_paths
 from promenade_api import config, policy
 from promenade_api.metrics import PromenadeMetrics
-from promenade_api.resources.etcd import EtcdHealthResource, ValidateDesignResource
+from promenade_api.resources.etcd import (
+    EtcdHealthResource,
+    JoinEtcdResource,
+    ValidateDesignResource,
+)
 from promenade_api.resources.nodes import (
     ClearLabelsResource,
     DecommissionCancelResource,
@@ -60,6 +64,7 @@ def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str
         (f"{node}/drain", DrainResource(svc)),
         (f"{node}/clear-labels", ClearLabelsResource(svc)),
         (f"{node}/remove-etcd", RemoveEtcdResource(svc)),
+        (f"{node}/join-etcd", JoinEtcdResource(svc)),
         (f"{node}/shutdown-kubelet", ShutdownKubeletResource(svc)),
         (f"{node}/remove-from-cluster", RemoveFromClusterResource(svc)),
         (f"{API_PREFIX}/etcd-cluster-health-statuses", EtcdHealthResource(svc)),

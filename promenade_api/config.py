@@ -80,6 +80,14 @@ ETCD_OPTS: list[cfg.Opt] = [
                help="Seconds a per-cluster removal Lease is held before others may take it."),
     cfg.FloatOpt("request_timeout", default=5.0, min=0.1,
                  help="Timeout (s) of one etcd request."),
+    cfg.IntOpt("join_timeout", default=600, min=1,
+               help="Default timeout (s) of join-etcd: the learner must be added, start, catch "
+                    "up and be promoted within it, or it is removed again."),
+    cfg.IntOpt("learner_max_lag", default=10, min=0,
+               help="Raft entries a learner may still be behind the leader's index when it "
+                    "is promoted (etcd itself refuses a learner under 90% of the leader's)."),
+    cfg.FloatOpt("join_poll_interval", default=1.0, min=0.01,
+                 help="Interval (s) between checks of a learner's progress."),
 ]
 KUBELET_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("shutdown_timeout", default=300, min=1,

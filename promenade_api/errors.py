@@ -47,3 +47,19 @@ class NodeNotReady(Conflict):
 
 class OperationCancelled(Conflict):
     reason, title = "Cancelled", "Cancelled"
+
+
+class JoinEtcdError(InternalError):
+    reason, title, retry = "JoinEtcdError", "Join etcd failed", True
+
+
+class JoinEtcdRefused(Conflict):
+    reason, title, retry = "JoinEtcdRefused", "Join etcd refused", True
+
+
+class LearnerNotCaughtUp(Conflict):
+    reason, title, retry = "LearnerNotCaughtUp", "etcd learner did not catch up", True
+
+
+class EtcdPeerUrlMissing(BadRequest):
+    reason, title = "EtcdPeerUrlMissing", "etcd member has no peer URL"

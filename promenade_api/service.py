@@ -25,6 +25,7 @@ from promenade_api.errors import (
     ShutdownKubeletError,
 )
 from promenade_api.etcd.design import SCHEMA, clusters_of_node, load_clusters, validate_design
+from promenade_api.etcd.joining import EtcdJoiner
 from promenade_api.etcd.model import ClusterSpec
 from promenade_api.etcd.port import EtcdError, EtcdPort
 from promenade_api.etcd.removal import EtcdRemover
@@ -70,6 +71,9 @@ class Settings:
     etcd_poll: float = 30.0
     etcd_ready_timeout: int = 600
     remove_etcd_timeout: int = 1800
+    join_etcd_timeout: int = 600
+    learner_max_lag: int = 10
+    join_poll: float = 1.0
     lease_namespace: str = "kube-system"
     lease_duration: int = 60
     lease_poll: float = 1.0
@@ -97,6 +101,8 @@ def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
         clear_labels_poll=conf.clear_labels.poll_interval,
         etcd_poll=conf.etcd.poll_interval, etcd_ready_timeout=conf.etcd.ready_timeout,
         remove_etcd_timeout=conf.etcd.remove_timeout,
+        join_etcd_timeout=conf.etcd.join_timeout, learner_max_lag=conf.etcd.learner_max_lag,
+        join_poll=conf.etcd.join_poll_interval,
         lease_namespace=conf.kubernetes.lease_namespace,
         lease_duration=conf.etcd.lease_duration, lease_poll=conf.kubernetes.poll_interval,
         kubelet_timeout=conf.kubelet.shutdown_timeout, kubelet_poll=conf.kubelet.poll_interval,
@@ -145,14 +151,21 @@ class Promenade:
                             sleep=self.sleep, poll_interval=self.settings.clear_labels_poll,
                             agent=self.settings.drain.is_agent)
 
-    def remover(self) -> EtcdRemover:
+    def _etcd_lock(self, cluster: str) -> LeaseLock:
+        """One Lease per etcd cluster serialises every membership change (join and remove)."""
         s = self.settings
-        return EtcdRemover(
-            self.etcd,
-            lambda cluster: LeaseLock(self.kube, s.lease_namespace, f"berth-etcd-{cluster}",
-                                      duration=s.lease_duration, wall=self.wall,
-                                      sleep=self.sleep, poll_interval=s.lease_poll),
-            clock=self.clock, sleep=self.sleep, poll_interval=s.etcd_poll)
+        return LeaseLock(self.kube, s.lease_namespace, f"berth-etcd-{cluster}",
+                         duration=s.lease_duration, wall=self.wall, sleep=self.sleep,
+                         poll_interval=s.lease_poll)
+
+    def remover(self) -> EtcdRemover:
+        return EtcdRemover(self.etcd, self._etcd_lock, clock=self.clock, sleep=self.sleep,
+                           poll_interval=self.settings.etcd_poll)
+
+    def joiner(self) -> EtcdJoiner:
+        return EtcdJoiner(self.etcd, self._etcd_lock, clock=self.clock, sleep=self.sleep,
+                          poll_interval=self.settings.join_poll,
+                          max_lag=self.settings.learner_max_lag)
 
     def design(self, ref: Any, ctx: RequestContext | None) -> list[Document]:
         docs: list[Document] = self.resolver.resolve(ref, ctx)
@@ -217,6 +230,15 @@ class Promenade:
                 RemoveEtcdError, f"Removing the etcd members of {node} failed"):
             return self.remover().remove_node(node, clusters, self.settings.remove_etcd_timeout
                                               if timeout is None else timeout)
+
+    def join_etcd(self, node: str, clusters: list[ClusterSpec],
+                  timeout: int | None) -> list[Message]:
+        """The node's members back as learners, each promoted once in sync with the leader."""
+        if not clusters_of_node(clusters, node):
+            self._require_node(node)
+        with self.timed("join_etcd"):
+            return self.joiner().join_node(node, clusters, self.settings.join_etcd_timeout
+                                           if timeout is None else timeout)
 
     def etcd_health(self, clusters: list[ClusterSpec]) -> list[Message]:
         return self.remover().health_messages(clusters)

@@ -15,12 +15,13 @@ import etcd3
 import grpc
 from etcd3 import etcdrpc
 
-from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, TlsFiles
+from promenade_api.etcd import wire
+from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, Progress, TlsFiles
 from promenade_api.etcd.port import EtcdError, EtcdMemberNotFound, EtcdRefused, EtcdUnreachable
 
 T = TypeVar("T")
 REFUSALS = ("unhealthy cluster", "not enough started members", "re-configuration failed",
-            "leader changed", "too many learner")
+            "leader changed", "too many learner", "in sync with leader")
 
 
 def translate(exc: grpc.RpcError, what: str) -> EtcdError:
@@ -85,8 +86,7 @@ class Etcd3Port:
     def members(self, cluster: ClusterSpec) -> list[Member]:
         def call(c: Any) -> list[Member]:
             resp = c.clusterstub.MemberList(etcdrpc.MemberListRequest(), self._timeout)
-            return [Member(id=m.ID, name=m.name, peer_urls=tuple(m.peerURLs),
-                           client_urls=tuple(m.clientURLs)) for m in resp.members]
+            return [_member(m) for m in resp.members]
 
         return self._first(cluster.endpoints, cluster.tls, "member list", call)
 
@@ -116,9 +116,42 @@ class Etcd3Port:
                     lambda c: c.maintenancestub.MoveLeader(
                         etcdrpc.MoveLeaderRequest(targetID=target.id), self._timeout))
 
+    def progress(self, cluster: ClusterSpec, member: Member) -> Progress:
+        if not member.client_urls:
+            raise EtcdUnreachable(f"etcd member {member.id:x} has not started")
+        status = self._first(member.client_urls, cluster.tls, "status",
+                             lambda c: c.maintenancestub.Status(etcdrpc.StatusRequest(),
+                                                                self._timeout))
+        applied, learner = wire.status_extras(status)
+        return Progress(raft_index=int(status.raftIndex), applied_index=applied,
+                        leader_id=int(status.leader) or None, is_learner=learner)
+
+    def add_learner(self, cluster: ClusterSpec, peer_url: str) -> Member:
+        def call(c: Any) -> Member:
+            add = c.channel.unary_unary(wire.MEMBER_ADD, request_serializer=wire.raw,
+                                        response_deserializer=etcdrpc.MemberAddResponse.FromString)
+            return _member(add(wire.learner_add_request(peer_url), self._timeout).member)
+
+        return self._first(cluster.endpoints, cluster.tls, f"add learner {peer_url}", call)
+
+    def promote(self, cluster: ClusterSpec, member: Member) -> None:
+        def call(c: Any) -> None:
+            promote = c.channel.unary_unary(wire.MEMBER_PROMOTE, request_serializer=wire.raw,
+                                            response_deserializer=wire.raw)
+            promote(wire.promote_request(member.id), self._timeout)
+
+        urls = tuple(u for u in cluster.endpoints if u not in member.client_urls) \
+            or cluster.endpoints
+        self._first(urls, cluster.tls, f"promote member {member.name or member.id}", call)
+
     def remove_member(self, cluster: ClusterSpec, member: Member) -> None:
         urls = tuple(u for u in cluster.endpoints if u not in member.client_urls) \
             or cluster.endpoints
         self._first(urls, cluster.tls, f"remove member {member.name}",
                     lambda c: c.clusterstub.MemberRemove(
                         etcdrpc.MemberRemoveRequest(ID=member.id), self._timeout))
+
+
+def _member(m: Any) -> Member:
+    return Member(id=m.ID, name=m.name, peer_urls=tuple(m.peerURLs),
+                  client_urls=tuple(m.clientURLs), is_learner=wire.is_learner(m))

@@ -82,6 +82,8 @@ def _cluster(raw: dict[str, Any], secrets: dict[str, Any],
     return ClusterSpec(
         name=raw["name"], endpoints=tuple(e.rstrip("/") for e in raw["client_endpoints"]),
         members={m["name"]: m["node"] for m in raw["members"]},
+        peer_urls={m["name"]: m["peer_url"].rstrip("/") for m in raw["members"]
+                   if m.get("peer_url")},
         min_healthy=int((raw.get("thresholds") or {}).get("minimum_healthy_members", 0)),
         tls=tls)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
+from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, Progress
 from promenade_api.etcd.port import EtcdMemberNotFound, EtcdRefused, EtcdUnreachable
 
 
@@ -21,6 +21,10 @@ class FakeEtcd:
         self.removed: list[str] = []
         self.moves: list[tuple[str, str]] = []
         self.refuse_removal = False
+        self.applied: dict[str, int] = {}  # member name -> applied index (default: in sync)
+        self.log_index = 100  # the leader's raft index
+        self.promotions: list[str] = []
+        self.peer_names: dict[str, str] = {}  # peer URL -> the name its etcd starts with
         self._lock = threading.Lock()
 
     def add_cluster(self, name: str, members: list[str], leader: str | None = None) -> None:
@@ -42,7 +46,7 @@ class FakeEtcd:
         if member.name in self.down or cluster.name in self.unreachable_clusters:
             return MemberHealth(member, reachable=False, healthy=False, error="connection refused")
         leader = self.leaders.get(cluster.name)
-        if member.name in self.learners:
+        if member.is_learner or member.name in self.learners:
             return MemberHealth(member, reachable=True, healthy=False, leader_id=leader,
                                 error="etcdserver: rpc not supported for learner")
         return MemberHealth(member, reachable=True, healthy=member.name not in self.unhealthy,
@@ -62,3 +66,35 @@ class FakeEtcd:
                 raise EtcdMemberNotFound("etcd remove member: member not found")
             self.clusters[cluster.name] = [m for m in members if m.id != member.id]
             self.removed.append(member.name)
+
+    def progress(self, cluster: ClusterSpec, member: Member) -> Progress:
+        if member.name in self.down or not member.client_urls:
+            raise EtcdUnreachable(f"etcd member {member.name} did not answer")
+        return Progress(raft_index=self.log_index,
+                        applied_index=self.applied.get(member.name, self.log_index),
+                        leader_id=self.leaders.get(cluster.name), is_learner=member.is_learner)
+
+    def add_learner(self, cluster: ClusterSpec, peer_url: str) -> Member:
+        with self._lock:
+            members = self.clusters[cluster.name]
+            name = self.peer_names.get(peer_url, "")
+            member = Member(id=max((m.id for m in members), default=0) + 1, name=name,
+                            peer_urls=(peer_url,), is_learner=True,
+                            client_urls=(f"http://{name}:2379",) if name else ())
+            members.append(member)
+            return member
+
+    def promote(self, cluster: ClusterSpec, member: Member) -> None:
+        with self._lock:
+            members = self.clusters[cluster.name]
+            current = next((m for m in members if m.id == member.id), None)
+            if current is None:
+                raise EtcdMemberNotFound("etcd promote member: member not found")
+            if current.name in self.down or self.applied.get(current.name, self.log_index) \
+                    < self.log_index * 0.9:
+                raise EtcdRefused("etcdserver: can only promote a learner member which is in "
+                                  "sync with leader")
+            self.clusters[cluster.name] = [
+                Member(m.id, m.name, m.peer_urls, m.client_urls) if m.id == member.id else m
+                for m in members]
+            self.promotions.append(current.name)

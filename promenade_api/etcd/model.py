@@ -21,6 +21,7 @@ class ClusterSpec:
     name: str
     endpoints: tuple[str, ...]
     members: dict[str, str] = field(default_factory=dict)  # member name -> node name
+    peer_urls: dict[str, str] = field(default_factory=dict)  # member name -> its peer URL
     min_healthy: int = 0
     tls: TlsFiles = TlsFiles()
 
@@ -45,6 +46,22 @@ class Member:
     name: str
     peer_urls: tuple[str, ...] = ()
     client_urls: tuple[str, ...] = ()
+    is_learner: bool = False
+
+    @property
+    def started(self) -> bool:
+        """An added member that has not started yet has no name and no client URLs."""
+        return bool(self.client_urls)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a member's Status says of its raft log: how far it has committed and applied."""
+
+    raft_index: int
+    applied_index: int
+    leader_id: int | None
+    is_learner: bool = False
 
 
 @dataclass(frozen=True)

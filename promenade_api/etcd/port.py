@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from common.errors import BerthError
-from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
+from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, Progress
 
 
 class EtcdError(BerthError):
@@ -44,3 +44,12 @@ class EtcdPort(Protocol):
 
     def remove_member(self, cluster: ClusterSpec, member: Member) -> None:
         """MemberRemove through an endpoint other than the member's own."""
+
+    def progress(self, cluster: ClusterSpec, member: Member) -> Progress:
+        """The member's own Status (a learner answers it too); EtcdUnreachable otherwise."""
+
+    def add_learner(self, cluster: ClusterSpec, peer_url: str) -> Member:
+        """MemberAdd with isLearner: the new member, which does not vote until promoted."""
+
+    def promote(self, cluster: ClusterSpec, member: Member) -> None:
+        """MemberPromote; EtcdRefused while the learner is not in sync with the leader."""

@@ -53,3 +53,24 @@ def stable(health: Sequence[MemberHealth], ignoring: Collection[str], threshold:
     rest = [h for h in health if h.member.name not in ignoring]
     healthy = sum(1 for h in rest if h.healthy)
     return bool(rest) and healthy >= max(quorum(len(rest)), threshold)
+
+
+def voters_safe(health: Sequence[MemberHealth], threshold: int, *,
+                promoting: bool = False) -> tuple[str, ...]:
+    """Why a membership change would leave too few healthy voters (empty when it is safe).
+
+    Learners do not vote: adding one keeps the quorum; promoting a caught-up one adds a voter
+    and counts it healthy. Both the cluster before and the one after must keep quorum."""
+    voters = [h for h in health if not h.member.is_learner]
+    healthy = sum(1 for h in voters if h.healthy)
+    reasons = []
+    if not voters or healthy < quorum(len(voters)):
+        reasons.append(f"only {healthy} of {len(voters)} voting members are healthy, below "
+                       f"the quorum of {quorum(len(voters)) if voters else 1}")
+    if promoting and healthy + 1 < quorum(len(voters) + 1):
+        reasons.append(f"after the promotion {healthy + 1} of {len(voters) + 1} voting members "
+                       f"would be healthy, below the quorum of {quorum(len(voters) + 1)}")
+    if healthy < threshold:
+        reasons.append(f"only {healthy} voting members are healthy, below the document's "
+                       f"minimum_healthy_members of {threshold}")
+    return tuple(reasons)

@@ -87,7 +87,8 @@ class EtcdRemover:
             return [simple_message(f"{node} has no member in etcd cluster {cluster.name} "
                                    "(already removed)", error=False, cluster=cluster.name)]
         verdict = project(health, {m.id for m in targets}, cluster.min_healthy)
-        learners = [h.member.name for h in health if "learner" in h.error.lower()]
+        learners = [h.member.name or str(h.member.id) for h in health
+                    if h.member.is_learner or "learner" in h.error.lower()]
         if learners:
             raise RemoveEtcdError(
                 f"etcd cluster {cluster.name} has a learner ({', '.join(learners)}) being "
@@ -121,8 +122,7 @@ class EtcdRemover:
         leaders = {h.leader_id for h in health if h.healthy and h.leader_id}
         if member.id not in leaders:
             return
-        candidates = [h.member for h in health if h.healthy and h.member.id != member.id]
-        target = candidates[0]
+        target = self._successor(cluster, member, health)
         LOG.info("remove-etcd: moving leadership of %s from %s to %s", cluster.name,
                  member.name, target.name)
         try:
@@ -136,6 +136,22 @@ class EtcdRemover:
                 raise RemoveEtcdError(f"Leadership of {cluster.name} did not leave "
                                       f"{member.name} in time; nothing was removed")
             self._sleep(min(self._poll, 0.2))
+
+    def _successor(self, cluster: ClusterSpec, member: Member,
+                   health: Sequence[MemberHealth]) -> Member:
+        """The healthy voter furthest along the leader's log (never a learner)."""
+        def applied(candidate: Member) -> int:
+            try:
+                return self._etcd.progress(cluster, candidate).applied_index
+            except EtcdError:
+                return -1
+
+        voters = [h.member for h in health if h.healthy and not h.member.is_learner
+                  and h.member.id != member.id]
+        if not voters:
+            raise RemoveEtcdError(f"No healthy voting member of {cluster.name} could take "
+                                  f"over from the leader {member.name}; nothing was removed")
+        return max(voters, key=applied)
 
     def _remove_and_confirm(self, cluster: ClusterSpec, member: Member, deadline: float,
                             renew: Callable[[], None]) -> None:

@@ -1,4 +1,4 @@
-"""GET /etcd-cluster-health-statuses and POST /validatedesign."""
+"""GET /etcd-cluster-health-statuses, POST /nodes/{node}/join-etcd and POST /validatedesign."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from common.policy import authorize
 from common.status import status_body
 from promenade_api.errors import MissingDesignRef
 from promenade_api.resources.nodes import render
-from promenade_api.resources.params import Query, design_ref_body
+from promenade_api.resources.params import Query, checked_node, design_ref_body
 from promenade_api.service import Promenade
 
 
@@ -27,6 +27,24 @@ class EtcdHealthResource:
             raise MissingDesignRef("The design_ref query parameter is required")
         clusters = self._svc.clusters(ref, req.context.berth)
         render(resp, "etcd health", self._svc.etcd_health(clusters))
+
+
+class JoinEtcdResource:
+    """A redeployed node's etcd members back: each added as a learner, promoted once in sync
+    with the leader, every step refused (409, nothing changed) unless quorum holds."""
+
+    def __init__(self, svc: Promenade) -> None:
+        self._svc = svc
+
+    @authorize("promenade:join_etcd")
+    @checked_node
+    def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        query = Query(req, ["timeout"])
+        timeout = query.whole("timeout")
+        query.check((timeout == 0, "timeout must be at least 1"))
+        clusters = self._svc.clusters(design_ref_body(req), req.context.berth, required=False)
+        messages = self._svc.join_etcd(node_id, clusters, timeout)
+        render(resp, f"The etcd members of {node_id} are voting members", messages)
 
 
 class ValidateDesignResource:

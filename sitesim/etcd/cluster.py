@@ -178,12 +178,34 @@ class EtcdCluster:
             if any(member.peer_url in (m.get("peerURLs") or []) for m in current):
                 raise EtcdError(f"{name} is still a member of {self.name}")
             self._call("/v3/cluster/member/add", {"peerURLs": [member.peer_url]})
-            shutil.rmtree(member.data_dir, ignore_errors=True)
-            initial = ",".join(
-                [f"{m['name']}={m['peerURLs'][0]}" for m in current if m.get("name")]
-                + [f"{name}={member.peer_url}"])
-            self._spawn(member, initial, "existing")
+            self._spawn_joining(member, current)
         self._wait_healthy(member)
+
+    def add_member_slot(self, name: str) -> EtcdMember:
+        """A member this cluster may gain later (its ports chosen now, nothing started)."""
+        with self._lock:
+            return self.members.setdefault(
+                name, EtcdMember(name, free_port(), free_port(), self._workdir / name))
+
+    def start_added_member(self, name: str) -> bool:
+        """Start a member that someone else added (e.g. as a learner) on a fresh data dir,
+        as the node's etcd does when it finds itself in the member list; False when the
+        member list does not hold it. Does not wait for it (a learner is never "healthy")."""
+        with self._lock:
+            member = self.members[name]
+            listed = self.member_list()
+            if member.running or not any(member.peer_url in (m.get("peerURLs") or [])
+                                         for m in listed):
+                return False
+            self._spawn_joining(member, [m for m in listed
+                                         if member.peer_url not in (m.get("peerURLs") or [])])
+            return True
+
+    def _spawn_joining(self, member: EtcdMember, others: list[dict[str, Any]]) -> None:
+        shutil.rmtree(member.data_dir, ignore_errors=True)
+        initial = ",".join([f"{m['name']}={m['peerURLs'][0]}" for m in others if m.get("name")]
+                           + [f"{member.name}={member.peer_url}"])
+        self._spawn(member, initial, "existing")
 
     def pids(self) -> list[int]:
         return [m.process.pid for m in self.members.values() if m.process is not None]
