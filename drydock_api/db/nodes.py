@@ -151,3 +151,20 @@ class NodeStore:
                 TaskRow.parent_id.is_(None), TaskRow.action.in_(POWER_TASKS),
                 TaskRow.status.in_([st.value for st in ACTIVE]))).all()
         return next((str(tid) for tid, names in rows if name in (names or [])), None)
+
+    # --- power policy of reboot requests (nodes.power) ---------------------------------------
+    def set_reboot_policy(self, name: str, key: str, policy: str | None,
+                          grace: float | None) -> None:
+        """The request's power policy and grace period; a (re-)posted request has got nothing
+        yet, so what an earlier request of this key got is cleared."""
+        with self.sessions.begin() as s:
+            row = s.get(RebootRow, (name, key), with_for_update=True)
+            if row is not None:
+                row.power_policy, row.grace_period, row.power = policy, grace, None
+
+    def record_reboot_power(self, name: str, keys: list[str], got: dict[str, Any]) -> None:
+        """What the power-off of these requests got (graceful, forced, hard, not-off)."""
+        with self.sessions.begin() as s:
+            for row in s.scalars(select(RebootRow).where(RebootRow.node == name,
+                                                         RebootRow.key.in_(keys))):
+                row.power = got

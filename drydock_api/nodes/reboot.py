@@ -2,8 +2,12 @@
 
 Per node, with `pending` = pending_reboot_since and `last` = last_powered_on:
 - requests exist, the node is on, and pending is empty or earlier than last → pending = now;
-- while pending is later than last, the node is powered off (hard if any request is hard,
-  else graceful, forced after `soft_timeout`), whatever the node's desired power state;
+- while pending is later than last, the node is powered off by the requests' power policy
+  (nodes.power: hard if any request is hard, else soft-then-hard if any is, else soft-only;
+  the shortest grace period a request gives, else the design's, else `soft_timeout`),
+  whatever the node's desired power state; what the power-off got is recorded on each
+  request and on the node (`last_power_off`); a soft-only power-off that times out fails
+  its requests (kept, marked `not-off`, not retried) and ends the pending reboot;
 - whenever the node is off and last < pending, the unkeyed request is removed (also one posted
   while keyed requests hold the node off); when no request remains and the node should be on
   (not torn down), it is powered on, and last = the time it was seen on again.
@@ -30,6 +34,15 @@ from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import OobDriver
 from drydock_api.nodes.design import BmcAccess, Design
+from drydock_api.nodes.power import (
+    HARD,
+    SOFT_ONLY,
+    SOFT_THEN_HARD,
+    Next,
+    PowerPolicy,
+    next_step,
+)
+from drydock_api.nodes.power import record as power_record
 
 LOG = logging.getLogger(__name__)
 
@@ -46,7 +59,7 @@ class Phase(enum.StrEnum):
 
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     Phase.IDLE: frozenset({Phase.SOFT, Phase.HARD, Phase.OFF}),
-    Phase.SOFT: frozenset({Phase.HARD, Phase.OFF}),
+    Phase.SOFT: frozenset({Phase.HARD, Phase.OFF, Phase.IDLE}),  # IDLE: soft-only gave up
     Phase.HARD: frozenset({Phase.OFF}),
     Phase.OFF: frozenset({Phase.ON, Phase.IDLE}),
     Phase.ON: frozenset({Phase.ON, Phase.IDLE}),
@@ -82,6 +95,7 @@ class RebootReconciler:
         self.owner = owner
         self._clock = clock
         self.stopping = threading.Event()
+        self._grace: float | None = None  # the design's power.grace_period (last read)
 
     def pass_once(self) -> int:
         """One step on every node that needs one; returns how many nodes were acted on."""
@@ -106,13 +120,15 @@ class RebootReconciler:
         return acted
 
     def _bmc(self, record: NodeRecord) -> tuple[BmcAccess | None, str]:
-        """The node's BMC, or None and why not."""
+        """The node's BMC, or None and why not (the design's grace period in `_grace`)."""
         ref = record.design_ref or self._latest_ref()
         if not ref:
             why = getattr(self._latest_ref, "error", None)
             return None, ("no site design is known (no design_ref given, no committed "
                           "revision in Shipyard, no task run)" + (f": {why}" if why else ""))
-        node = self._designs(ref, RequestContext()).nodes.get(record.name)
+        design = self._designs(ref, RequestContext())
+        self._grace = design.power_grace
+        node = design.nodes.get(record.name)
         if node is None:
             return None, f"{record.name} is not a node of the design {ref}"
         if node.bmc is None:
@@ -134,8 +150,8 @@ class RebootReconciler:
             return False
         power = self._oob.power_state(bmc)
         now = self._clock()
-        requests = self._nodes.reboots(name)
-        values: dict[str, Any] = {"power_state": power, "reboot_error": None}
+        requests = active(self._nodes.reboots(name))
+        values: dict[str, Any] = {"power_state": power}
         pending, last = record.pending_reboot_since, record.last_powered_on
         rebooting = pending is not None and (last is None or pending > last)
         if requests and power == "on" and not rebooting:
@@ -143,8 +159,11 @@ class RebootReconciler:
             values.update(pending_reboot_since=now, shutdown_mode=None, shutdown_started=None)
             record.shutdown_mode = None
         if not rebooting:
+            if requests:
+                values["reboot_error"] = None
             self._nodes.update(name, **values)
             return not requests
+        values["reboot_error"] = None
         done = self._advance(name, record, bmc, power, now, requests, values)
         self._nodes.update(name, **values)
         return done
@@ -157,22 +176,14 @@ class RebootReconciler:
             return self._powered_on(name, phase, now, values) and not requests
         shutting = phase in (Phase.IDLE, Phase.SOFT, Phase.HARD)
         if shutting and power != "off":
-            hard = any(r.mode == "hard" for r in requests)
-            if phase == Phase.IDLE:
-                self._oob.power_off(bmc, graceful=not hard)
-                enter(phase, Phase.HARD if hard else Phase.SOFT, values, now)
-                LOG.info("Reboot of %s: %s power off requested", name,
-                         "forced" if hard else "graceful")
-            elif phase == Phase.SOFT and (hard or now - started >= self.settings.soft_timeout):
-                self._oob.power_off(bmc, graceful=False)
-                enter(phase, Phase.HARD, values, now)
-                LOG.info("Reboot of %s: graceful shutdown did not finish, forcing off", name)
+            self._shut_down(name, bmc, phase, started, now, requests, values)
             return False
         if shutting:
+            self._got(name, record, phase, now, requests, values)
             phase = enter(phase, Phase.OFF, values, now)
         if not record.torn_down:  # off, and last < pending: the unkeyed request has acted
             self._nodes.delete_reboot(name, "")
-        if self._nodes.reboots(name) or record.torn_down:
+        if active(self._nodes.reboots(name)) or record.torn_down:
             return False  # held off until every keyed request is released
         if power == "on":
             return self._powered_on(name, phase, now, values)
@@ -180,6 +191,64 @@ class RebootReconciler:
             self._oob.power_on(bmc)
             enter(phase, Phase.ON, values, now)
         return False
+
+    def policy(self, requests: list[Any]) -> PowerPolicy:
+        """The requests' combined policy: hard wins, then soft-then-hard, then soft-only; the
+        shortest grace period a request gives, else the design's, else [reboot] soft_timeout."""
+        names = {policy_of(r) for r in requests}
+        name = next((p for p in (HARD, SOFT_THEN_HARD) if p in names), SOFT_ONLY)
+        graces = [r.grace_period for r in requests if r.grace_period is not None]
+        if graces:
+            return PowerPolicy(name, min(graces), "request")
+        if self._grace is not None:
+            return PowerPolicy(name, self._grace, "design")
+        return PowerPolicy(name, self.settings.soft_timeout, "config")
+
+    def _shut_down(self, name: str, bmc: BmcAccess, phase: Phase, started: float,
+                   now: float, requests: list[Any], values: dict[str, Any]) -> None:
+        """One step of the power-off (nodes.power.next_step, as tasks take it)."""
+        policy = self.policy(requests)
+        step = next_step(policy, started if phase == Phase.SOFT else None,
+                         phase == Phase.HARD, now)
+        progress = {**policy.view(), "outcome": "in-progress"}
+        if step == Next.GRACEFUL:
+            self._oob.power_off(bmc, graceful=True)
+            enter(phase, Phase.SOFT, values, now)
+            values["last_power_off"] = {**progress, "graceful_at": now}
+            LOG.info("Reboot of %s: graceful power off requested", name)
+        elif step == Next.FORCE:
+            after = now - started if phase == Phase.SOFT else None
+            self._oob.power_off(bmc, graceful=False)
+            enter(phase, Phase.HARD, values, now)
+            values["last_power_off"] = {**progress, **({} if after is None
+                                                       else {"forced_after": after})}
+            LOG.info("Reboot of %s: %s", name, "forced power off requested" if after is None
+                     else f"graceful shutdown did not finish in {after:.1f} s, forcing off")
+        elif step == Next.GIVE_UP:
+            got = power_record(policy, "not-off", at=now)
+            enter(phase, Phase.IDLE, values, now)
+            values.update(pending_reboot_since=None, last_power_off=got,
+                          reboot_error=f"Reboot failed: the node {got['summary']}")
+            self._nodes.record_reboot_power(name, [r.key for r in requests], got)
+            self._nodes.delete_reboot(name, "")
+            LOG.warning("Reboot of %s failed: %s", name, got["summary"])
+
+    def _got(self, name: str, record: NodeRecord, phase: Phase, now: float,
+             requests: list[Any], values: dict[str, Any]) -> None:
+        """The node is off: record what its requests got."""
+        progress = record.last_power_off or {}
+        policy = self.policy(requests)
+        if progress.get("outcome") == "in-progress":
+            policy = PowerPolicy(str(progress.get("power_policy", policy.policy)),
+                                 float(progress.get("grace_period", policy.grace_period)),
+                                 str(progress.get("grace_period_from", policy.grace_from)))
+        after = progress.get("forced_after") if phase == Phase.HARD else None
+        outcome = {Phase.SOFT: "graceful", Phase.HARD: "forced" if after is not None
+                   else "hard"}.get(phase, "already-off")
+        got = power_record(policy, outcome, forced_after=after, at=now)
+        values["last_power_off"] = got
+        self._nodes.record_reboot_power(name, [r.key for r in requests], got)
+        LOG.info("Reboot of %s: %s", name, got["summary"])
 
     def _skip_retired(self, record: NodeRecord) -> bool:
         """Spec 003: a retired node gets no action but those allowed for retired nodes
@@ -205,3 +274,14 @@ class RebootReconciler:
             except Exception:
                 LOG.exception("Reboot reconciler pass failed")
             self.stopping.wait(self.settings.interval)
+
+
+def policy_of(row: Any) -> str:
+    """A request's power policy (requests made before policies existed: by their mode)."""
+    return str(row.power_policy or (HARD if row.mode == "hard" else SOFT_THEN_HARD))
+
+
+def active(requests: list[Any]) -> list[Any]:
+    """The requests still to act on: not those a soft-only power-off failed (they stay, and
+    say so, until their client posts or deletes them again)."""
+    return [r for r in requests if (r.power or {}).get("outcome") != "not-off"]

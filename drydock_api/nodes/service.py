@@ -10,7 +10,9 @@ from common.errors import Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from drydock_api.db.models import RebootRow
 from drydock_api.db.nodes import NodeStore
+from drydock_api.nodes import power
 from drydock_api.nodes.inventory import Inventory
+from drydock_api.nodes.reboot import policy_of
 
 AVAILABLE = ("Ready", "Allocated")
 MODES = ("soft", "hard")
@@ -53,9 +55,15 @@ def check_retire_body(body: dict[str, Any]) -> list[str]:
 
 
 def check_reboot_body(body: dict[str, Any]) -> list[str]:
-    problems = [f"unknown field {k!r}" for k in body if k not in ("mode", "key", "value")]
+    problems = [f"unknown field {k!r}" for k in body
+                if k not in ("mode", "key", "value", "power_policy", "grace_period")]
     if body.get("mode", "soft") not in MODES:
         problems.append(f"mode must be soft or hard, not {body.get('mode')!r}")
+    problems += power.check(body, prefix="")
+    policy = body.get("power_policy")
+    if "mode" in body and policy in power.POLICIES \
+            and (body["mode"] == "hard") != (policy == power.HARD):
+        problems.append(f"mode {body['mode']} contradicts power_policy {policy}: give one")
     key = body.get("key")
     if key is not None and not (isinstance(key, str) and 0 < len(key) <= MAX_KEY
                                 and "/" not in key):
@@ -119,8 +127,13 @@ class NodeService:
             raise InvalidNodeState(f"Node {name} is torn down: there is nothing to reboot")
         key = str(body.get("key") or "")
         existed = any(r.key == key for r in self._nodes.reboots(name))
-        self._nodes.add_reboot(name, key, str(body.get("mode", "soft")), body.get("value"),
+        policy = body.get("power_policy")
+        mode = "hard" if policy == power.HARD else str(body.get("mode", "soft"))
+        self._nodes.add_reboot(name, key, mode, body.get("value"),
                                ctx.end_user or ctx.user, design_ref)
+        grace = body.get("grace_period")
+        self._nodes.set_reboot_policy(name, key, policy, None if grace is None
+                                      else float(grace))
         return self.reboots(ctx, name, design_ref, check=False), not existed
 
     def reboots(self, ctx: RequestContext, name: str, design_ref: Any,
@@ -135,6 +148,7 @@ class NodeService:
             "pending_reboot_since": iso(record.pending_reboot_since) if record else None,
             "last_powered_on": iso(record.last_powered_on) if record else None,
             "reboot_error": record.reboot_error if record else None,
+            "last_power_off": record.last_power_off if record else None,
         }
 
     def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: Any) -> None:
@@ -146,4 +160,6 @@ class NodeService:
 
 def _request(row: RebootRow) -> dict[str, Any]:
     return {"key": row.key or None, "mode": row.mode, "value": row.value,
-            "created": iso(row.created), "created_by": row.created_by}
+            "created": iso(row.created), "created_by": row.created_by,
+            "power_policy": policy_of(row), "grace_period": row.grace_period,
+            "power": row.power}
