@@ -48,4 +48,9 @@ def list_rules() -> list[policy.RuleDefault]:
     ]
     rules += [rule(f"shipyard:action_{a}", ADMIN, f"Run the {a} action", f"{P}/actions", "POST")
               for a in ACTIONS]
+    rules.append(rule("shipyard:action_disrupt_pdbs", ADMIN,
+                      "Create an action with disrupt-pdbs: its drains may delete the pods of "
+                      "the named PodDisruptionBudgets that still refuse their eviction after "
+                      "disrupt-after seconds (besides the action's own rule)", f"{P}/actions",
+                      "POST"))
     return rules

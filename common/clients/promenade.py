@@ -103,14 +103,17 @@ class PromenadeClient:
             == 204
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
-                     ctx: RequestContext, key: str, fenced: bool = False) -> dict[str, Any]:
-        """The status body of a finished decommission (Promenade is synchronous)."""
+                     ctx: RequestContext, key: str, fenced: bool = False,
+                     disrupt: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The status body of a finished decommission (Promenade is synchronous);
+        `disrupt`: disrupt-pdbs and disrupt-after, the operator's leave (ctx's end user)."""
         params: dict[str, Any] = {k: int(v) for k, v in timeouts.items()
                                   if k in DECOMMISSION_PARAMS}
         # Wait as long as all its phases may take, plus a margin.
         wait = sum(v for k, v in params.items() if k != "drain-node-grace-period")
         if fenced:
             params["fenced"] = "true"
+        params.update(disrupt or {})
         result = self._client.request("POST", _node(node, "/decommission"), ctx=ctx,
                                       params=params, json_body=_design(design_ref),
                                       idempotency_key=key,

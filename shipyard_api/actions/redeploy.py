@@ -9,7 +9,7 @@ from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
-from shipyard_api.actions import fencing, labels, progress, steps
+from shipyard_api.actions import disruption, fencing, labels, progress, steps
 from shipyard_api.actions.design import decommission_timeouts
 from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import REVISIONS, Params, version_of
@@ -18,7 +18,8 @@ from shipyard_api.clients.ports import node_names_filter, node_ready
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
 
 NAME = "redeploy_server"
-PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase")
+PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase",
+          *disruption.PARAMS)
 OS_DISK_ERASE = ("bmc", "none")
 ERASE = ("secure", "secure-only", "quick", "zero")
 # Promenade's 409 reasons that mean "the request with this key still runs", not a refusal.
@@ -32,11 +33,12 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     preserve = p.boolean("preserve-local-storage")
     revision_name = p.choice("target-revision", REVISIONS, "successful-site-action")
     wipe = _wipe_params(p, raw, preserve)
+    leave = disruption.read(p)
     p.raise_if_invalid()
     revision = documents.revision_id(version_of(revision_name))
     refuse_unknown(targets, documents, revision)
     params = {"target_nodes": targets, "preserve-local-storage": preserve,
-              "target-revision": revision_name, **wipe}
+              "target-revision": revision_name, **wipe, **leave}
     return Prepared(params, targets, revision)
 
 
@@ -106,7 +108,8 @@ def decommission(ctx: StepContext) -> Outcome:
     try:
         body, drain = progress.follow(
             lambda: svc.promenade.decommission(_node(ctx), str(d["design_ref"]), timeouts,
-                                               ctx=rc, key=ctx.key(), fenced=fenced),
+                                               ctx=rc, key=ctx.key(), fenced=fenced,
+                                               disrupt=disruption.query(ctx.parameters)),
             lambda: progress.drain_record(svc.promenade.node_status(_node(ctx), ctx=rc),
                                           ctx.marker),
             record, interval=svc.settings.progress_interval)
@@ -114,7 +117,7 @@ def decommission(ctx: StepContext) -> Outcome:
         peer = exc.peer_status or {}
         if peer.get("reason") == "DisassociateStepFailure":
             return failed("DisassociateStepFailure", str(peer.get("message") or exc),
-                          {"promenade": peer})
+                          {"promenade": peer, **disruption.step_details(peer)})
         raise
     except (NotFound, Conflict) as exc:
         wait = in_progress(exc)
@@ -123,7 +126,8 @@ def decommission(ctx: StepContext) -> Outcome:
                                f"(same request); asking again in {wait:g} s")
         return failed(exc.instance_reason, exc.message, exc.to_status())
     how = "fenced: pods removed by the out-of-service taint" if fenced else "drained"
-    details = {"promenade": body, **({"drain": drain} if drain else {})}
+    details = {"promenade": body, **({"drain": drain} if drain else {}),
+               **disruption.step_details(body)}
     return done(details=details, note=f"Promenade decommissioned the node ({how})")
 
 

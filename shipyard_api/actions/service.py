@@ -14,6 +14,7 @@ from ulid import ULID
 
 from common.context import RequestContext
 from common.errors import BadRequest, Conflict, NotFound
+from shipyard_api.actions.disruption import allowed_by
 from shipyard_api.actions.ports import DocumentsPort
 from shipyard_api.actions.views import action_view, step_view
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, plan
@@ -67,7 +68,7 @@ class ActionService:
         prepared = definition.prepare(parameters, self.documents)
         if definition.admit is not None and self.services is not None:
             definition.admit(prepared, self.services, ctx)
-        stored = prepared.parameters
+        stored = allowed_by(prepared.parameters, ctx.end_user or ctx.user)
         if plan_id is not None:
             if self.plans is None:
                 raise BadRequest("Plans are not available here: create the action without "

@@ -41,6 +41,7 @@ class FakePromenade:
     unknown: set[str] = field(default_factory=set)  # nodes Kubernetes does not know (404)
     calls: list[Call] = field(default_factory=list)
     effects: list[tuple[str, str]] = field(default_factory=list)
+    disrupts: dict[str, dict[str, str]] = field(default_factory=dict)  # decommission's leave
     _answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     _status_reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -55,10 +56,14 @@ class FakePromenade:
             return self._answers.get(key)
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
-                     ctx: RequestContext, key: str, fenced: bool = False) -> dict[str, Any]:
+                     ctx: RequestContext, key: str, fenced: bool = False,
+                     disrupt: Mapping[str, str] | None = None) -> dict[str, Any]:
         cached = self._once("decommission", node, key, ctx)
         if cached is not None:
             return cached
+        if disrupt:  # the leave to disrupt, and the operator it was passed on for
+            self.disrupts[node] = {**disrupt, "end_user": str(ctx.headers().get(
+                "X-End-User"))}
         if fenced:
             self.fenced.append(node)
         if self.on_decommission:

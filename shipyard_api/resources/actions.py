@@ -11,6 +11,7 @@ from common.encoded import send_json
 from common.errors import BadRequest
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
+from shipyard_api.actions import disruption
 from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_targets
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
@@ -36,6 +37,8 @@ class ActionsResource:
             raise BadRequest(f"Unknown field(s) in the action body: {', '.join(unknown)}")
         definition = self._service.definition(body.get("name"))
         policy.check(req, f"shipyard:action_{definition.name}")
+        if disruption.requested(body.get("parameters")):
+            policy.check(req, disruption.RULE)
         parameters = check_targets(body.get("parameters"), self._max_targets)
         view = self._service.create(definition.name, parameters, req.context.berth,
                                     plan_id=body.get("plan_id"))

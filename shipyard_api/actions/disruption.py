@@ -1,0 +1,88 @@
+"""redeploy_server's leave to disrupt named PodDisruptionBudgets: its parameters, who gave it,
+what Promenade is asked, and what the drain deleted past them or what still blocks it.
+
+`disrupt-pdbs: [{namespace, name}]` with `disrupt-after: seconds` (common/disruption.py checks
+both, every problem listed) lets the decommission's drain delete (not evict) the pods of those
+budgets on the node once a budget has refused their eviction for that long and refuses again;
+no other budget and no eviction lock is bypassed. Asking for it needs the rule
+shipyard:action_disrupt_pdbs besides the action's own; the action records the authenticated
+user who asked (`disrupt-pdbs-allowed-by`), and Shipyard passes that user on to Promenade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common import disruption
+from shipyard_api.actions.params import Params, canonical
+
+PARAMS = (disruption.PDBS, disruption.AFTER)
+RULE = "shipyard:action_disrupt_pdbs"
+ALLOWED_BY = "disrupt-pdbs-allowed-by"
+
+
+def requested(parameters: Any) -> bool:
+    """Whether raw action parameters ask for a leave to disrupt (the policy rule applies)."""
+    return isinstance(parameters, Mapping) and any(
+        isinstance(k, str) and canonical(k) in PARAMS for k in parameters)
+
+
+def read(p: Params) -> dict[str, Any]:
+    """The two parameters as stored ({} when not given); problems go to `p`."""
+    budgets, problems = disruption.from_wire(p.values.get(disruption.PDBS))
+    if disruption.PDBS in p.values and budgets is None:
+        budgets = []  # given as null
+    leave, more = disruption.check_leave(budgets, p.values.get(disruption.AFTER),
+                                         p.values.get(disruption.AFTER) is not None)
+    if problems and not budgets:  # not a list: "at least one" would say it twice
+        more = [m for m in more if "at least one" not in m]
+    for message in problems + more:
+        p.problem(message)
+    if leave is None:
+        return {}
+    return {disruption.PDBS: leave.wire(), disruption.AFTER: leave.after}
+
+
+def allowed_by(parameters: Mapping[str, Any], user: str | None) -> dict[str, Any]:
+    """The parameters to store: with the user who gave the leave, when there is one."""
+    if disruption.PDBS not in parameters:
+        return dict(parameters)
+    return {**parameters, ALLOWED_BY: user}
+
+
+def query(parameters: Mapping[str, Any]) -> dict[str, str] | None:
+    """Promenade's decommission query parameters for the stored leave (None: no leave)."""
+    pdbs = parameters.get(disruption.PDBS)
+    if not pdbs:
+        return None
+    keys = tuple(f"{b['namespace']}/{b['name']}" for b in pdbs)
+    return disruption.to_query(disruption.Leave(keys, int(parameters[disruption.AFTER])))
+
+
+def step_details(body: Any) -> dict[str, Any]:
+    """From Promenade's decommission answer (or failure): the pods deleted past a named budget
+    (pod, budget, node, at, allowed_by) and what blocked the drain (budgets and locks)."""
+    details = body.get("details") if isinstance(body, Mapping) else None
+    messages = details.get("messageList") if isinstance(details, Mapping) else None
+    disrupted: list[Any] = []
+    blockers: list[Any] = []
+    for m in messages if isinstance(messages, list) else []:
+        if not isinstance(m, Mapping):
+            continue
+        report = m.get("report")
+        if isinstance(report, Mapping) and isinstance(report.get("disrupted"), list):
+            disrupted += [d for d in report["disrupted"] if d not in disrupted]
+        if isinstance(m.get("blocker"), Mapping):
+            blockers.append(m["blocker"])
+        if m.get("allowed_by") and m.get("budget") and m.get("pod"):
+            entry = {k: m.get(k) for k in ("pod", "budget", "node", "at", "allowed_by",
+                                           "disruptions_allowed")}
+            if entry not in disrupted:
+                disrupted.append(entry)
+    out: dict[str, Any] = {}
+    if disrupted:
+        out["disrupted"] = disrupted
+    if blockers:
+        out["blockers"] = blockers
+    return out
