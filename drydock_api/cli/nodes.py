@@ -39,7 +39,9 @@ def _verdict(report: CheckReport) -> str:
     if report.passed:
         return f"PASS: the BMC meets every mandatory requirement ({counts})."
     names = "; ".join(r.name for r in report.failed)
-    return f"FAIL: {len(report.failed)} requirement(s) not met: {names} ({counts})."
+    lines = [f"FAIL: {len(report.failed)} requirement(s) not met: {names} ({counts})."]
+    lines += [f"- {r.name}: {r.purpose}" for r in report.failed if r.purpose]
+    return "\n".join(lines)
 
 
 def _emit(report: CheckReport, output: str) -> None:

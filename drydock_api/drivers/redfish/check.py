@@ -8,6 +8,7 @@ profile (etc/redfish/drydock-profile.json) with DMTF's validator; one verdict pe
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Iterable
@@ -46,6 +47,7 @@ class Requirement:
     result: str
     message: str
     uris: tuple[str, ...] = ()
+    purpose: str = ""  # why Drydock needs it, as the profile says
 
     @property
     def name(self) -> str:
@@ -106,8 +108,11 @@ class _Bmc:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InsecureRequestWarning)
                 return self.session.get(self.address + uri, timeout=self.timeout)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise BmcUnreachable(f"BMC {self.address} unreachable: {exc}",
+        except requests.Timeout as exc:
+            raise BmcUnreachable(f"BMC {self.address} unreachable: no answer to GET {uri} "
+                                 f"within {self.timeout:g} s", transient=True) from exc
+        except requests.ConnectionError as exc:
+            raise BmcUnreachable(f"BMC {self.address} unreachable: {_why(exc)}",
                                  transient=True) from exc
         except requests.RequestException as exc:
             raise BmcCheckError(f"BMC {self.address}: {exc}") from exc
@@ -125,6 +130,13 @@ class _Bmc:
             raise BmcCheckError(f"BMC {self.address} did not answer {what} at {uri} "
                                 f"(HTTP {resp.status_code})")
         return body
+
+
+def _why(exc: requests.ConnectionError) -> str:
+    """The operating system's words for a failed connection ("[Errno 111] Connection
+    refused"), without the layers of urllib3 around them."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return str(reason or exc).rsplit("): ", 1)[-1].rsplit(": ", 1)[-1].strip() or str(exc)
 
 
 def find_systems(bmc: _Bmc, system: str | None) -> list[str]:
@@ -153,7 +165,28 @@ def find_systems(bmc: _Bmc, system: str | None) -> list[str]:
     return readable
 
 
-def summarize(findings: Iterable[Finding]) -> tuple[Requirement, ...]:
+def purpose(profile: dict[str, Any], resource: str, requirement: str) -> str:
+    """The profile's Purpose of a requirement the validator names (`/Boot/X`, `/Actions/#T.A`,
+    "" for the resource), from its first use case that states one."""
+    entry = (profile.get("Resources") or {}).get(resource) or {}
+    parts = [p for p in requirement.removesuffix(" (Write)").split("/")
+             if p and not p.isdigit()]  # array members: the array's requirement
+    for case in entry.get("UseCases") or [entry]:
+        if not parts:
+            req: Any = case
+        elif len(parts) == 2 and parts[0] == "Actions" and parts[1].startswith("#"):
+            req = (case.get("ActionRequirements") or {}).get(parts[1].rsplit(".", 1)[-1])
+        else:
+            req = {"PropertyRequirements": case.get("PropertyRequirements") or {}}
+            for part in parts:
+                req = ((req or {}).get("PropertyRequirements") or {}).get(part)
+        if isinstance(req, dict) and req.get("Purpose"):
+            return str(req["Purpose"])
+    return ""
+
+
+def summarize(findings: Iterable[Finding], profile: dict[str, Any] | None = None
+              ) -> tuple[Requirement, ...]:
     """One row per requirement (resource type and path), with its worst result."""
     groups: dict[tuple[str, str], list[Finding]] = {}
     for finding in findings:
@@ -164,7 +197,8 @@ def summarize(findings: Iterable[Finding]) -> tuple[Requirement, ...]:
         chosen = [f for f in items if f.result == worst]
         messages = list(dict.fromkeys(f.message for f in chosen))
         uris = tuple(dict.fromkeys(f.uri for f in chosen if f.uri))
-        rows.append(Requirement(resource, requirement, worst, "; ".join(messages), uris))
+        rows.append(Requirement(resource, requirement, worst, "; ".join(messages), uris,
+                                purpose(profile or {}, resource, requirement)))
     rows.sort(key=lambda r: (-RANK.get(r.result, 0), r.resource, r.requirement))
     return tuple(rows)
 
@@ -188,4 +222,8 @@ def check_bmc(address: str, username: str, password: str, *, profile: Path | Non
     except (OSError, requests.RequestException) as exc:
         raise BmcUnreachable(f"BMC {address} stopped answering during the check: {exc}",
                              transient=True) from exc
-    return CheckReport(address, str(path), tuple(systems), summarize(findings))
+    try:
+        stated = json.loads(path.read_text())
+    except ValueError:
+        stated = {}
+    return CheckReport(address, str(path), tuple(systems), summarize(findings, stated))
