@@ -103,11 +103,15 @@ def check_leave(budgets: list[tuple[Any, Any]] | None, after: Any,
 
 
 def from_wire(value: Any) -> tuple[list[tuple[Any, Any]] | None, list[str]]:
-    """Shipyard's parameter: a list of {namespace, name} objects."""
+    """Shipyard's parameter: a list of {namespace, name} objects, or (as the CLI's --param
+    gives it) the query form: namespace/name, comma-separated."""
     if value is None:
         return None, []
+    if isinstance(value, str):
+        return from_query(value), []
     if not isinstance(value, list):
-        return [], [f"{PDBS} must be a list of {{namespace, name}} objects"]
+        return [], [f"{PDBS} must be a list of {{namespace, name}} objects or "
+                    "namespace/name,..."]
     out: list[tuple[Any, Any]] = []
     problems = []
     for i, item in enumerate(value):

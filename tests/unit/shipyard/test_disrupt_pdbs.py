@@ -62,9 +62,9 @@ def test_bad_leave_parameters_are_400_listing_every_problem(api: Any, harness: H
     assert harness.api.list() == []
     alone = post(client, tokens["admin"], redeploy(**{"disrupt-after": 3}))
     assert alone.status_code == 400 and "disrupt-after needs disrupt-pdbs" in alone.text
-    neither = post(client, tokens["admin"], redeploy(**{"disrupt-pdbs": "demo/solo"}))
+    neither = post(client, tokens["admin"], redeploy(**{"disrupt-pdbs": 5}))
     assert [m["message"] for m in neither.json["details"]["messageList"]] == [
-        "disrupt-pdbs must be a list of {namespace, name} objects",
+        "disrupt-pdbs must be a list of {namespace, name} objects or namespace/name,...",
         "disrupt-pdbs needs disrupt-after: the seconds a named budget must have blocked the "
         "drain before its pods are deleted (at most 86400)"]
 
@@ -90,6 +90,11 @@ def test_the_leave_is_recorded_with_the_authenticated_user_not_a_header(
     assert body["parameters"]["disrupt-pdbs-allowed-by"] == "admin"
     assert body["parameters"]["disrupt-pdbs"] == LEAVE["disrupt-pdbs"]
     assert body["parameters"]["disrupt-after"] == 3
+    as_cli = post(client, tokens["admin"], {"name": "redeploy_server", "parameters": {
+        "target_nodes": "node02", "disrupt-pdbs": "demo/solo,demo/web",
+        "disrupt-after": "3"}}).json  # as the CLI's --param gives them
+    assert as_cli["parameters"]["disrupt-pdbs"] == [{"namespace": "demo", "name": "solo"},
+                                                    {"namespace": "demo", "name": "web"}]
     forged = post(client, tokens["admin"], redeploy(**{"disrupt-pdbs-allowed-by": "alice"}))
     assert forged.status_code == 400
 
