@@ -24,6 +24,7 @@ class SiteEndpoints:
     ipmi_ports: Mapping[str, int] = field(default_factory=dict)
     system_ids: Mapping[str, str] = field(default_factory=dict)
     etcd_endpoints: Mapping[str, list[str]] = field(default_factory=dict)
+    etcd_peer_urls: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def document(schema: str, name: str, data: Any, *, encrypted: bool = False) -> dict[str, Any]:
@@ -118,7 +119,10 @@ def design_documents(spec: SiteSpec, ends: SiteEndpoints) -> list[dict[str, Any]
                       encrypted=True) for n in spec.nodes]
     docs.append(document("promenade/EtcdClusters/v1", "etcd-clusters", {"clusters": [
         {"name": c.name, "client_endpoints": list(ends.etcd_endpoints.get(c.name, [])),
-         "members": [{"name": m, "node": m} for m in c.members],
+         "members": [{"name": m, "node": m,
+                      **({"peer_url": ends.etcd_peer_urls[c.name][m]}
+                         if m in ends.etcd_peer_urls.get(c.name, {}) else {})}
+                     for m in c.members],
          "thresholds": {"minimum_healthy_members": c.minimum_healthy_members}}
         for c in spec.etcd]}))
     docs.append(document("shipyard/DeploymentConfiguration/v1", "deployment-configuration",

@@ -223,7 +223,9 @@ class Site:
             redfish_port=redfish_port, ipmi_ports=dict(self.ipmi_ports),
             system_ids={n.name: system_uuid(self.spec.name, n.name) for n in self.spec.nodes},
             etcd_endpoints={name: c.client_endpoints
-                            for name, c in (self.etcd.clusters.items() if self.etcd else [])})
+                            for name, c in (self.etcd.clusters.items() if self.etcd else [])},
+            etcd_peer_urls={name: {m.name: m.peer_url for m in c.members.values()}
+                             for name, c in (self.etcd.clusters.items() if self.etcd else [])})
 
     def design_documents(self) -> list[dict[str, Any]]:
         return design_documents(self.spec, self.endpoints())

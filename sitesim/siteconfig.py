@@ -95,6 +95,9 @@ class Timings:
     graceful_shutdown: float = 1.0
     kube_ready: float = 1.0
     kube_not_ready: float = 1.0
+    # A node's etcd that is not in the member list waits this long to be added (as a learner,
+    # by Promenade's join-etcd) before it adds itself as a voter, as older anchors did.
+    etcd_self_join: float = 20.0
     kube: Mapping[str, Any] = field(default_factory=dict)
 
 

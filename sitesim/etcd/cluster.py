@@ -189,13 +189,14 @@ class EtcdCluster:
 
     def start_added_member(self, name: str) -> bool:
         """Start a member that someone else added (e.g. as a learner) on a fresh data dir,
-        as the node's etcd does when it finds itself in the member list; False when the
-        member list does not hold it. Does not wait for it (a learner is never "healthy")."""
+        as the node's etcd does when it finds itself in the member list; False unless the
+        list holds it as never started (no name yet). Does not wait for it (a learner is
+        never "healthy")."""
         with self._lock:
             member = self.members[name]
             listed = self.member_list()
             if member.running or not any(member.peer_url in (m.get("peerURLs") or [])
-                                         for m in listed):
+                                         and not m.get("name") for m in listed):
                 return False
             self._spawn_joining(member, [m for m in listed
                                          if member.peer_url not in (m.get("peerURLs") or [])])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -101,18 +102,34 @@ class EtcdManager:
                 self._in_background(self.ensure_member, cluster, node)
 
     def ensure_member(self, cluster: EtcdCluster, node: str) -> None:
-        with self._lock:
-            if cluster.members[node].running and node in cluster.member_names():
-                return
-            try:
-                if node in cluster.member_names():
-                    self._model.record_call("etcd", "member_restart", node)
-                    cluster.restart_member(node)
-                else:
-                    self._model.record_call("etcd", "member_add", node)
-                    cluster.readd_member(node)
-            except EtcdError:
-                LOG.exception("could not bring etcd member %s of %s back", node, cluster.name)
+        """The node's etcd: restarted when still a member; started on a fresh data dir once
+        someone (Promenade's join-etcd) added it, as a learner; after `etcd_self_join`
+        seconds unlisted, it adds itself as a voter (what older anchors did)."""
+        deadline = time.monotonic() + self._model.spec.timings.etcd_self_join
+        while True:
+            with self._lock:
+                if self._bring_back(cluster, node, time.monotonic() >= deadline):
+                    return
+            time.sleep(0.2)
+
+    def _bring_back(self, cluster: EtcdCluster, node: str, self_join: bool) -> bool:
+        """True when done (or failed for good); False to look again later."""
+        if cluster.members[node].running:
+            return True
+        try:
+            if cluster.start_added_member(node):
+                self._model.record_call("etcd", "member_join", node)
+            elif node in cluster.member_names():
+                self._model.record_call("etcd", "member_restart", node)
+                cluster.restart_member(node)
+            elif self_join:
+                self._model.record_call("etcd", "member_add", node)
+                cluster.readd_member(node)
+            else:
+                return False
+        except EtcdError:
+            LOG.exception("could not bring etcd member %s of %s back", node, cluster.name)
+        return True
 
     @staticmethod
     def _in_background(fn: object, *args: object) -> None:
