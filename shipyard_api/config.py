@@ -47,6 +47,11 @@ WORKFLOW_OPTS: list[cfg.Opt] = [
                       "request until the task changes (Drydock caps it at its [api] "
                       "long_poll_max_wait). A stop or a step timeout is acted on after at most "
                       "this. 0: poll at the DeploymentConfiguration intervals."),
+    cfg.FloatOpt("budget_lease_seconds", default=60.0, min=1.0, max=3600.0,
+                 help="Lease of the failure-domain slots an action takes in Drydock before "
+                      "a node goes out of service: the worker running the action renews it "
+                      "every quarter of this; a slot whose holder died frees itself after "
+                      "this many seconds."),
 ]
 
 OPTS: list[tuple[str, list[cfg.Opt]]] = [("workflow", WORKFLOW_OPTS), *DOCUMENT_OPTS]

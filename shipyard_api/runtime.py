@@ -18,6 +18,7 @@ from common.clients.drydock import DrydockClient
 from common.clients.promenade import PromenadeClient
 from common.httpclient import peer_client
 from common.pgwake import Listener, notify
+from shipyard_api.actions.budget import SlotRenewer
 from shipyard_api.actions.ports import ActionSettings, Services
 from shipyard_api.catalog import definitions
 from shipyard_api.db import make_engine, session_factory, upgrade
@@ -87,7 +88,8 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
         settings=ActionSettings(public_url=docs.public_url, step_retries=wf.step_retries,
                                 step_backoff=wf.step_backoff, max_backoff=wf.max_backoff,
                                 outage_window=wf.peer_outage_window,
-                                long_poll_wait=wf.long_poll_wait))
+                                long_poll_wait=wf.long_poll_wait,
+                                budget_lease=wf.budget_lease_seconds))
     store = ActionStore(sessions)
     services.plans = PlanStore(sessions)
     settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
@@ -102,6 +104,7 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
 
     pool = WorkerPool(make, worker_count, wf.poll_interval)
     pool.listener = Listener(engine, {ACTIONS_CHANNEL: pool.wake})
+    pool.companions.append(SlotRenewer(store, services).run)
 
     def wake() -> None:
         pool.wake()

@@ -229,3 +229,33 @@ class DrydockClient:
                 "options": dict(options)}
         result = self._client.request("POST", f"{P}/tasks/preview", ctx=ctx, json_body=body)
         return dict(result or {})
+
+    # -- failure-domain budget slots (Drydock holds them; see POST /budgets/slots) ---------
+    def take_budget_slot(self, holder: str, node: str, design_ref: str, *,
+                         lease_seconds: float, description: str | None,
+                         ctx: RequestContext) -> dict[str, Any]:
+        """Hold a slot of every failure domain of `node` (renews what `holder` holds);
+        Conflict (409 BudgetExhausted) naming each full domain and its holders."""
+        body: dict[str, Any] = {"holder": holder, "node": node, "design_ref": design_ref,
+                                "lease_seconds": lease_seconds}
+        if description:
+            body["description"] = description
+        result = self._client.request("POST", f"{P}/budgets/slots", ctx=ctx, json_body=body)
+        return dict(result or {})
+
+    def renew_budget_slot(self, holder: str, *, lease_seconds: float,
+                          ctx: RequestContext) -> dict[str, Any]:
+        """Extend `holder`'s slots; NotFound (SlotsNotHeld) once its lease ran out."""
+        result = self._client.request("PUT", f"{P}/budgets/slots/{holder}", ctx=ctx,
+                                      json_body={"lease_seconds": lease_seconds})
+        return dict(result or {})
+
+    def release_budget_slot(self, holder: str, *, ctx: RequestContext) -> None:
+        self._client.request("DELETE", f"{P}/budgets/slots/{holder}", ctx=ctx)
+
+    def budget_slots(self, *, ctx: RequestContext,
+                     holder: str | None = None) -> list[dict[str, Any]]:
+        result = self._client.request("GET", f"{P}/budgets/slots", ctx=ctx,
+                                      params={"holder": holder} if holder else None)
+        return [dict(s) for s in (result or {}).get("slots", [])]
+

@@ -56,7 +56,8 @@ class Blocker:
     holders: tuple[Holding, ...]
 
     def sentence(self) -> str:
-        held = ", ".join(f"{h.holder} ({h.node})" for h in self.holders)
+        held = ", ".join(f"{h.holder} ({h.node}" + (f", {h.description})" if h.description
+                                                     else ")") for h in self.holders)
         return (f"failure domain {self.domain} has its budget of {self.budget} out of service "
                 f"taken by {held}")
 

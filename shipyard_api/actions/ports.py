@@ -43,6 +43,7 @@ class ActionSettings:
     outage_window: float = 300.0
     progress_interval: float = 2.0  # how often a running step reads its peer's progress
     long_poll_wait: float = 10.0
+    budget_lease: float = 60.0  # failure-domain slots: lease (s), renewed every quarter
 
     def policy(self, timeout: float) -> StepPolicy:
         return StepPolicy(timeout=float(timeout), retries=self.step_retries,

@@ -9,7 +9,7 @@ from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
-from shipyard_api.actions import disruption, fencing, labels, progress, steps
+from shipyard_api.actions import budget, disruption, fencing, labels, progress, steps
 from shipyard_api.actions.design import decommission_timeouts
 from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import REVISIONS, Params, version_of
@@ -19,7 +19,8 @@ from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepCo
 
 NAME = "redeploy_server"
 PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase",
-          *disruption.PARAMS)
+          *disruption.PARAMS,
+          "budget")
 OS_DISK_ERASE = ("bmc", "none")
 ERASE = ("secure", "secure-only", "quick", "zero")
 # Promenade's 409 reasons that mean "the request with this key still runs", not a refusal.
@@ -33,12 +34,13 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     preserve = p.boolean("preserve-local-storage")
     revision_name = p.choice("target-revision", REVISIONS, "successful-site-action")
     wipe = _wipe_params(p, raw, preserve)
+    over_budget = p.choice("budget", budget.CHOICES, "wait")
     leave = disruption.read(p)
     p.raise_if_invalid()
     revision = documents.revision_id(version_of(revision_name))
     refuse_unknown(targets, documents, revision)
     params = {"target_nodes": targets, "preserve-local-storage": preserve,
-              "target-revision": revision_name, **wipe, **leave}
+              "target-revision": revision_name, **wipe, **leave, "budget": over_budget}
     return Prepared(params, targets, revision)
 
 
@@ -88,6 +90,8 @@ def admit(prepared: Prepared, services_: Any, ctx: RequestContext) -> None:
                                reason="RedeployRefused", messages=[
                                    validation_message(p, name="RedeployPreflight")
                                    for p in problems])
+    if prepared.parameters.get("budget") == "refuse":
+        budget.take_or_refuse(svc, design_ref, targets, ctx, NAME)
 
 
 def _node(ctx: StepContext) -> str:
@@ -240,26 +244,31 @@ def _timeout(section: str, key: str) -> Any:
     return policy
 
 
+held = budget.guarded  # the step runs only while the node's failure-domain slots are held
+
+
 def definition() -> ActionDefinition:
     pp = "physical_provisioner"
     return ActionDefinition(NAME, [
         StepDef("preflight", steps.preflight, steps.preflight_policy),
         StepDef("resolve_design", steps.resolve_design, steps.preflight_policy),
         StepDef("assess_node", fencing.assess, steps.preflight_policy, per_node=True),
-        StepDef("fence_node", fencing.fence, _timeout(pp, "destroy_timeout"), per_node=True,
-                cancel=steps.terminate_task),
-        StepDef("decommission", decommission, decommission_policy, per_node=True,
-                exclusive=etcd_clusters, cancel=cancel_decommission),
-        StepDef("destroy_nodes", destroy, _timeout(pp, "destroy_timeout"), per_node=True,
-                cancel=steps.terminate_task),
-        StepDef("remove_from_cluster", remove_from_cluster, steps.preflight_policy,
-                per_node=True),
-        StepDef("prepare_nodes", prepare_node, _timeout(pp, "prepare_node_timeout"),
+        StepDef(budget.TAKE, budget.take, _timeout(pp, "destroy_timeout"), per_node=True),
+        StepDef("fence_node", held(fencing.fence), _timeout(pp, "destroy_timeout"),
                 per_node=True, cancel=steps.terminate_task),
-        StepDef("deploy_nodes", deploy_node, _timeout(pp, "deploy_timeout"), per_node=True,
-                cancel=steps.terminate_task),
-        StepDef("wait_node_ready", wait_ready, _timeout("kubernetes", "node_status_timeout"),
+        StepDef("decommission", held(decommission), decommission_policy, per_node=True,
+                exclusive=etcd_clusters, cancel=cancel_decommission),
+        StepDef("destroy_nodes", held(destroy), _timeout(pp, "destroy_timeout"),
+                per_node=True, cancel=steps.terminate_task),
+        StepDef("remove_from_cluster", held(remove_from_cluster), steps.preflight_policy,
                 per_node=True),
-        StepDef("relabel_nodes", relabel, _timeout(pp, "relabel_nodes_timeout"),
+        StepDef("prepare_nodes", held(prepare_node), _timeout(pp, "prepare_node_timeout"),
+                per_node=True, cancel=steps.terminate_task),
+        StepDef("deploy_nodes", held(deploy_node), _timeout(pp, "deploy_timeout"),
+                per_node=True, cancel=steps.terminate_task),
+        StepDef("wait_node_ready", held(wait_ready),
+                _timeout("kubernetes", "node_status_timeout"), per_node=True),
+        StepDef("relabel_nodes", held(relabel), _timeout(pp, "relabel_nodes_timeout"),
                 per_node=True),
-    ], prepare, admit=admit)
+        StepDef(budget.RELEASE, budget.release, steps.preflight_policy, per_node=True),
+    ], prepare, admit=admit, finish=budget.finish)

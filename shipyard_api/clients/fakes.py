@@ -10,7 +10,7 @@ from typing import Any, cast
 from common.clients.drydock import FINISHED, ResultStatus, Task, TaskStatus
 from common.clients.promenade import NodeView
 from common.context import RequestContext
-from common.errors import BadGateway, NotFound
+from common.errors import BadGateway, Conflict, NotFound
 from common.status import status_body
 from shipyard_api.clients.ports import NodeWatch, TaskWatch
 
@@ -154,6 +154,9 @@ class FakeDrydock:
     bmc_down: set[str] = field(default_factory=set)
     terminated: list[str] = field(default_factory=list)
     wipe_refusals: dict[str, str] = field(default_factory=dict)
+    # failure-domain budget: every node in one domain "rack:all" of this budget (None: none)
+    budget: int | None = None
+    slots: dict[str, str] = field(default_factory=dict)  # holder -> node
     _by_key: dict[str, str] = field(default_factory=dict)
     _reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -161,6 +164,45 @@ class FakeDrydock:
     def healthy(self, ctx: RequestContext) -> bool:
         self.calls.append(Call("health", None, None, ctx.marker))
         return self.health
+
+    def take_budget_slot(self, holder: str, node: str, design_ref: str, *,
+                         lease_seconds: float, description: str | None,
+                         ctx: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            self.calls.append(Call("take_budget_slot", node, holder, ctx.marker))
+            others = {h: n for h, n in self.slots.items() if h != holder}
+            if self.budget is not None and len(others) >= self.budget:
+                blocker = {"domain": "rack:all", "budget": self.budget, "holders": [
+                    {"holder": h, "node": n} for h, n in others.items()],
+                    "message": f"failure domain rack:all has its budget of {self.budget} "
+                               f"out of service taken by " + ", ".join(others)}
+                body = status_body(409, f"{node} cannot go out of service: "
+                                   f"{blocker['message']}", reason="BudgetExhausted")
+                body["details"]["blockers"] = [blocker]
+                raise Conflict(f"Drydock: {body['message']}", reason="BudgetExhausted",
+                               details={"peer_status": body}, retry=False)
+            if self.budget is not None:
+                self.slots[holder] = node
+            return {"holder": holder, "node": node, "slots": []}
+
+    def renew_budget_slot(self, holder: str, *, lease_seconds: float,
+                          ctx: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            if holder not in self.slots:
+                raise NotFound(f"{holder} holds no slot", reason="SlotsNotHeld")
+            return {"holder": holder, "slots": []}
+
+    def release_budget_slot(self, holder: str, *, ctx: RequestContext) -> None:
+        with self._lock:
+            self.calls.append(Call("release_budget_slot", self.slots.get(holder), holder,
+                                   ctx.marker))
+            self.slots.pop(holder, None)
+
+    def budget_slots(self, *, ctx: RequestContext,
+                     holder: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            return [{"holder": h, "node": n} for h, n in self.slots.items()
+                    if holder in (None, h)]
 
     def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
                     options: Mapping[str, Any], *, ctx: RequestContext,

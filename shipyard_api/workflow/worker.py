@@ -24,6 +24,8 @@ class WorkerPool:
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self.listener: Listener | None = None  # wakes us on other processes' news
+        # loops run beside the engines while they run (each gets the stop event)
+        self.companions: list[Callable[[threading.Event], None]] = []
 
     def start(self) -> None:
         if self.listener is not None:  # API processes without engine threads listen too
@@ -32,6 +34,11 @@ class WorkerPool:
             engine = self._make_engine(n)
             thread = threading.Thread(target=self._loop, args=(engine,), daemon=True,
                                       name=f"shipyard-engine-{n}")
+            thread.start()
+            self._threads.append(thread)
+        for n, companion in enumerate(self.companions if self._count else []):
+            thread = threading.Thread(target=companion, args=(self._stop,), daemon=True,
+                                      name=f"shipyard-companion-{n}")
             thread.start()
             self._threads.append(thread)
 

@@ -22,10 +22,10 @@ def test_redeploy_runs_every_step_in_order_for_the_target(harness: Harness) -> N
     view = harness.drive(action["id"])
     assert view["state"] == "complete", view["message"]
     assert [s["id"] for s in view["steps"]] == [
-        "preflight", "resolve_design", "assess_node.node01", "fence_node.node01",
-        "decommission.node01", "destroy_nodes.node01",
+        "preflight", "resolve_design", "assess_node.node01", "take_budget_slot.node01",
+        "fence_node.node01", "decommission.node01", "destroy_nodes.node01",
         "remove_from_cluster.node01", "prepare_nodes.node01", "deploy_nodes.node01",
-        "wait_node_ready.node01", "relabel_nodes.node01"]
+        "wait_node_ready.node01", "relabel_nodes.node01", "release_budget_slot.node01"]
     assert {s["state"] for s in view["steps"]} == {"success"}
     assert harness.promenade.effects == [("decommission", "node01"),
                                          ("remove_from_cluster", "node01"),

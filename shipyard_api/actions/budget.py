@@ -1,0 +1,210 @@
+"""Failure-domain budgets in actions: before a node goes out of service its slot of every
+failure domain is taken in Drydock (waiting, or refusing, when one is full), held while the
+node is out (each later step renews it, and so does the worker running the action), and
+given back once the node is in service again or the action ends."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from common.context import RequestContext
+from common.errors import BerthError, Conflict, NotFound
+from common.workflow import Outcome, done, failed, retry_after
+from shipyard_api.actions import steps
+from shipyard_api.actions.ports import Services, services
+from shipyard_api.workflow.definitions import FinishContext, StepContext, StepFn
+from shipyard_api.workflow.states import TERMINAL_STEP, StepState
+
+LOG = logging.getLogger(__name__)
+CHOICES = ("wait", "refuse")
+TAKE, RELEASE = "take_budget_slot", "release_budget_slot"
+EXHAUSTED = "BudgetExhausted"
+WAIT_INTERVAL = 2.0  # how often a waiting step asks for its slot again (s)
+
+
+def holder(marker: str, node: str) -> str:
+    """The slot holder of one node of one action (markers are UUIDs; a node is in one
+    active action at a time)."""
+    return f"shipyard:{marker}:{node}"
+
+
+def blockers_of(exc: BerthError) -> list[dict[str, Any]]:
+    """Drydock's blockers (domain, budget, holders, message) from its 409."""
+    peer = exc.details.get("peer_status") or {}
+    found = (peer.get("details") or {}).get("blockers") if isinstance(peer, dict) else None
+    return [b for b in found or [] if isinstance(b, dict)]
+
+
+def describe(blockers: list[dict[str, Any]], fallback: str) -> str:
+    return "; ".join(str(b.get("message")) for b in blockers if b.get("message")) or fallback
+
+
+def _take(svc: Services, ctx: StepContext, node: str) -> dict[str, Any]:
+    return svc.drydock.take_budget_slot(
+        holder(ctx.marker, node), node, str(steps.design(ctx)["design_ref"]),
+        lease_seconds=svc.settings.budget_lease,
+        description=f"{ctx.action_name} {ctx.action_id}", ctx=ctx.request_context())
+
+
+def _blocked(ctx: StepContext, exc: Conflict) -> Outcome:
+    """Over budget: wait (a blocker naming the domains and holders), or fail (refuse)."""
+    blockers = blockers_of(exc)
+    text = describe(blockers, exc.message)
+    if ctx.parameters.get("budget") == "refuse":
+        return failed(EXHAUSTED, text, {"blockers": blockers})
+    seen = sorted(f"{b.get('domain')}={[h.get('holder') for h in b.get('holders') or []]}"
+                  for b in blockers)
+    changed = seen != ctx.memo.get("blocked_by")
+    return retry_after(WAIT_INTERVAL, memo={"blocked_by": seen},
+                       note=f"Waiting for a failure-domain slot: {text}" if changed else "",
+                       details={"blocked": {"reason": EXHAUSTED, "message": text,
+                                            "blockers": blockers}})
+
+
+class BudgetRefused(Conflict):
+    reason, title = EXHAUSTED, "A failure domain of a target node has no slot free"
+
+
+def take_or_refuse(svc: Services, design_ref: str, nodes: list[str], rc: Any,
+                   action: str) -> None:
+    """At POST with budget=refuse: take every target's slots now (under the holders the
+    action's steps use, so they only renew them) or refuse with 409 naming each full domain
+    and its holders, giving back what was taken."""
+    taken: list[str] = []
+    for node in nodes:
+        try:
+            svc.drydock.take_budget_slot(holder(rc.marker, node), node, design_ref,
+                                         lease_seconds=svc.settings.budget_lease,
+                                         description=f"{action} (admitted)", ctx=rc)
+            taken.append(node)
+        except Conflict as exc:
+            if exc.instance_reason != EXHAUSTED:
+                raise
+            for done_node in taken:
+                svc.drydock.release_budget_slot(holder(rc.marker, done_node), ctx=rc)
+            blockers = blockers_of(exc)
+            raise BudgetRefused(
+                f"{action} refused (budget=refuse): {describe(blockers, exc.message)}",
+                messages=exc.messages, details={"blockers": blockers}, retry=False) from exc
+
+
+def take(ctx: StepContext) -> Outcome:
+    """Take the node's slots (Drydock decides atomically, across every replica)."""
+    assert ctx.node is not None
+    try:
+        body = _take(services(ctx), ctx, ctx.node)
+    except Conflict as exc:
+        if exc.instance_reason != EXHAUSTED:
+            raise
+        return _blocked(ctx, exc)
+    slots = body.get("slots") or []
+    domains = ", ".join(str(s.get("domain")) for s in slots) or "none declared"
+    return done({"holder": holder(ctx.marker, ctx.node), "domains": len(slots)},
+                details={"slots": slots}, note=f"Failure-domain slots taken: {domains}")
+
+
+def hold(ctx: StepContext) -> Outcome | None:
+    """Before each attempt of a step that keeps the node out of service: renew the slots;
+    if they lapsed (this action's worker died and its lease ran out), take them again,
+    waiting when another holder has them now. None: go on."""
+    if ctx.node is None or not ctx.output(TAKE).get("domains"):
+        return None
+    svc = services(ctx)
+    try:
+        svc.drydock.renew_budget_slot(holder(ctx.marker, ctx.node),
+                                      lease_seconds=svc.settings.budget_lease,
+                                      ctx=ctx.request_context())
+        return None
+    except NotFound:
+        LOG.warning("Action %s: the slots of %s lapsed; taking them again", ctx.action_id,
+                    ctx.node)
+    try:
+        _take(svc, ctx, ctx.node)
+    except Conflict as exc:
+        if exc.instance_reason != EXHAUSTED:
+            raise
+        return _blocked(ctx, exc)
+    return None
+
+
+def guarded(fn: StepFn) -> StepFn:
+    """`fn`, run only while the node's slots are held."""
+    def run(ctx: StepContext) -> Outcome:
+        return hold(ctx) or fn(ctx)
+
+    run.__name__ = getattr(fn, "__name__", "step")
+    run.__doc__ = fn.__doc__
+    return run
+
+
+def release(ctx: StepContext) -> Outcome:
+    """The node is in service again: give its slots back."""
+    assert ctx.node is not None
+    services(ctx).drydock.release_budget_slot(holder(ctx.marker, ctx.node),
+                                              ctx=ctx.request_context())
+    return done(note="Failure-domain slots given back: the node is in service")
+
+
+def finish(ctx: FinishContext) -> None:
+    """The action ended: give back every slot its nodes took (DELETE of a slot already
+    given back is a no-op; one that cannot be given back frees itself by its lease)."""
+    svc = services(ctx)
+    for sid, output in sorted(ctx.outputs.items()):
+        name = (output or {}).get("holder") if sid.startswith(TAKE + ".") else None
+        if not name:
+            continue
+        try:
+            marker = str(name).split(":")[1]  # the action's marker (see holder)
+            svc.drydock.release_budget_slot(str(name), ctx=RequestContext(marker=marker))
+        except BerthError as exc:
+            LOG.warning("Could not give back the slots of %s: %s", name, exc)
+
+
+TERMINAL = {s.value for s in TERMINAL_STEP}
+
+
+def live_holders(action: Any, step_states: dict[str, str]) -> list[str]:
+    """Holders of an action's nodes that took their slots and have not given them back."""
+    return [holder(action.marker, n) for n in action.target_nodes or []
+            if step_states.get(f"{TAKE}.{n}") == StepState.SUCCESS.value
+            and step_states.get(f"{RELEASE}.{n}", StepState.PENDING.value) not in TERMINAL]
+
+
+class SlotRenewer:
+    """Renews, every quarter of the lease, the slots of the actions that live workers hold
+    or that wait for their next step; an action whose worker died (its lease ran out) is
+    not renewed, so its slots free themselves unless a worker takes the action over first
+    (whose next step then renews or takes them again: see `hold`)."""
+
+    def __init__(self, store: Any, svc: Services,
+                 clock: Any = time.time) -> None:
+        self.store = store
+        self.svc = svc
+        self.clock = clock
+
+    def renew_once(self) -> int:
+        """Renew every live holder once; how many were renewed."""
+        now, renewed = self.clock(), 0
+        for action in self.store.active():
+            if action.lease_owner is not None and (action.lease_expires or 0.0) < now:
+                continue  # its worker died: let the slots lapse
+            states = {s.step_id: s.state for s in self.store.steps(action.id)}
+            for name in live_holders(action, states):
+                try:
+                    self.svc.drydock.renew_budget_slot(
+                        name, lease_seconds=self.svc.settings.budget_lease,
+                        ctx=RequestContext(marker=action.marker))
+                    renewed += 1
+                except BerthError as exc:  # lapsed (hold() takes it again) or Drydock down
+                    LOG.info("Slots of %s not renewed: %s", name, exc)
+        return renewed
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.svc.settings.budget_lease / 4):
+            try:
+                self.renew_once()
+            except Exception:  # keep renewing; the next round tries again
+                LOG.exception("Renewing failure-domain slots failed")

@@ -1,0 +1,81 @@
+"""redeploy_server and failure-domain budgets (Drydock faked): a full domain makes the node's
+chain wait, shown as a blocker naming the domain and its holders, or refuses the action at
+POST with 409 (budget=refuse); slots are given back when the node is in service again."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.errors import BerthError, ValidationFailed
+from tests.unit.shipyard.conftest import Harness
+
+OTHER = "shipyard:11111111-0000-4000-8000-000000000000:node09"
+
+
+def test_full_domain_makes_the_node_wait_naming_domain_and_holder(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = 1
+    harness.drydock.slots[OTHER] = "node09"
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    harness.run_until(lambda: harness.step(action["id"], "take_budget_slot.node01")
+                      ["state"] == "waiting")
+    step = harness.step(action["id"], "take_budget_slot.node01")
+    blocker = step["details"]["blocked"]["blockers"][0]
+    assert blocker["domain"] == "rack:all" and blocker["holders"][0]["holder"] == OTHER
+    assert harness.step(action["id"], "fence_node.node01")["state"] == "pending"
+    assert not harness.promenade.effects  # nothing was taken out of service
+    del harness.drydock.slots[OTHER]  # the other holder gives its slot back
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete", view["message"]
+    assert harness.drydock.slots == {}  # given back once the node was in service
+
+
+def test_refuse_is_409_at_post_naming_domain_and_holder(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = 1
+    harness.drydock.slots[OTHER] = "node09"
+    with pytest.raises(BerthError) as caught:
+        harness.create("redeploy_server", {"target_nodes": "node01", "budget": "refuse"})
+    err = caught.value
+    assert err.code == 409 and err.instance_reason == "BudgetExhausted"
+    assert "rack:all" in err.message and OTHER in err.message
+    assert harness.api.list() == []
+    assert list(harness.drydock.slots) == [OTHER]
+
+
+def test_budget_choice_is_validated(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    with pytest.raises(ValidationFailed) as caught:
+        harness.create("redeploy_server", {"target_nodes": "node01", "budget": "maybe"})
+    assert "budget" in caught.value.message + str(caught.value.messages)
+
+
+def test_failed_action_gives_its_slots_back(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = 1
+    harness.drydock.fail.add(("destroy_nodes", "node01"))
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    view = harness.drive(action["id"])
+    assert view["state"] == "failed"
+    assert harness.drydock.slots == {}
+
+
+def test_live_actions_slots_are_renewed_and_a_dead_workers_are_not(harness: Harness) -> None:
+    from sqlalchemy import update
+
+    from shipyard_api.actions.budget import SlotRenewer
+    from shipyard_api.workflow.models import ActionRow
+
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = 2
+    harness.drydock.polls_to_finish = 10**6  # Drydock's tasks never end: the node stays out
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    harness.run_until(lambda: harness.step(action["id"], "take_budget_slot.node01")
+                      ["state"] == "success")
+    assert harness.step(action["id"], "release_budget_slot.node01")["state"] == "pending"
+    renewer = SlotRenewer(harness.store, harness.services, clock=harness.clock)
+    assert renewer.renew_once() == 1
+    with harness.store._sessions.begin() as s:  # its worker died: lease owned, run out
+        s.execute(update(ActionRow).where(ActionRow.id == action["id"]).values(
+            lease_owner="dead-worker", lease_expires=harness.clock() - 1))
+    assert renewer.renew_once() == 0
