@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from common import policy
 from common.api import API_PREFIX
+from common.audit import current_actor, request_actor
 from common.auth import Authenticator
 from common.context import (
     END_USER_HEADER,
@@ -95,6 +96,7 @@ class ContextMiddleware:
             ctx.end_user, ctx.on_behalf_of = acting_user(
                 identity.user, ctx.roles, _end_user_header(req), self._spec.service_roles)
         req.context.berth = ctx
+        current_actor.set(request_actor(ctx))  # whom this request's changes are audited as
         req.context.policy = self._spec.policy
         req.context.max_body_bytes = self._spec.max_body_bytes
         req.context.input_limits = self._spec.input_limits

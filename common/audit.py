@@ -8,6 +8,8 @@ change, old and new state) and the first entry's `prev_hash` is 64 zeros. The st
 PostgreSQL; on SQLite the append's first statement is a write, which takes the database's write
 lock), so concurrent writers in any number of processes extend one chain and never fork it.
 Editing a payload, deleting, inserting or re-ordering rows breaks a link that `verify` names.
+Callers append after the change's own writes (row locks first, the head's last), so two
+transactions never wait for each other's locks in opposite order.
 """
 
 from __future__ import annotations
@@ -240,13 +242,14 @@ def _check_head(stream: str, head: tuple[int, str] | None, count: int,
 # -- reading -----------------------------------------------------------------------------------
 def entries(conn: Session | Connection, *, stream: str | None = None,
             since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    """Entries oldest first (at or after `since`, epoch seconds), at most `limit`."""
+    """Entries in chain order (by stream, then seq), at or after `since` (epoch seconds),
+    at most `limit`."""
     query = select(ENTRIES.c.payload, ENTRIES.c.prev_hash, ENTRIES.c.hash)
     if stream:
         query = query.where(ENTRIES.c.stream == stream)
     if since is not None:
         query = query.where(ENTRIES.c.at >= since)
-    query = query.order_by(ENTRIES.c.at, ENTRIES.c.stream, ENTRIES.c.seq)
+    query = query.order_by(ENTRIES.c.stream, ENTRIES.c.seq)
     out = []
     for payload, prev_hash, digest in conn.execute(query.limit(max(1, min(limit, MAX_LIMIT)))):
         try:

@@ -1,4 +1,5 @@
-"""`<service>-db upgrade`: apply one service's Alembic migrations to its database.
+"""`<service>-db upgrade`: apply one service's Alembic migrations to its database;
+`<service>-db audit-verify`: check every hash chain of its audit log (common.audit).
 
 Shipyard and Drydock each expose this as their own console script (`shipyard-db`,
 `drydock-db`); the `berth` launcher's `berth db upgrade` reuses the pieces below."""
@@ -15,6 +16,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from common import audit
 
 Upgrade = Callable[[str, str], None]
 
@@ -100,4 +103,37 @@ def db_command(service: str, upgrade: Upgrade) -> click.Group:
         click.echo(run_upgrade(service, upgrade, target, revision))
 
     group.add_command(upgrade_command, "upgrade")
+
+    @group.command(help="Verify every hash chain of the audit log in the database: exit 0 "
+                   "listing each chain's entries and head hash, or 1 naming the first broken "
+                   "link (stream, seq, expected and found hash). The database is --url, or the "
+                   f"[database] connection of --config-file (default: ${env_var}).")
+    @click.option("--url", default=None, help="Database URL (SQLAlchemy).")
+    @click.option("--config-file", default=None,
+                  help=f"The {service} config file; its [database] connection is used.")
+    def audit_verify(url: str | None, config_file: str | None) -> None:
+        config_file = config_file or (None if url else os.environ.get(env_var))
+        problems = url_problems(url, config_file)
+        if not url and not config_file:
+            problems.append(f"give --url or --config-file (or set ${env_var})")
+        if problems:
+            raise click.UsageError("; ".join(problems))
+        target = url or connection_of(Path(str(config_file)))
+        engine = create_engine(target)
+        try:
+            with engine.connect() as conn:
+                result = audit.verify(conn)
+        except SQLAlchemyError as exc:
+            raise click.ClickException(f"{service}: reading {redact(target)} failed: "
+                                       f"{exc}") from exc
+        finally:
+            engine.dispose()
+        if result.broken is not None:
+            click.echo(f"{service}: BROKEN: {result.broken.message()}", err=True)
+            raise SystemExit(1)
+        for stream, chain in sorted(result.chains.items()):
+            click.echo(f"{stream}: {chain['entries']} entries, head {chain['head']}")
+        click.echo(f"{service}: every audit chain holds ({len(result.chains)} chains)")
+
+    group.add_command(audit_verify, "audit-verify")
     return group

@@ -9,6 +9,7 @@ from oslo_config import cfg
 
 from common.api import API_PREFIX as P
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
+from common.audit_api import audit_routes
 from common.idempotency import SqlIdempotencyStore
 from common.nodepaths import NodePathSink, node_paths
 from drydock_api import config, policy
@@ -73,6 +74,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/budgets/slots", BudgetSlotsResource(rt.budgets)),
         (f"{P}/budgets/slots/{{holder}}", BudgetSlotResource(rt.budgets)),
         (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas)),
+        *audit_routes(rt.store.engine, config.SERVICE),
     ]
     app = create_service_app(
         service_spec(conf, config.SERVICE, routes, policy.list_rules(), deps.health_checks,

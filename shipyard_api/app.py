@@ -9,6 +9,7 @@ from oslo_config import cfg
 from sqlalchemy import text
 
 from common.app import HealthCheck, ServiceApp, create_service_app, service_spec, wsgi_entry
+from common.audit_api import audit_routes
 from common.health import callable_check, peer_check
 from common.httpclient import peer_client
 from common.idempotency import SqlIdempotencyStore
@@ -99,6 +100,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
                             conf.api.long_poll_max_wait),
               *plan_routes(deps.plans, max_nodes),
               *site_status_routes(deps.site_statuses),
+              *audit_routes(deps.actions.store.engine, config.SERVICE),
               *ui_routes(ActionPages(deps.actions, deps.site_view.drydock, deps.waiters,
                                      conf.api.long_poll_max_wait), deps.site_view,
                          deps.plans)]

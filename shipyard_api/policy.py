@@ -53,4 +53,9 @@ def list_rules() -> list[policy.RuleDefault]:
                       "the named PodDisruptionBudgets that still refuse their eviction after "
                       "disrupt-after seconds (besides the action's own rule)", f"{P}/actions",
                       "POST"))
+    rules += [  # the audit log names every user and object: admin only
+        rule("shipyard:read_audit", ADMIN, "Read audit log entries", f"{P}/audit", "GET"),
+        rule("shipyard:verify_audit", ADMIN, "Verify every hash chain of the audit log",
+             f"{P}/audit/verify", "GET"),
+    ]
     return rules

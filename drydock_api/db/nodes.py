@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.lease import Lease
+from drydock_api.db import audit
 from drydock_api.db.models import NodeRecord, RebootRow, TaskRow
 from drydock_api.tasks.states import ACTIVE
 
@@ -53,9 +54,11 @@ class NodeStore:
     def update(self, name: str, **values: Any) -> NodeRecord:
         with self.sessions.begin() as s:
             row = self._row(s, name, lock=True)
+            before = audit.node_state(row)
             for key, value in values.items():
                 setattr(row, key, value)
             row.updated = self.clock()
+            audit.node_changed(s, name, before, audit.node_state(row), row.updated)
             return row
 
     # --- retirement and teardown (the NodeRecords port of steps) ---------------------------
@@ -92,12 +95,16 @@ class NodeStore:
             if design_ref is not None:
                 node.design_ref = design_ref
             row = s.get(RebootRow, (name, key))
+            old = None if row is None else {"mode": row.mode, "value": row.value}
             if row is None:
                 row = RebootRow(node=name, key=key, mode=mode, value=value,
                                 created=self.clock(), created_by=user)
                 s.add(row)
             else:
                 row.mode, row.value = mode, value
+            if old != {"mode": mode, "value": value}:
+                audit.reboot_changed(s, name, key, old, {"mode": mode, "value": value},
+                                     self.clock())
             return row
 
     def reboots(self, name: str) -> list[RebootRow]:
@@ -107,6 +114,11 @@ class NodeStore:
 
     def delete_reboot(self, name: str, key: str) -> bool:
         with self.sessions.begin() as s:
+            row = s.get(RebootRow, (name, key), with_for_update=True)
+            if row is None:
+                return False
+            audit.reboot_changed(s, name, key, {"mode": row.mode, "value": row.value}, None,
+                                 self.clock())
             res = s.execute(delete(RebootRow).where(RebootRow.node == name,
                                                     RebootRow.key == key))
             return bool(res.rowcount)  # type: ignore[attr-defined]
@@ -114,10 +126,20 @@ class NodeStore:
     def clear_reboots(self, name: str) -> int:
         """Teardown: every request goes, and the pending reboot with them."""
         with self.sessions.begin() as s:
+            now = self.clock()
+            row = s.get(NodeRecord, name, with_for_update=True)
+            before = audit.node_state(row)
+            gone = [(r.key, {"mode": r.mode, "value": r.value}) for r in s.scalars(
+                select(RebootRow).where(RebootRow.node == name).with_for_update())]
             res = s.execute(delete(RebootRow).where(RebootRow.node == name))
-            s.execute(update(NodeRecord).where(NodeRecord.name == name).values(
-                pending_reboot_since=None, shutdown_mode=None, shutdown_started=None,
-                updated=self.clock()))
+            if row is not None:
+                row.pending_reboot_since = row.shutdown_mode = row.shutdown_started = None
+                row.updated = now
+                s.flush()
+            for key, old in gone:  # the audit's head lock last, after the rows' own
+                audit.reboot_changed(s, name, key, old, None, now)
+            if row is not None:
+                audit.node_changed(s, name, before, audit.node_state(row), now)
             return int(res.rowcount)  # type: ignore[attr-defined]
 
     # --- the reconciler's view --------------------------------------------------------------

@@ -12,6 +12,7 @@ from sqlalchemy import Select, bindparam, func, or_, select, update
 from common.errors import NotFound
 from common.prepared import PreparedRead
 from common.status import Message
+from drydock_api.db import audit
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
 from drydock_api.db.store import TaskStore, touch_tree
 from drydock_api.tasks.states import TaskResult, TaskStatus
@@ -67,6 +68,9 @@ class ProgressStore:
             s.add_all(new)
             if new:
                 touch_tree(s, root.root_id)
+            for r in new:  # the audit's head lock last, after the rows' own
+                audit.task_changed(s, r.id, None, r.status, r.created, parent=root.id,
+                                   node=r.node)
             have.update({r.node: r for r in new})
         return {str(k): v for k, v in have.items()}
 
@@ -85,6 +89,8 @@ class ProgressStore:
             row = self._child(node_task, action=step, node=node_task.node, step=step)
             s.add(row)
             touch_tree(s, row.root_id)
+            audit.task_changed(s, row.id, None, row.status, row.created, parent=node_task.id,
+                               node=row.node, step=step)
             return row
 
     def save_retry(self, step: TaskRow, retry: dict[str, Any]) -> None:
@@ -140,11 +146,14 @@ class ProgressStore:
         if new == current:
             return
         now = self.clock()
+        before = audit.node_state(row)
         if row is None:
-            s.add(NodeRecord(name=name, retired=False, torn_down=False, updated=now,
-                             teardown=new))
+            row = NodeRecord(name=name, retired=False, torn_down=False, updated=now,
+                             teardown=new)
+            s.add(row)
         else:
             row.teardown, row.updated = new, now
+        audit.node_changed(s, name, before, audit.node_state(row), now)
 
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
                data: Any = None, messages: Sequence[Message] = (),
@@ -153,6 +162,8 @@ class ProgressStore:
         node's teardown change at once."""
         now = self.clock()
         with self.sessions.begin() as s:
+            old = s.scalar(select(TaskRow.status).where(TaskRow.id == task.id)
+                           .with_for_update())
             values: dict[str, Any] = {"status": status.value, "result": result.value,
                                       "updated": now, "completed": now}
             if data is not None:
@@ -165,6 +176,9 @@ class ProgressStore:
             self._add_messages(s, task, messages, now)
             if teardown is not None:
                 self._update_teardown(s, *teardown)
+            if old != status.value:  # the audit's head locks last (nodes', then tasks')
+                audit.task_changed(s, task.id, old, status.value, now, result=result.value,
+                                   node=task.node, step=task.step)
 
     def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
         with self.sessions.begin() as s:
@@ -211,11 +225,14 @@ class ProgressStore:
     def retire(self, name: str, reason: str | None) -> None:
         now = self.clock()
         with self.sessions.begin() as s:
-            row = s.get(NodeRecord, name)
+            row = s.get(NodeRecord, name, with_for_update=True)
+            before = audit.node_state(row)
             if row is None:
-                s.add(NodeRecord(name=name, retired=True, retired_reason=reason, updated=now))
+                row = NodeRecord(name=name, retired=True, retired_reason=reason, updated=now)
+                s.add(row)
             else:
                 row.retired, row.retired_reason, row.updated = True, reason, now
+            audit.node_changed(s, name, before, audit.node_state(row), now)
 
 
 class TreeMessages:

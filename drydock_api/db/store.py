@@ -16,7 +16,7 @@ from common.lease import Lease
 from common.pgwake import notify_in
 from common.prepared import PreparedRead
 from common.status import simple_message
-from drydock_api.db import read_session_factory, session_factory
+from drydock_api.db import audit, read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
 from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
 
@@ -86,6 +86,8 @@ class TaskStore:
                     terminate_requested=False, successes=[], failures=[])
                 s.add(row)
                 self._touch_nodes(s, node_names, task_id, now)
+                audit.task_changed(s, task_id, None, row.status, now, action=action,
+                                   nodes=list(node_names) or None)
                 return row, True
         except IntegrityError:
             if not idempotency_key:
@@ -201,12 +203,16 @@ class TaskStore:
             row = s.get(TaskRow, task_id, with_for_update=True)
             if row is None:
                 raise NotFound(f"Task {task_id} does not exist", reason="TaskNotFound")
-            check_transition(row.status, target.value)
+            old = row.status
+            check_transition(old, target.value)
             row.status = target.value
             row.updated = self.clock()
             for key, value in values.items():
                 setattr(row, key, value)
             touch_tree(s, row.root_id)
+            if old != target.value:  # the audit's head lock last, after the rows' own
+                audit.task_changed(s, task_id, old, target.value, row.updated,
+                                   result=values.get("result"))
             return row
 
     def request_terminate(self, task_id: str, user: str | None) -> TaskRow:
@@ -223,11 +229,15 @@ class TaskStore:
                 row.completed = now
             else:
                 target = TaskStatus.TERMINATING
-            if target.value != row.status:
-                check_transition(row.status, target.value)
+            old = row.status
+            if target.value != old:
+                check_transition(old, target.value)
             row.status, row.terminate_requested = target.value, True
             row.terminated_by, row.updated = user, now
             touch_tree(s, row.root_id)
+            if target.value != old:
+                audit.task_changed(s, task_id, old, target.value, now,
+                                   terminate_requested=True)
             return row
 
     def control(self, task_id: str) -> tuple[str, bool, str | None]:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from common.audit import current_actor, worker_actor
 from common.context import RequestContext
 from common.errors import BerthError
 from common.workflow import IllegalTransition, transition
@@ -105,6 +106,8 @@ class RebootReconciler:
                 continue
             if not self._nodes.claim(name, self.owner, self.settings.lease_seconds):
                 continue
+            asked = sorted({r.created_by for r in self._nodes.reboots(name) if r.created_by})
+            current_actor.set(worker_actor("drydock", ", ".join(asked) or None))
             try:
                 done = self.step(name)
                 acted += 1

@@ -11,6 +11,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.audit import current_actor, worker_actor
 from common.context import RequestContext, current_marker
 from common.documents import Document
 from common.errors import BerthError, Conflict
@@ -104,6 +105,7 @@ class Orchestrator:
     def run(self, task: TaskRow, lease: TaskHold) -> None:
         """Run (or resume) a task we hold the lease of, to complete or terminated."""
         current_marker.set(task.context_marker or "-")
+        current_actor.set(worker_actor("drydock", task.created_by))
         row = self._start(task)
         if row is None:
             return
@@ -202,6 +204,7 @@ class Orchestrator:
         """Run a node on: its steps in order, each one attempt at a time, skipping those done
         (by a previous worker too). When to come back (a step waits), or None: it ended."""
         current_marker.set(ctx.marker)
+        current_actor.set(worker_actor("drydock", ctx.end_user))
         while True:
             if run.step is None and not self._next_step(row, run, ctx, lease):
                 return None

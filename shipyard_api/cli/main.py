@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from shipyard_api.cli import actions, plans
+from shipyard_api.cli import actions, audit, plans
 from shipyard_api.cli.session import Shipyard
 
 
@@ -104,6 +104,7 @@ def commit() -> None:
 
 actions.register(cli, create, get, describe)
 plans.register(cli, describe)
+audit.register(cli)
 if importlib.util.find_spec("shipyard_api.cli.configdocs") is not None:
     importlib.import_module("shipyard_api.cli.configdocs").register(create, get, commit)
 

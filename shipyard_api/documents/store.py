@@ -18,6 +18,7 @@ from common.crypto import Cipher
 from common.documents import BASE_SCHEMA, doc_ref
 from common.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, ValidationFailed
 from common.status import Message, validation_message
+from shipyard_api.documents import audit
 from shipyard_api.documents.diff import (
     BufferMode,
     CollectionStatus,
@@ -192,15 +193,20 @@ class DocumentStore:
                 collection, CollectionStatus.UNMODIFIED)
             if latest and new_contents == self._contents(latest):
                 return PutResult(latest, False, status)
-            return PutResult(self._insert_revision(new_pairs, user), True, status)
+            revision = self._insert_revision(
+                new_pairs, user, lambda s, rev: audit.staged(s, collection, latest, rev,
+                                                             status.value, len(docs)))
+            return PutResult(revision, True, status)
 
-    def _insert_revision(self, pairs: list[Pair], user: str | None) -> int:
+    def _insert_revision(self, pairs: list[Pair], user: str | None,
+                         audited: Callable[[Session, int], None]) -> int:
         now = self._clock().astimezone(UTC).replace(tzinfo=None)
         with self._sessions() as session, session.begin():
             rev = RevisionRow(created_at=now, created_by=user)
             session.add(rev)
             session.flush()
             session.add_all(self._encode(rev.id, i, c, d) for i, (c, d) in enumerate(pairs))
+            audited(session, rev.id)
             return rev.id
 
     def _encode(self, revision_id: int, position: int, collection: str,
@@ -242,12 +248,14 @@ class DocumentStore:
                     _require_revision(session, revision_id)
                     row = session.scalars(select(TagRow).where(
                         TagRow.revision_id == revision_id, TagRow.tag == tag)).first()
+                    old = None if row is None else json.loads(row.data_json or "{}")
                     if row is None:
                         row = TagRow(revision_id=revision_id, tag=tag, created_at=now)
                         session.add(row)
                     row.data_json = json.dumps(data or {})
                     row.created_at = now
                     session.flush()
+                    audit.tagged(session, revision_id, tag, old, data or {})
                     return _tag_view(row)
             except IntegrityError:
                 continue  # a concurrent writer added the same tag: update it instead
@@ -256,7 +264,9 @@ class DocumentStore:
     def delete_tag(self, revision_id: int, tag: str) -> None:
         with self._sessions() as session, session.begin():
             _require_revision(session, revision_id)
-            session.delete(_tag_row(session, revision_id, tag))
+            row = _tag_row(session, revision_id, tag)
+            session.delete(row)
+            audit.tagged(session, revision_id, tag, json.loads(row.data_json or "{}"), None)
 
     def intermediate_commits(self, using_revision: int) -> list[int]:
         """Committed revisions without a site-action tag since the last site action,

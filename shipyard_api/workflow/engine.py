@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExec
 from dataclasses import dataclass
 from typing import Any
 
+from common.audit import acting, current_actor, worker_actor
 from common.context import current_marker
 from common.errors import BerthError
 from common.workflow import Done, Failed, Outcome, Retry, StepPolicy, next_attempt
@@ -79,6 +80,11 @@ class Engine:
 
     def run_action(self, action_id: str) -> None:
         action = self.store.get(action_id)
+        with acting(worker_actor("shipyard", action.user)):
+            self._run_action(action)
+
+    def _run_action(self, action: ActionRow) -> None:
+        action_id = action.id
         definition = self.definitions[action.name]
         if action.state == A.PENDING.value:
             now = self.clock()
@@ -108,6 +114,7 @@ class Engine:
 def execute(defn: StepDef, ctx: StepContext) -> Outcome | BaseException:
     """Run one step in a worker thread; errors are returned for the engine to judge."""
     current_marker.set(ctx.marker)
+    current_actor.set(worker_actor("shipyard", ctx.user))  # e.g. a step tagging a revision
     try:
         return defn.run(ctx)
     except Exception as exc:  # the engine decides between retry and failure

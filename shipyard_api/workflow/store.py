@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from common.errors import Conflict, NotFound
 from common.lease import Lease
 from common.pgwake import notify_in
 from common.prepared import PreparedRead
+from shipyard_api.workflow import audit
 from shipyard_api.workflow.definitions import PlannedStep
 from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
 from shipyard_api.workflow.states import (
@@ -53,6 +55,11 @@ class ActionStore:
         self._version = PreparedRead(sessions.kw["bind"], VERSION)
         self._create_lock = threading.Lock()
 
+    @property
+    def engine(self) -> Any:
+        """The database engine (the audit log's routes read the same database)."""
+        return self._sessions.kw["bind"]
+
     # -- creation and reads -------------------------------------------------------------
     def create(self, row: ActionRow, steps: Sequence[PlannedStep],
                check_conflicts: ConflictCheck) -> ActionRow:
@@ -72,6 +79,9 @@ class ActionStore:
                               output={}, details={}, notes=[]))
             s.add(AuditRow(action_id=row.id, command="create", user=row.user, marker=row.marker,
                            at=row.created_at, outcome="accepted"))
+            audit.action_changed(s, row.id, None, row.state, row.created_at, name=row.name,
+                                 targets=row.target_nodes or None, site_wide=row.site_wide,
+                                 revision=row.revision_id, steps=len(steps))
         return row
 
     def active(self) -> list[ActionRow]:
@@ -169,13 +179,22 @@ class ActionStore:
         if target in TERMINAL_ACTION:
             extra.setdefault("ended_at", now)
         with self._sessions.begin() as s:
+            # The state it leaves, locked (PostgreSQL) and pinned by the UPDATE, for the audit.
+            current = s.scalar(select(ActionRow.state).where(ActionRow.id == action_id)
+                               .with_for_update())
+            if current not in sources:
+                return False
             res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
-                                                    ActionRow.state.in_(sources))
+                                                    ActionRow.state == current)
                             .values(state=target.value, updated_at=now,
                                     changes=ActionRow.changes + 1,
                                     version=ActionRow.version + 1, **extra))
+            if res.rowcount != 1:  # type: ignore[attr-defined]
+                return False
+            audit.action_changed(s, action_id, current, target.value, now,
+                                 reason=extra.get("reason"))
             notify_in(s, CHANGES_CHANNEL, action_id)
-            return bool(res.rowcount == 1)  # type: ignore[attr-defined]
+            return True
 
     def control(self, action_id: str, verb: str, *, user: str | None, marker: str | None,
                 now: float) -> ActionRow:
@@ -194,8 +213,9 @@ class ActionStore:
                 _bump(s, action_id)
                 s.commit()
                 raise
+            old_state = row.state
             res = s.execute(update(ActionRow).where(ActionRow.id == action_id,
-                                                    ActionRow.state == row.state)
+                                                    ActionRow.state == old_state)
                             .values(state=target.value, updated_at=now, next_run_at=now,
                                     changes=ActionRow.changes + 1,
                                     version=ActionRow.version + 1))
@@ -203,6 +223,7 @@ class ActionStore:
                 raise Conflict(f"Action {action_id} changed state; try again")
             s.add(AuditRow(action_id=action_id, command=verb, user=user, marker=marker, at=now,
                            outcome="accepted"))
+            audit.action_changed(s, action_id, old_state, target.value, now, control=verb)
             notify_in(s, CHANGES_CHANNEL, action_id)
         return self.get(action_id)
 
@@ -226,11 +247,16 @@ class ActionStore:
                 raise LeaseLost(action_id)
             step = s.scalars(select(StepRow).where(StepRow.action_id == action_id,
                                                    StepRow.step_id == sid)).one()
-            check_step(StepState(step.state), target)
+            old = step.state
+            check_step(StepState(old), target)
             step.state = target.value
             for key, value in values.items():
                 setattr(step, key, value)
-            _bump(s, action_id)
+            _bump(s, action_id)  # flushes the step: its row's lock, then the audit's head
+            if old != target.value:
+                audit.step_changed(s, action_id, sid, old, target.value,
+                                   values.get("ended_at") or time.time(),
+                                   reason=values.get("reason"), node=step.node)
             notify_in(s, CHANGES_CHANNEL, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
