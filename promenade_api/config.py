@@ -98,12 +98,24 @@ KUBELET_OPTS: list[cfg.Opt] = [
                help="KEY=VALUE label of the kubelet-shutdown DaemonSet's pods."),
 ]
 
+FENCE_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt("taint_deadline", default=3600.0, min=0.0,
+                 help="Seconds after which the out-of-service taint a fence applied is "
+                      "removed even if the node has not come back Ready (it is removed as "
+                      "soon as the node is Ready again). Taints Berth did not apply (no "
+                      "berth.io/out-of-service-taint annotation) are never touched."),
+    cfg.FloatOpt("sweep_interval", default=60.0, min=0.0,
+                 help="Seconds between sweeps of every node for Berth's out-of-service "
+                      "taints that are due (0: no sweep; node status reads still remove "
+                      "them)."),
+]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("kubernetes", KUBERNETES_OPTS),
     ("drain", DRAIN_OPTS),
     ("clear_labels", CLEAR_LABELS_OPTS),
     ("etcd", ETCD_OPTS),
     ("kubelet", KUBELET_OPTS),
+    ("fence", FENCE_OPTS),
 ]
 
 

@@ -4,6 +4,7 @@ its database (migrated at start; it keeps the Idempotency-Key entries)."""
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 from oslo_config import cfg
@@ -26,6 +27,7 @@ class Runtime:
     promenade: Promenade
     health_checks: list[HealthCheck]
     idempotency: SqlIdempotencyStore | None = None
+    taint_sweep: threading.Event | None = None  # set it to stop the sweep
 
 
 def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
@@ -66,4 +68,17 @@ def build_runtime(conf: cfg.ConfigOpts, metrics: PromenadeMetrics) -> Runtime:
     resolver = DesignResolver.from_conf(conf)
     svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
                     settings_from_conf(conf), observe=metrics.operation)
-    return Runtime(svc, [database, kubernetes_check(kube)], store)
+    sweep = start_taint_sweep(svc) if kube.configured else None
+    return Runtime(svc, [database, kubernetes_check(kube)], store, sweep)
+
+
+def start_taint_sweep(svc: Promenade) -> threading.Event | None:
+    """The periodic sweep of Berth's out-of-service taints (kube.taints), in a daemon
+    thread; the Event stops it. None when `[fence] sweep_interval` is 0."""
+    interval = svc.settings.taint_sweep_interval
+    if interval <= 0:
+        return None
+    stopping = threading.Event()
+    threading.Thread(target=svc.taint_sweeper().run, args=(interval, stopping),
+                     name="taint-sweep", daemon=True).start()
+    return stopping

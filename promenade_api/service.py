@@ -38,6 +38,7 @@ from promenade_api.kube.lease import LeaseLock
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 from promenade_api.kube.progress import PROGRESS_ANNOTATION, DrainProgress, encode, parse
 from promenade_api.kube.removal import remove_from_cluster
+from promenade_api.kube.taints import TaintSweeper
 
 NODE_SCHEMA = "drydock/BaremetalNode/v1"
 
@@ -80,6 +81,8 @@ class Settings:
     kubelet_timeout: int = 300
     kubelet_poll: float = 2.0
     kubelet_pod_label: tuple[str, str] = ("application", "kubelet-shutdown")
+    taint_deadline: float = 3600.0  # Berth's out-of-service taint goes at the latest then
+    taint_sweep_interval: float = 60.0  # 0: no periodic sweep (reads still clean up)
     service_roles: tuple[str, ...] = ("service",)  # callers that pass on an operator
 
 
@@ -107,6 +110,8 @@ def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
         lease_duration=conf.etcd.lease_duration, lease_poll=conf.kubernetes.poll_interval,
         kubelet_timeout=conf.kubelet.shutdown_timeout, kubelet_poll=conf.kubelet.poll_interval,
         kubelet_pod_label=_pair(conf.kubelet.shutdown_pod_label),
+        taint_deadline=conf.fence.taint_deadline,
+        taint_sweep_interval=conf.fence.sweep_interval,
         service_roles=tuple(conf.auth.service_roles))
 
 
@@ -145,6 +150,10 @@ class Promenade:
             self.kube.patch_node(node, annotations={PROGRESS_ANNOTATION: encode(record)})
 
         return DrainProgress(node, current_marker.get(), self.wall(), self.wall, publish)
+
+    def taint_sweeper(self) -> TaintSweeper:
+        """Removes Berth's out-of-service taints once due (node Ready, or deadline)."""
+        return TaintSweeper(self.kube, self.wall)
 
     def labels(self) -> LabelManager:
         return LabelManager(self.kube, self.settings.keep_labels, clock=self.clock,
@@ -199,7 +208,8 @@ class Promenade:
         fencer = Fencer(self.kube, clock=self.clock, sleep=self.sleep,
                         poll_interval=self.settings.kubelet_poll, check=check,
                         progress=self.drain_progress,
-                        signal=self.settings.drain.signal_labels())
+                        signal=self.settings.drain.signal_labels(), wall=self.wall,
+                        taint_deadline=self.settings.taint_deadline)
         with self.timed("fence"), step_errors(DrainNodeError, f"Fencing {node} failed"):
             return fencer.run(node, timeout)
 
@@ -276,7 +286,7 @@ class Promenade:
     def node_view(self, node: str, clusters: list[ClusterSpec] | None = None) -> NodeView:
         """The operator's view: labels, cordon, pods by owner kind, locks, etcd memberships."""
         try:
-            current = self.kube.get_node(node)
+            current = self.taint_sweeper().check(self.kube.get_node(node))
         except KubeNotFound as exc:
             raise NotFound(f"Node {node} is not known to Kubernetes") from exc
         pods = self.kube.list_pods(node)

@@ -182,6 +182,28 @@ class KubeClient:
         return Node.from_obj(self._call("PATCH", _node(name), body=patch,
                                         content_type=MERGE_PATCH))
 
+    def remove_taint(self, name: str, key: str, effect: str,
+                     annotations: Mapping[str, str | None] | None = None) -> Node:
+        for _ in range(TAINT_ATTEMPTS - 1):
+            try:
+                return self._untaint_once(name, key, effect, annotations)
+            except KubeConflict:
+                LOG.info("taint removal on %s raced another write; reading it again", name)
+        return self._untaint_once(name, key, effect, annotations)
+
+    def _untaint_once(self, name: str, key: str, effect: str,
+                      annotations: Mapping[str, str | None] | None) -> Node:
+        current = self._call("GET", _node(name))
+        kept = [t for t in (current.get("spec") or {}).get("taints") or []
+                if (t.get("key"), t.get("effect")) != (key, effect)]
+        meta: Obj = {"resourceVersion": (current.get("metadata") or {}).get("resourceVersion")}
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        patch: Obj = {"metadata": {k: v for k, v in meta.items() if v},
+                      "spec": {"taints": kept or None}}
+        return Node.from_obj(self._call("PATCH", _node(name), body=patch,
+                                        content_type=MERGE_PATCH))
+
     def delete_node(self, name: str) -> None:
         self._call("DELETE", _node(name))
 

@@ -103,6 +103,20 @@ class FakeKube:
             self.on_taint(name, dict(taint))
         return node
 
+    def remove_taint(self, name: str, key: str, effect: str,
+                     annotations: Mapping[str, str | None] | None = None) -> Node:
+        self._check("remove_taint", name)
+        node = self.get_node(name)
+        kept = tuple(t for t in node.taints if (t.get("key"), t.get("effect")) != (key, effect))
+        notes = {**node.annotations, **{k: v for k, v in (annotations or {}).items()
+                                        if v is not None}}
+        for k, v in (annotations or {}).items():
+            if v is None:
+                notes.pop(k, None)
+        node = replace(node, taints=kept, annotations=notes)
+        self.nodes[name] = node
+        return node
+
     def list_pods(self, node: str) -> list[Pod]:
         self._check("list_pods", node)
         with self._lock:

@@ -15,6 +15,7 @@ from typing import Any
 
 from common.status import simple_message
 from promenade_api.errors import DrainNodeError
+from promenade_api.kube import taints
 from promenade_api.kube.port import KubePort
 from promenade_api.kube.progress import DrainProgress
 
@@ -32,8 +33,11 @@ class Fencer:
                  sleep: Callable[[float], None], poll_interval: float,
                  check: Callable[[], None] = lambda: None,
                  progress: Callable[[str], DrainProgress] | None = None,
-                 signal: Mapping[str, str] | None = None) -> None:
+                 signal: Mapping[str, str] | None = None,
+                 wall: Callable[[], float] | None = None, taint_deadline: float = 3600.0
+                 ) -> None:
         self._kube, self._clock, self._sleep = kube, clock, sleep
+        self._wall, self._deadline = wall or clock, taint_deadline
         self._signal = dict(signal or {})
         self._poll, self._check = poll_interval, check
         self._progress_of = progress or (lambda node: DrainProgress(
@@ -61,7 +65,10 @@ class Fencer:
                      ", ".join(f"{k}={v}" for k, v in missing.items()) or "no label")
             self._kube.patch_node(node, labels=missing or None, unschedulable=True)
         if not current.has_taint(OUT_OF_SERVICE["key"], OUT_OF_SERVICE["effect"]):
-            LOG.info("fence %s: tainting %s", node, OUT_OF_SERVICE["key"])
+            LOG.info("fence %s: tainting %s (Berth's, removed once the node is Ready or "
+                     "after %g s)", node, OUT_OF_SERVICE["key"], self._deadline)
+            self._kube.patch_node(node, annotations=taints.mark(OUT_OF_SERVICE, self._wall(),
+                                                                self._deadline))
             self._kube.add_taint(node, OUT_OF_SERVICE)
         deadline = self._clock() + timeout
         while True:

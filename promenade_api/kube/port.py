@@ -49,6 +49,11 @@ class KubePort(Protocol):
     def add_taint(self, name: str, taint: Mapping[str, str]) -> Node:
         """Add (or update, by key and effect) one taint of the node."""
 
+    def remove_taint(self, name: str, key: str, effect: str,
+                     annotations: Mapping[str, str | None] | None = None) -> Node:
+        """Remove one taint (by key and effect) and merge-patch these annotations in the
+        same write, at the resourceVersion the taints were read from."""
+
     def list_pods(self, node: str) -> list[Pod]:
         """Every pod bound to the node, in all namespaces."""
 

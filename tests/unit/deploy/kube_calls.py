@@ -91,6 +91,9 @@ def port_calls() -> dict[str, Callable[[KubePort], object]]:
         "add_taint": lambda k: k.add_taint("node01", {"key": "node.kubernetes.io/out-of-service",
                                                       "value": "nodeshutdown",
                                                       "effect": "NoExecute"}),
+        "remove_taint": lambda k: k.remove_taint(
+            "node01", "node.kubernetes.io/out-of-service", "NoExecute",
+            annotations={"berth.io/out-of-service-taint": None}),
         "list_pods": lambda k: k.list_pods("node01"),
         "list_nodes": lambda k: k.list_nodes(),
         "list_all_pods": lambda k: k.list_all_pods(),
