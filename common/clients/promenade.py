@@ -129,6 +129,15 @@ class PromenadeClient:
                                       idempotency_key=key)
         return dict(result or {})
 
+    def join_etcd(self, node: str, design_ref: str, timeout: int, *, ctx: RequestContext,
+                  key: str) -> dict[str, Any]:
+        """The node's etcd members back as learners, promoted once in sync (synchronous)."""
+        result = self._client.request("POST", _node(node, "/join-etcd"), ctx=ctx,
+                                      params={"timeout": int(timeout)},
+                                      json_body=_design(design_ref), idempotency_key=key,
+                                      read_timeout=float(timeout) + self._margin)
+        return dict(result or {})
+
     def watch_node(self, node: str, *, since: str | None, wait: float,
                    ctx: RequestContext) -> NodeWatch:
         """The node view once the Node changed after `since` (Promenade's long-poll on a

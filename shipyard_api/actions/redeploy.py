@@ -9,7 +9,15 @@ from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
-from shipyard_api.actions import budget, disruption, fencing, labels, progress, steps
+from shipyard_api.actions import (
+    budget,
+    disruption,
+    etcd_join,
+    fencing,
+    labels,
+    progress,
+    steps,
+)
 from shipyard_api.actions.design import decommission_timeouts
 from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import REVISIONS, Params, version_of
@@ -270,5 +278,6 @@ def definition() -> ActionDefinition:
                 _timeout("kubernetes", "node_status_timeout"), per_node=True),
         StepDef("relabel_nodes", held(relabel), _timeout(pp, "relabel_nodes_timeout"),
                 per_node=True),
+        StepDef("join_etcd", held(etcd_join.join_etcd), etcd_join.policy, per_node=True),
         StepDef(budget.RELEASE, budget.release, steps.preflight_policy, per_node=True),
     ], prepare, admit=admit, finish=budget.finish)

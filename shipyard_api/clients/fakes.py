@@ -39,6 +39,7 @@ class FakePromenade:
     on_decommission: Callable[[str], None] | None = None
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # labels put per node
     unknown: set[str] = field(default_factory=set)  # nodes Kubernetes does not know (404)
+    refuse_join: set[str] = field(default_factory=set)  # join-etcd answers 409 for these
     calls: list[Call] = field(default_factory=list)
     effects: list[tuple[str, str]] = field(default_factory=list)
     disrupts: dict[str, dict[str, str]] = field(default_factory=dict)  # decommission's leave
@@ -90,6 +91,19 @@ class FakePromenade:
         answer = status_body(200, f"{node} removed")
         with self._lock:
             self.effects.append(("remove_from_cluster", node))
+            self._answers[key] = answer
+        return answer
+
+    def join_etcd(self, node: str, design_ref: str, timeout: int, *, ctx: RequestContext,
+                  key: str) -> dict[str, Any]:
+        cached = self._once("join_etcd", node, key, ctx)
+        if cached is not None:
+            return cached
+        if node in self.refuse_join:
+            raise Conflict("Join etcd refused", reason="JoinEtcdRefused")
+        answer = status_body(200, f"The etcd members of {node} are voting members")
+        with self._lock:
+            self.effects.append(("join_etcd", node))
             self._answers[key] = answer
         return answer
 

@@ -35,6 +35,9 @@ class PromenadePort(Protocol):
 
     def put_labels(self, node: str, labels: Mapping[str, str], ctx: RequestContext) -> None: ...
 
+    def join_etcd(self, node: str, design_ref: str, timeout: int, *, ctx: RequestContext,
+                  key: str) -> dict[str, Any]: ...
+
 
 class DrydockPort(Protocol):
     def healthy(self, ctx: RequestContext) -> bool: ...

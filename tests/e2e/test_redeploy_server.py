@@ -62,7 +62,8 @@ def test_redeploy_server_with_wait_tears_down_and_redeploys_node01(
     before = berth.sim("/nodes/node01")
     assert before["kubernetes"]["ready"] and before["etcd"]
     counts = effects(berth, "node01")
-    rejoins = berth.calls(system="etcd", op="member_add", node="node01")
+    rejoins = berth.calls(system="etcd", op="member_join", node="node01")
+    self_adds = berth.calls(system="etcd", op="member_add", node="node01")
     result = berth.cli("create", "action", "redeploy_server", "--param", "target_nodes=node01",
                        "--wait", "--poll", "0.2", "--timeout", "300")
     assert result.exit_code == 0, result.output
@@ -72,9 +73,18 @@ def test_redeploy_server_with_wait_tears_down_and_redeploys_node01(
     seen = assert_redeployed(berth, "node01", view, before, counts, CONTROL)
     assert seen["disks"]["sdb"]["marker"] != before["disks"]["sdb"]["marker"]  # data wiped too
     # Its etcd member was removed (by Promenade) and added back when the node rejoined,
-    # while the other members stayed.
-    assert berth.calls(system="etcd", op="member_add", node="node01") == rejoins + 1
+    # while the other members stayed: added by Promenade's join-etcd as a learner (the
+    # node's etcd started once listed, never adding itself), promoted to a voter.
+    assert berth.calls(system="etcd", op="member_join", node="node01") == rejoins + 1
+    assert berth.calls(system="etcd", op="member_add", node="node01") == self_adds
     assert seen["etcd"] == [{"cluster": "kubernetes", "member": "node01"}]
+    assert berth.site.etcd is not None
+    listed = berth.site.etcd.clusters["kubernetes"].member_list()
+    assert sorted(m["name"] for m in listed) == ["node01", "node02", "node03"]
+    assert not any(m.get("isLearner") for m in listed)  # every member votes again
+    joined = steps_of(view)["join_etcd.node01"]
+    assert joined["state"] == "success"
+    assert "joined as a learner and was promoted" in json.dumps(joined["details"])
     assert all(berth.sim(f"/nodes/{n}")["etcd"] for n in ("node02", "node03"))
     report = steps_of(view)["decommission.node01"]["details"]["promenade"]
     assert report["code"] == 200

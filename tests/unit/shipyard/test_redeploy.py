@@ -25,11 +25,13 @@ def test_redeploy_runs_every_step_in_order_for_the_target(harness: Harness) -> N
         "preflight", "resolve_design", "assess_node.node01", "take_budget_slot.node01",
         "fence_node.node01", "decommission.node01", "destroy_nodes.node01",
         "remove_from_cluster.node01", "prepare_nodes.node01", "deploy_nodes.node01",
-        "wait_node_ready.node01", "relabel_nodes.node01", "release_budget_slot.node01"]
+        "wait_node_ready.node01", "relabel_nodes.node01", "join_etcd.node01",
+        "release_budget_slot.node01"]
     assert {s["state"] for s in view["steps"]} == {"success"}
     assert harness.promenade.effects == [("decommission", "node01"),
                                          ("remove_from_cluster", "node01"),
-                                         ("put_labels", "node01")]
+                                         ("put_labels", "node01"),
+                                         ("join_etcd", "node01")]
     assert harness.promenade.labels == {"node01": {"role": "compute"}}  # the design's
     actions = [t["action"] for t in harness.drydock.tasks.values()]
     assert actions == ["destroy_nodes", "prepare_nodes", "deploy_nodes"]  # bare metal only
