@@ -41,8 +41,8 @@ class Finding:
     uri: str | None = None
 
 
-def _modules() -> dict[str, Any]:
-    names = ("profile", "system_under_test", "logger", "report")
+def _modules(*extra: str) -> dict[str, Any]:
+    names = ("profile", "system_under_test", "logger", *extra)  # report: openpyxl, slow
     try:
         return {n: importlib.import_module(f"redfish_interop_validator.{n}") for n in names}
     except ImportError as exc:
@@ -170,7 +170,7 @@ def run(rhost: str, username: str, password: str, profile: Path, systems: list[s
         timeout: float, report_dir: Path | None = None) -> list[Finding]:
     """Validate the BMC at `rhost` against `profile`, walking `systems` (their URIs).
     Raises ValueError for a profile that is not a valid interoperability profile."""
-    mods = _modules()
+    mods = _modules(*(("report",) if report_dir else ()))
     with _LOCK:
         if report_dir:
             report_dir.mkdir(parents=True, exist_ok=True)

@@ -96,9 +96,12 @@ def test_validator_fails_a_bmc_missing_a_reset_type_naming_it(bmcs: Bmcs, tmp_pa
     assert fails and all("ResetType@Redfish.AllowableValues" in f for f in fails), fails
 
 
-def test_check_bmc_passes_the_sites_bmc(bmcs: Bmcs):
-    done = check(bmcs.site.url, OK, "--system", bmcs.site.system("bmc-ok"))
+def test_check_bmc_passes_the_sites_bmc(bmcs: Bmcs, tmp_path: Path):
+    done = check(bmcs.site.url, OK, "--system", bmcs.site.system("bmc-ok"),
+                 "--report-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
+    report = list(tmp_path.glob("RedfishInteropValidatorReport_*.html"))
+    assert report and "BerthDrydock" in report[0].read_text()  # the validator's own report
     assert "PASS: the BMC meets every mandatory requirement" in done.stdout
     rows = {line.split("│")[2].strip(): line.split("│")[1].strip()
             for line in done.stdout.splitlines() if line.count("│") >= 3}
