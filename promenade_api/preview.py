@@ -19,6 +19,7 @@ from promenade_api.etcd.model import ClusterSpec, MemberHealth
 from promenade_api.etcd.port import EtcdError
 from promenade_api.etcd.quorum import project, quorum
 from promenade_api.kube import capacity
+from promenade_api.kube.blockers import budget_blocker, lock_blocker
 from promenade_api.kube.budget import Budget, selector_matches
 from promenade_api.kube.drain import DrainPlan, held_locks, plan_drain
 from promenade_api.kube.model import Node, Pod
@@ -93,9 +94,14 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
     evicted = plan.evict + plan.hold
     budgets = _budgets(plan, kube.list_budgets(), found, params.fenced)
     locks = held_locks(node.annotations, settings.lock_patterns)
-    if locks and not params.fenced:
-        found.warnings.append(f"Eviction lock(s) {', '.join(locks)} held on {node.name}: "
-                              "nothing is evicted until they are released")
+    held = sorted(p.key for p in evicted + plan.delete)
+    blocking = [] if params.fenced else [lock_blocker(k, node.annotations.get(k, ""), held)
+                                         for k in locks]
+    for lock in blocking:
+        by = f" by {lock['holder']}" if lock["holder"] else ""
+        found.warnings.append(
+            f"Eviction lock {lock['annotation']} held{by} on {node.name}: nothing is evicted "
+            f"until it is released; it holds back {', '.join(held) or 'no pod'}")
     agent_locks = held_locks(node.annotations, settings.agent_lock_patterns)
     if agent_locks:
         found.warnings.append(f"Agent lock(s) {', '.join(agent_locks)} held on {node.name}: "
@@ -103,6 +109,10 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
                               "timeout) for their operators to remove the agents and release "
                               "them")
     blocked = [b["budget"] for b in budgets if b["disruptions_allowed"] == 0]
+    if not params.fenced:
+        blocking = [budget_blocker(b["budget"], b["pods_on_node"], None) | {
+            "disruptions_allowed": 0} for b in budgets if b["disruptions_allowed"] == 0
+        ] + blocking
     section = {
         "method": "fence (out-of-service taint; pods deleted without eviction)"
         if params.fenced else "drain (cordon, then evictions)",
@@ -116,6 +126,7 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
         "agent_locks": agent_locks,
         "can_finish": params.fenced or not blocked,
         "blocked_by": [] if params.fenced else [f"PodDisruptionBudget {b}" for b in blocked],
+        "blocking": blocking,  # each budget at zero and lock held, with the pods it holds
     }
     return section, evicted
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import falcon
@@ -25,6 +26,7 @@ from promenade_api.resources.params import (
 )
 from promenade_api.service import Promenade
 
+LOG = logging.getLogger(__name__)
 VERSION_HEADER = "X-Node-Version"
 WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answered at once)
 
@@ -50,7 +52,12 @@ def _leave(req: falcon.Request, svc: Promenade, leave: disruption.Leave | None
     if leave is None:
         return None, ""
     policy.check(req, "promenade:disrupt_pdbs")
-    return leave, operator_of(req.context.berth, svc.settings.service_roles)
+    ctx = req.context.berth
+    operator = operator_of(ctx, svc.settings.service_roles)
+    LOG.warning("%s %s: %s gives leave to disrupt PodDisruptionBudget(s) %s after %ss%s",
+                req.method, req.path, operator, ", ".join(leave.budgets), leave.after,
+                f" (passed on by {ctx.user})" if ctx.on_behalf_of else "")
+    return leave, operator
 
 
 class NodeResource:

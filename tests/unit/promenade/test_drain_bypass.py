@@ -154,6 +154,8 @@ def test_a_service_must_pass_on_the_operator_who_gave_the_leave(api, kube, token
     [entry] = done.json["details"]["disrupted"]
     assert entry["allowed_by"] == "alice" and entry["pod"] == "default/solo-1"
     assert "deleting default/solo-1 (disruption allowed by alice)" in caplog.text
+    assert "alice gives leave to disrupt PodDisruptionBudget(s) default/solo after 3s " \
+        "(passed on by berth-service)" in caplog.text
 
 
 def test_an_operators_own_client_header_is_not_who_gave_the_leave(api, kube, tokens):

@@ -94,8 +94,12 @@ def test_budget_counting_unhealthy_pods_and_held_locks_are_warnings(svc, site):
     assert any("counts 1 unhealthy" in w for w in out["warnings"])
     assert any("covers 2 pods here" in w for w in out["warnings"])
     assert out["drain"]["eviction_locks"] == ["eviction-lock.berth.io/agent"]
-    assert any("Eviction lock(s) eviction-lock.berth.io/agent held" in w
-               for w in out["warnings"])
+    [held] = [w for w in out["warnings"] if w.startswith(
+        "Eviction lock eviction-lock.berth.io/agent held by busy on node04: nothing is "
+        "evicted until it is released; it holds back ")]
+    [lock] = [b for b in out["drain"]["blocking"] if b["kind"] == "EvictionLock"]
+    assert (lock["annotation"], lock["holder"]) == ("eviction-lock.berth.io/agent", "busy")
+    assert "default/web-1" in lock["pods"] and ", ".join(lock["pods"]) in held
 
 
 def test_fenced_preview_ignores_budgets_the_taint_bypasses(svc, site):
