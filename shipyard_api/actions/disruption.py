@@ -60,6 +60,18 @@ def query(parameters: Mapping[str, Any]) -> dict[str, str] | None:
     return disruption.to_query(disruption.Leave(keys, int(parameters[disruption.AFTER])))
 
 
+def plan_finding(text: str, parameters: Mapping[str, Any]) -> str | None:
+    """A plan's blocker that the leave lifts (a named budget allowing no disruption), as the
+    warning it becomes; None for any other blocker (locks and unnamed budgets stay)."""
+    for entry in parameters.get(disruption.PDBS) or []:
+        key = f"{entry['namespace']}/{entry['name']}"
+        if text.startswith(f"PodDisruptionBudget {key} allows 0 disruptions"):
+            return (f"{text}; disrupt-pdbs names it: if it still refuses "
+                    f"{parameters[disruption.AFTER]} s after its first refusal, those pods are "
+                    "deleted, not evicted")
+    return None
+
+
 def step_details(body: Any) -> dict[str, Any]:
     """From Promenade's decommission answer (or failure): the pods deleted past a named budget
     (pod, budget, node, at, allowed_by) and what blocked the drain (budgets and locks)."""

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from common.api import API_PREFIX as P
 from common.errors import BerthError
-from shipyard_api.actions import fencing
+from shipyard_api.actions import disruption, fencing
 from shipyard_api.actions.design import (
     decommission_timeouts,
     deployment_configuration,
@@ -88,7 +88,7 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
 
 
 def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fenced: bool,
-                targets: list[str]) -> Mapping[str, Any]:
+                targets: list[str], parameters: Mapping[str, Any]) -> Mapping[str, Any]:
     """Promenade's decommission preview of the node: pods, budgets, capacity, etcd."""
     node = str(entry["node"])
     try:
@@ -100,7 +100,11 @@ def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fe
     for key in ("kubernetes", "phases", "drain", "capacity", "etcd"):
         entry[key] = prom.get(key)
     for text in prom.get("blockers") or []:
-        out.block("promenade", text, node)
+        lifted = disruption.plan_finding(text, parameters)  # a budget disrupt-pdbs names
+        if lifted is None:
+            out.block("promenade", text, node)
+        else:
+            out.warn("promenade", lifted, node)
     for text in prom.get("warnings") or []:
         out.warn("promenade", text, node)
     out.facts += facts.decommission_facts(node, prom, targets)
@@ -140,10 +144,12 @@ def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
     if path.path is None:
         out.block("shipyard", path.reason, node)
     fenced = path.path == fencing.FENCE_FIRST
-    prom = _kubernetes(r, out, entry, ref, fenced, list(prepared.targets or []))
+    prom = _kubernetes(r, out, entry, ref, fenced, list(prepared.targets or []),
+                       prepared.parameters)
     _baremetal(out, entry, drydock)
     entry["calls"] = _node_calls(node, fenced, {**query, **({"fenced": "true"} if fenced
-                                                           else {})},
+                                                           else {}),
+                                                **(disruption.query(prepared.parameters) or {})},
                                  prom, drydock, destroy_options(prepared.parameters))
 
 

@@ -11,6 +11,7 @@ import falcon.testing
 import pytest
 import yaml
 
+from common.context import RequestContext
 from common.status import simple_message, status_body
 from shipyard_api import config
 from shipyard_api.app import create_app
@@ -129,3 +130,30 @@ def test_without_a_leave_promenade_is_asked_for_none(harness: Harness) -> None:
     action = harness.create("redeploy_server", {"target_nodes": "node01"})
     assert harness.drive(action["id"])["state"] == "complete"
     assert harness.promenade.disrupts == {}
+
+
+def test_a_plan_with_the_leave_turns_only_the_named_budget_into_a_warning(
+        harness: Harness) -> None:
+    from shipyard_api.db import session_factory
+    from shipyard_api.plans.service import PlanService
+    from shipyard_api.plans.store import PlanStore
+
+    harness.commit(tag="site-action-success")
+    planner = PlanService(PlanStore(session_factory(harness.engine_db)), harness.api, ttl=600,
+                          clock=harness.clock)
+    harness.promenade.previews["node01"] = {"blockers": [
+        "PodDisruptionBudget demo/solo allows 0 disruptions now (needs 1 healthy, has 1); "
+        "it covers demo/solo-1",
+        "PodDisruptionBudget demo/web allows 0 disruptions now (needs 3 healthy, has 3); "
+        "it covers demo/web-1"]}
+    ctx = RequestContext(marker="6f1c3d2e-0000-4000-8000-0000000000ab", user="admin")
+    plain = planner.create("redeploy_server", {"target_nodes": "node01"}, ctx)
+    assert len(plain["blockers"]) == 2
+    plan = planner.create("redeploy_server", {"target_nodes": "node01", **LEAVE}, ctx)
+    assert [b["message"][:35] for b in plan["blockers"]] == [
+        "PodDisruptionBudget demo/web allows"]
+    assert any(w["message"].startswith("PodDisruptionBudget demo/solo allows 0") and
+               "disrupt-pdbs names it: if it still refuses 3 s" in w["message"]
+               for w in plan["warnings"])
+    [node] = plan["nodes"]
+    assert "disrupt-pdbs=demo%2Fsolo&disrupt-after=3" in node["calls"][0]["request"]
