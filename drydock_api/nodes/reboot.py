@@ -231,7 +231,7 @@ class RebootReconciler:
             got = power_record(policy, "not-off", at=now)
             enter(phase, Phase.IDLE, values, now)
             values.update(pending_reboot_since=None, last_power_off=got,
-                          reboot_error=f"Reboot failed: the node {got['summary']}")
+                          reboot_error=f"Reboot failed: {got['summary']}")
             self._nodes.record_reboot_power(name, [r.key for r in requests], got)
             self._nodes.delete_reboot(name, "")
             LOG.warning("Reboot of %s failed: %s", name, got["summary"])
