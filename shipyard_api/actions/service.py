@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ulid import ULID
 
+from common.audit import acting, request_actor
 from common.context import RequestContext
 from common.errors import BadRequest, Conflict, NotFound
 from shipyard_api.actions.disruption import allowed_by
@@ -82,8 +83,9 @@ class ActionService:
             created_at=now, updated_at=now, next_run_at=now, revision_id=prepared.revision_id,
             site_wide=prepared.targets is None, target_nodes=prepared.targets or [],
             message="", validations=prepared.validations)
-        self.store.create(row, plan(definition, prepared.targets),
-                          lambda active: check_conflicts(prepared, active))
+        with acting(request_actor(ctx)):
+            self.store.create(row, plan(definition, prepared.targets),
+                              lambda active: check_conflicts(prepared, active))
         if self.wake:
             self.wake()
         return self.get(row.id)
@@ -140,8 +142,9 @@ class ActionService:
     def control(self, action_id: str, verb: str, ctx: RequestContext) -> dict[str, Any]:
         if verb not in CONTROLS:
             raise NotFound(f"Unknown control {verb!r}; use one of {', '.join(CONTROLS)}")
-        self.store.control(action_id, verb, user=ctx.end_user or ctx.user, marker=ctx.marker,
-                           now=self.clock())
+        with acting(request_actor(ctx)):
+            self.store.control(action_id, verb, user=ctx.end_user or ctx.user,
+                               marker=ctx.marker, now=self.clock())
         if self.wake:
             self.wake()
         return self.get(action_id)

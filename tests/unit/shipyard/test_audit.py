@@ -122,3 +122,60 @@ def test_audit_routes_are_admin_only_and_check_their_parameters(api: Any) -> Non
     bad = client.simulate_get(f"{P}/audit", headers={"X-Auth-Token": tokens["admin"]},
                               params={"limit": "0", "since": "yesterday"})
     assert bad.status_code == 400 and bad.json["details"]["errorCount"] == 2
+
+
+def test_concurrent_creates_controls_and_engines_keep_one_chain(any_harness: Harness) -> None:
+    """Threads creating and controlling actions while two engines run them (SQLite and
+    PostgreSQL): one chain per stream, no deadlock, every change recorded once."""
+    import threading
+
+    from common import audit
+    from common.context import RequestContext
+    from common.errors import Conflict
+
+    h = any_harness
+    h.commit(tag="site-action-success")
+    errors: list[BaseException] = []
+    created: dict[str, str] = {}
+    done: list[str] = []  # one per control accepted
+
+    def operator(node: str) -> None:
+        try:
+            action = h.create("redeploy_server", {"target_nodes": node})
+            created[node] = action["id"]
+            for verb in ("pause", "unpause"):
+                for _ in range(20):  # an engine may move the action in between: ask again
+                    try:
+                        h.api.control(action["id"], verb, RequestContext(user=f"op-{node}"))
+                        done.append(node)
+                        break
+                    except Conflict:
+                        continue
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def engine(owner: str) -> None:
+        try:
+            runner = h.engine(owner, hold=0.0)
+            for _ in range(40):
+                runner.run_once()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=operator, args=(n,)) for n in ("node01", "node02",
+                                                                      "node03")]
+    threads += [threading.Thread(target=engine, args=(f"w{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    with h.engine_db.connect() as conn:
+        result = audit.verify(conn)
+        rows = audit.entries(conn, stream="shipyard.actions", limit=1000)
+    assert result.ok, result.broken
+    assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+    for name, action_id in created.items():
+        mine = [(r["change"], r["user"]) for r in rows if r["object"] == f"action/{action_id}"]
+        assert mine[0] == ("created", "admin")
+        assert [u for c, u in mine if u.startswith("op-")] == [f"op-{name}"] * done.count(name)
