@@ -254,3 +254,19 @@ def test_killed_workers_leave_no_claim_and_every_node_is_redeployed_once(
     survivors = [p for p in layout.workers.values() if p.pid not in killed]
     assert len(survivors) == 2 and all(p.alive() for p in survivors)
     assert any(f"Resuming task {destroy}" in p.output() for p in survivors)
+
+
+def test_the_audit_chains_hold_after_concurrent_apis_workers_and_takeovers(
+        layout: Layout) -> None:
+    """Two APIs and two workers per service appended to one chain per stream (the head row
+    locked): after the work above and the takeovers, every chain verifies from every API."""
+    for api in ("shipyard-1", "shipyard-2", "drydock-1", "drydock-2"):
+        resp = layout.call("GET", api, "/audit/verify")
+        assert resp.status_code == 200, resp.text
+    shipyard = layout.call("GET", "shipyard-1", "/audit/verify").json()["details"]["chains"]
+    drydock = layout.call("GET", "drydock-2", "/audit/verify").json()["details"]["chains"]
+    assert shipyard["shipyard.actions"]["entries"] > 10
+    assert drydock["drydock.tasks"]["entries"] > 10 and drydock["drydock.nodes"]["entries"]
+    seqs = layout.rows("drydock", "SELECT seq FROM audit_entries WHERE stream = "
+                       "'drydock.tasks' ORDER BY seq")
+    assert [r[0] for r in seqs] == list(range(1, len(seqs) + 1))
