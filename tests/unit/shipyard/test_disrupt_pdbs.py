@@ -157,3 +157,29 @@ def test_a_plan_with_the_leave_turns_only_the_named_budget_into_a_warning(
                for w in plan["warnings"])
     [node] = plan["nodes"]
     assert "disrupt-pdbs=demo%2Fsolo&disrupt-after=3" in node["calls"][0]["request"]
+
+
+def test_a_failed_decommission_step_names_what_blocked_the_drain(harness: Harness) -> None:
+    from common.errors import BadGateway
+
+    harness.commit(tag="site-action-success")
+    blocker = {"kind": "PodDisruptionBudget", "name": "demo/web", "disruptions_allowed": 0,
+               "pods": ["demo/web-1"]}
+    lock = {"kind": "EvictionLock", "annotation": "eviction-lock.berth.io/backup",
+            "holder": "nightly-backup", "pods": ["demo/web-1"]}
+
+    def decommission(*args: Any, **kw: Any) -> dict[str, Any]:
+        raise BadGateway("Promenade: decommission failed", peer_status=status_body(
+            500, "Decommission of node01 failed at step drain",
+            reason="DisassociateStepFailure", messages=[
+                simple_message("PodDisruptionBudget demo/web (disruptionsAllowed 0) refuses "
+                               "the eviction of demo/web-1", step="drain", blocker=blocker),
+                simple_message("Eviction lock eviction-lock.berth.io/backup held by "
+                               "nightly-backup holds back demo/web-1", step="drain",
+                               blocker=lock)]))
+
+    harness.promenade.decommission = decommission  # type: ignore[method-assign]
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    assert harness.drive(action["id"])["state"] == "failed"
+    step = harness.step(action["id"], "decommission.node01")
+    assert step["details"]["blockers"] == [blocker, lock]
