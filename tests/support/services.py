@@ -60,7 +60,8 @@ class ServiceProcess:
                               workers=self.workers, args=self.args, cwd=self.workdir)
         self.proc = Proc.adopt(popen, log)
         try:
-            wait_healthy(f"{self.service}-api", self.url, popen, log, timeout=30,
+            # A guard against hangs only: on a loaded machine a cold start takes a while.
+            wait_healthy(f"{self.service}-api", self.url, popen, log, timeout=180,
                          path="/versions")
         except UpError:
             self.proc.stop()
