@@ -64,14 +64,24 @@ class Etcd3Port:
         try:
             return call(self._client(url, tls))
         except grpc.RpcError as exc:
-            raise translate(exc, f"{what} via {url}") from exc
+            raise self._failed(url, tls, translate(exc, f"{what} via {url}")) from exc
         except etcd3.exceptions.Etcd3Exception as exc:
             inner = exc.__context__
             if isinstance(inner, grpc.RpcError):
-                raise translate(inner, f"{what} via {url}") from exc
-            raise EtcdUnreachable(f"etcd {what} via {url}: {exc}") from exc
+                raise self._failed(url, tls, translate(inner, f"{what} via {url}")) from exc
+            raise self._failed(url, tls, EtcdUnreachable(f"etcd {what} via {url}: {exc}")) \
+                from exc
         except ValueError as exc:  # bad TLS material or endpoint
             raise EtcdError(f"etcd {what} via {url}: {exc}") from exc
+
+    def _failed(self, url: str, tls: TlsFiles, error: EtcdError) -> EtcdError:
+        """Forget the client of an endpoint that did not answer: its gRPC channel would wait
+        out its reconnect backoff (many seconds) after a member (re)starts on that URL. It is
+        not closed: another thread may still be using it."""
+        if isinstance(error, EtcdUnreachable):
+            with self._lock:
+                self._clients.pop((url, tls), None)
+        return error
 
     def _first(self, urls: tuple[str, ...], tls: TlsFiles, what: str,
                call: Callable[[Any], T]) -> T:
