@@ -109,12 +109,3 @@ def audit_routes(engine: Engine, service: str) -> list[tuple[str, object]]:
     return [(f"{P}/audit", AuditResource(log, f"{service}:read_audit")),
             (f"{P}/audit/verify", AuditVerifyResource(log, f"{service}:verify_audit"))]
 
-
-def audit_rules(service: str) -> list[Any]:
-    """The two rules' defaults (admin only: the log names every user and object)."""
-    return [
-        policy.rule(f"{service}:read_audit", policy.ADMIN, "Read audit log entries",
-                    f"{P}/audit", "GET"),
-        policy.rule(f"{service}:verify_audit", policy.ADMIN,
-                    "Verify every hash chain of the audit log", f"{P}/audit/verify", "GET"),
-    ]
