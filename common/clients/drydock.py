@@ -243,6 +243,13 @@ class DrydockClient:
         result = self._client.request("POST", f"{P}/budgets/slots", ctx=ctx, json_body=body)
         return dict(result or {})
 
+    def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
+                          ctx: RequestContext) -> list[dict[str, Any]]:
+        """The blockers taking the node's slots would meet now (nothing is taken)."""
+        result = self._client.request("POST", f"{P}/budgets/slots", ctx=ctx, json_body={
+            "holder": holder, "node": node, "design_ref": design_ref, "dry_run": True})
+        return [dict(b) for b in (result or {}).get("blockers") or []]
+
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
                           ctx: RequestContext) -> dict[str, Any]:
         """Extend `holder`'s slots; NotFound (SlotsNotHeld) once its lease ran out."""

@@ -14,7 +14,7 @@ from drydock_api.budgets.slots import Blocker, Claim, Holding, SlotStore
 
 HOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
 DEFAULT_LEASE, MAX_LEASE = 60.0, 3600.0
-TAKE_FIELDS = ("holder", "node", "design_ref", "lease_seconds", "description")
+TAKE_FIELDS = ("holder", "node", "design_ref", "lease_seconds", "description", "dry_run")
 # (node, design_ref, request context) -> the domains the node needs a slot of
 ClaimsOf = Callable[[str, Any, RequestContext | None], list[Claim]]
 
@@ -77,9 +77,16 @@ class BudgetService:
         if description is not None and not isinstance(description, str):
             problems.append("description must be a string")
         lease = _lease(body, problems)
+        dry_run = body.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            problems.append("dry_run must be true or false")
         _refuse(problems)
         assert isinstance(node, str)
         claims = self.claims_of(node, body["design_ref"], ctx)
+        if dry_run:  # what taking would answer now; nothing is taken
+            return {"holder": holder, "node": node, "slots": [],
+                    "domains": [c.domain for c in claims],
+                    "blockers": [b.as_dict() for b in self.slots.check(holder, claims)]}
         blockers = self.slots.take(holder, node, claims, lease,
                                    (description or "")[:1024] or None)
         if blockers:

@@ -107,6 +107,18 @@ class SlotStore:
                        for c in claims if c.domain not in mine])
             return []
 
+    def check(self, holder: str, claims: Sequence[Claim]) -> list[Blocker]:
+        """What `take` would answer now, taking nothing (live slots of other holders)."""
+        wanted = [c.domain for c in claims]
+        with self.reads() as s:
+            rows = list(s.scalars(select(BudgetSlotRow).where(
+                BudgetSlotRow.domain.in_(wanted), BudgetSlotRow.holder != holder,
+                BudgetSlotRow.lease_expires >= self.clock())
+                .order_by(BudgetSlotRow.taken, BudgetSlotRow.holder))) if wanted else []
+        return [Blocker(c.domain, c.budget, tuple(_holding(r) for r in rows
+                                                  if r.domain == c.domain))
+                for c in claims if sum(r.domain == c.domain for r in rows) >= c.budget]
+
     def renew(self, holder: str, lease_seconds: float) -> list[Holding]:
         """Extend `holder`'s live slots; [] when it holds none (never took one, gave them up,
         or let them expire: then another holder may have them now)."""

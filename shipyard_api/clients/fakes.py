@@ -199,6 +199,17 @@ class FakeDrydock:
                 self.slots[holder] = node
             return {"holder": holder, "node": node, "slots": []}
 
+    def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
+                          ctx: RequestContext) -> list[dict[str, Any]]:
+        with self._lock:
+            others = {h: n for h, n in self.slots.items() if h != holder}
+            if self.budget is None or len(others) < self.budget:
+                return []
+            return [{"domain": "rack:all", "budget": self.budget,
+                     "holders": [{"holder": h, "node": n} for h, n in others.items()],
+                     "message": f"failure domain rack:all has its budget of {self.budget} out "
+                                f"of service taken by " + ", ".join(others)}]
+
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
                           ctx: RequestContext) -> dict[str, Any]:
         with self._lock:

@@ -70,6 +70,9 @@ class DrydockPort(Protocol):
                          lease_seconds: float, description: str | None,
                          ctx: RequestContext) -> dict[str, Any]: ...
 
+    def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
+                          ctx: RequestContext) -> list[dict[str, Any]]: ...
+
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
                           ctx: RequestContext) -> dict[str, Any]: ...
 

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from common.api import API_PREFIX as P
 from common.errors import BerthError
-from shipyard_api.actions import disruption, fencing
+from shipyard_api.actions import budget, disruption, fencing
 from shipyard_api.actions.design import (
     decommission_timeouts,
     deployment_configuration,
@@ -173,7 +173,26 @@ def redeploy(r: Reader, prepared: Prepared) -> Composition:
         _one_node(r, out, node, ref, membership.get(node, []), query, by_node.get(node, {}),
                   prepared)
     _etcd_in_flight(r, out, targets, membership)
+    _budgets(r, out, targets, ref, prepared.parameters.get("budget") == "refuse")
     return out
+
+
+def _budgets(r: Reader, out: Composition, targets: list[str], ref: str, refuse: bool) -> None:
+    """Failure domains of the targets with no slot free now (Drydock's dry run): with
+    budget=refuse a blocker, else a warning that the node's chain would wait."""
+    for node in targets:
+        try:
+            blockers = r.svc.drydock.check_budget_slot(budget.holder(r.rc.marker, node), node,
+                                                       ref, ctx=r.rc)
+        except BerthError as exc:
+            _peer(out, "drydock", node, "check the node's failure-domain slots", exc)
+            continue
+        for b in blockers:
+            text = str(b.get("message") or f"failure domain {b.get('domain')} is full")
+            if refuse:
+                out.block("drydock", f"{node}: {text} (budget=refuse)", node)
+            else:
+                out.warn("drydock", f"{node} would wait for its slot: {text}", node)
 
 
 def _etcd_in_flight(r: Reader, out: Composition, targets: list[str],

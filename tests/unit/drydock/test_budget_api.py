@@ -79,3 +79,16 @@ def test_bad_take_request_lists_every_problem(client: Any) -> None:
     for part in ("unknown field 'x'", "holder must be", "node is required",
                  "design_ref is required", "lease_seconds must be"):
         assert part in texts
+
+
+def test_dry_run_names_what_taking_would_meet_and_takes_nothing(client: Any) -> None:
+    c, href, _ = client
+    assert call(c, "POST", "/budgets/slots", {"holder": "a1", "node": "n1",
+                                              "design_ref": href}).status_code == 200
+    probe = call(c, "POST", "/budgets/slots", {"holder": "a2", "node": "n2",
+                                               "design_ref": href, "dry_run": True})
+    assert probe.status_code == 200
+    assert probe.json["domains"] == ["rack:rack01"]
+    assert [(b["domain"], [h["holder"] for h in b["holders"]])
+            for b in probe.json["blockers"]] == [("rack:rack01", ["a1"])]
+    assert [s["holder"] for s in call(c, "GET", "/budgets/slots").json["slots"]] == ["a1"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.context import RequestContext
 from common.errors import BerthError, ValidationFailed
 from tests.unit.shipyard.conftest import Harness
 
@@ -79,3 +80,27 @@ def test_live_actions_slots_are_renewed_and_a_dead_workers_are_not(harness: Harn
         s.execute(update(ActionRow).where(ActionRow.id == action["id"]).values(
             lease_owner="dead-worker", lease_expires=harness.clock() - 1))
     assert renewer.renew_once() == 0
+
+
+def test_plan_names_a_full_domain_as_wait_or_blocker(harness: Harness) -> None:
+    from shipyard_api.db import session_factory
+    from shipyard_api.plans.service import PlanService
+    from shipyard_api.plans.store import PlanStore
+
+    store = PlanStore(session_factory(harness.engine_db))
+    harness.services.plans = store
+    planner = PlanService(store, harness.api, ttl=600, clock=harness.clock)
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = 1
+    harness.drydock.slots[OTHER] = "node09"
+    ctx = RequestContext(marker="6f1c3d2e-0000-4000-8000-000000000009", user="admin")
+    waits = planner.create("redeploy_server", {"target_nodes": "node01"}, ctx)
+    assert waits["verdict"] != "blocked"
+    assert any("node01 would wait for its slot" in w["message"] and OTHER in w["message"]
+               for w in waits["warnings"]), waits["warnings"]
+    refuses = planner.create("redeploy_server", {"target_nodes": "node01",
+                                                 "budget": "refuse"}, ctx)
+    assert refuses["verdict"] == "blocked"
+    assert any("rack:all" in b["message"] and OTHER in b["message"]
+               for b in refuses["blockers"]), refuses["blockers"]
+    assert list(harness.drydock.slots) == [OTHER]  # a plan takes no slot
