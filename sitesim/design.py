@@ -104,8 +104,11 @@ def default_strategy(spec: SiteSpec) -> dict[str, Any]:
 
 
 def design_documents(spec: SiteSpec, ends: SiteEndpoints) -> list[dict[str, Any]]:
-    docs = [document("drydock/Region/v1", spec.region, {
-        "tag_definitions": [], "repositories": {}, "authorized_keys": [], "site": spec.name})]
+    region: dict[str, Any] = {"tag_definitions": [], "repositories": {},
+                              "authorized_keys": [], "site": spec.name}
+    if spec.failure_domains:
+        region["failure_domains"] = [dict(d) for d in spec.failure_domains]
+    docs = [document("drydock/Region/v1", spec.region, region)]
     profiles: dict[str, NodeSpec] = {}
     for node in spec.nodes:
         profiles.setdefault(profile_name(node), node)

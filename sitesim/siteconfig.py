@@ -114,6 +114,8 @@ class SiteSpec:
     deployment: Mapping[str, Any]
     strategy: Mapping[str, Any] | None
     source: str = ""
+    # drydock/Region/v1 failure_domains, as given (the design's schema checks them)
+    failure_domains: tuple[Mapping[str, Any], ...] = ()
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:
@@ -139,7 +141,7 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
         raise SiteConfigError(["the site YAML must be a mapping"])
     _check_keys(raw, {"site", "region", "defaults", "nodes", "etcd", "faults", "timings",
                       "maas", "workloads", "deployment_configuration",
-                      "deployment_strategy"}, "top level", problems)
+                      "deployment_strategy", "failure_domains"}, "top level", problems)
     name = raw.get("site")
     if not isinstance(name, str) or not NAME_RE.match(name):
         problems.append("site: a lowercase name is required")
@@ -165,13 +167,17 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
     if strategy is not None and not (isinstance(strategy, dict)
                                      and isinstance(strategy.get("groups"), list)):
         problems.append("deployment_strategy: must be a mapping with a list of groups")
+    domains = raw.get("failure_domains") or []
+    if not isinstance(domains, list) or not all(isinstance(d, dict) for d in domains):
+        problems.append("failure_domains: must be a list of mappings (name, by, budget)")
+        domains = []
     if problems:
         raise SiteConfigError(problems)
     return SiteSpec(
         name=name, region=str(raw.get("region") or f"{name}-region"), nodes=tuple(nodes),
         etcd=tuple(etcd), faults=tuple(faults), timings=timings, maas_api_key=str(key),
         workloads=bool(raw.get("workloads", True)), deployment=deployment,
-        strategy=strategy, source=source,
+        strategy=strategy, source=source, failure_domains=tuple(domains),
     )
 
 

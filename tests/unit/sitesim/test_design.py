@@ -81,3 +81,17 @@ def test_strategy_example_carries_spec_001_strategy_and_names():
 def test_dump_is_multi_document_yaml():
     docs = design_documents(load_site(ROOT / "etc/sites/demo.yaml"), ENDS)
     assert list(yaml.safe_load_all(dump_documents(docs))) == docs
+
+
+def test_site_failure_domains_go_to_the_region_and_are_checked_by_its_schema():
+    from sitesim.siteconfig import parse_site
+
+    raw = yaml.safe_load((ROOT / "etc/sites/demo.yaml").read_text())
+    raw["failure_domains"] = [{"name": "rack", "by": "rack", "budget": 1}]
+    docs = by_name(design_documents(parse_site(raw), ENDS))
+    region = docs[("drydock/Region/v1", "demo-region")]
+    assert region["data"]["failure_domains"] == [{"name": "rack", "by": "rack", "budget": 1}]
+    raw["failure_domains"] = [{"name": "rack", "by": "room", "budget": 0}]
+    problems = validate_documents(design_documents(parse_site(raw), ENDS))
+    assert {m["diagnostic"] for m in problems} == {"failure_domains/0/by",
+                                                   "failure_domains/0/budget"}
