@@ -37,9 +37,13 @@ WORKER_OPTS: list[cfg.Opt] = [
 ]
 OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("graceful_timeout", default=60.0, min=0.0,
-                 help="Seconds to wait for a graceful shutdown before forcing power off."),
+                 help="Seconds a task's soft-then-hard power-off waits for a graceful "
+                      "shutdown before forcing power off, when neither the task "
+                      "(grace_period) nor the design (drydock/Region/v1 power.grace_period) "
+                      "gives one."),
     cfg.FloatOpt("power_timeout", default=300.0, min=0.01,
-                 help="Seconds a power-off step may take in all before the node fails."),
+                 help="Seconds a power-off step may take beyond its grace period before "
+                      "the node fails."),
     cfg.FloatOpt("poll_interval", default=2.0, min=0.001,
                  help="Longest wait between power-state and erase polls (s); see [steps] "
                       "first_poll_interval."),
@@ -95,7 +99,9 @@ REBOOT_OPTS: list[cfg.Opt] = [
                  help="Lease on a node taken by the replica acting on its reboot."),
     cfg.FloatOpt("soft_timeout", default=60.0, min=0.0,
                  help="Seconds a soft reboot waits for a graceful shutdown before forcing "
-                      "power off."),
+                      "power off (soft-only: before failing), when neither the requests "
+                      "(grace_period) nor the design (drydock/Region/v1 power.grace_period) "
+                      "give one."),
     cfg.FloatOpt("power_on_retry", default=30.0, min=0.01,
                  help="Seconds after which a power on that did not happen is requested again."),
 ]
