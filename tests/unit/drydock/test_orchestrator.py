@@ -339,7 +339,9 @@ def test_with_the_default_pool_every_node_of_a_200_node_task_waits_at_the_same_t
     large task's nodes behind each other (each power-off here returns only once all 200
     nodes have asked for theirs)."""
     nodes = [f"n{i:03d}" for i in range(200)]
-    site = make_site(nodes)
+    # Generous time-outs: on a loaded machine 200 threads take a while to meet.
+    site = make_site(nodes, oob={"poll_interval": 0.001, "graceful_timeout": 0.05,
+                                 "power_timeout": 120.0})
     barrier = threading.Barrier(200, timeout=120)
     power_off = site.oob.power_off
 

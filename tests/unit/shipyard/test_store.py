@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from shipyard_api.actions.redeploy import definition
 from shipyard_api.workflow.states import ActionState
 from tests.unit.shipyard.conftest import Harness
 
@@ -16,7 +17,8 @@ def test_redeploy_completes_on_both_databases(any_harness: Harness) -> None:
     action = h.create("redeploy_server", {"target_nodes": "node01,node03"})
     view = h.drive(action["id"])
     assert view["state"] == "complete"
-    assert len(view["steps"]) == 2 + 9 * 2
+    per_node = sum(1 for step in definition().steps if step.per_node)
+    assert per_node == 12 and len(view["steps"]) == 2 + per_node * 2
 
 
 def test_only_one_of_many_concurrent_claimers_gets_the_action(any_harness: Harness) -> None:
