@@ -40,6 +40,7 @@ from drydock_api.nodes.reboot import RebootReconciler, RebootSettings
 from drydock_api.nodes.service import NodeService
 from drydock_api.nodes.sitedesign import SiteDesign
 from drydock_api.tasks.actions import build_actions
+from drydock_api.tasks.budget import TaskBudgets
 from drydock_api.tasks.context import Labeller, Ports, StepSettings
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
@@ -198,6 +199,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
                               lease_seconds=conf.worker.lease_seconds,
                               poll_interval=conf.worker.poll_interval)
+    slots = SlotStore(store.engine, clock=clock)
+    claims_of = design_claims(loader.documents, loader.design)
     reconciler = RebootReconciler(
         nodes, oob, loader.design, site_design,
         RebootSettings(interval=conf.reboot.interval, lease_seconds=conf.reboot.lease_seconds,
@@ -209,8 +212,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                       pool=pool, worker_settings=settings,
                       node_service=NodeService(inventory, nodes), reconciler=reconciler,
                       waiters=waiters, owner=conf.worker.owner,
-                      budgets=BudgetService(SlotStore(store.engine, clock=clock),
-                                            design_claims(loader.documents, loader.design)))
+                      budgets=BudgetService(slots, claims_of))
+    task_budgets = TaskBudgets(slots, claims_of, conf.worker.lease_seconds * 2)
+    ports.budgets = service.budgets = task_budgets
+    reconciler.slots, reconciler.claims_of = slots, claims_of
     service.on_created = runtime.task_created
     runtime.listener = Listener(store.engine, {TASKS_CHANNEL: runtime.wake_workers,
                                                CHANGES_CHANNEL: waiters.notify}).start()

@@ -130,6 +130,16 @@ class SlotStore:
             return [_holding(r) for r in s.scalars(select(BudgetSlotRow).where(
                 BudgetSlotRow.holder == holder, BudgetSlotRow.lease_expires >= now))]
 
+    def renew_prefix(self, prefix: str, lease_seconds: float) -> int:
+        """Extend the live slots of every holder whose name starts with `prefix` (a task's
+        nodes); how many slots."""
+        with self.sessions.begin() as s:
+            now = self._lock(s)
+            res = s.execute(update(BudgetSlotRow).where(
+                BudgetSlotRow.holder.startswith(prefix, autoescape=True),
+                BudgetSlotRow.lease_expires >= now).values(lease_expires=now + lease_seconds))
+            return int(res.rowcount)  # type: ignore[attr-defined]
+
     def release(self, holder: str) -> int:
         """Give up every slot of `holder`; how many there were."""
         with self.sessions.begin() as s:

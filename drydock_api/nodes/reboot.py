@@ -31,6 +31,7 @@ from common.audit import current_actor, worker_actor
 from common.context import RequestContext
 from common.errors import BerthError
 from common.workflow import IllegalTransition, transition
+from drydock_api.budgets.slots import SlotStore
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import OobDriver
@@ -97,6 +98,10 @@ class RebootReconciler:
         self._clock = clock
         self.stopping = threading.Event()
         self._grace: float | None = None  # the design's power.grace_period (last read)
+        # failure-domain slots: a reboot holds drydock:reboot:<node> from before its power-off
+        # until the node is on again (claims_of: node, design ref, ctx -> the domains)
+        self.slots: SlotStore | None = None
+        self.claims_of: Callable[[str, Any, RequestContext | None], list[Any]] | None = None
 
     def pass_once(self) -> int:
         """One step on every node that needs one; returns how many nodes were acted on."""
@@ -167,9 +172,36 @@ class RebootReconciler:
             self._nodes.update(name, **values)
             return not requests
         values["reboot_error"] = None
+        waiting = self._hold_slot(record, power)
+        if waiting:
+            values["reboot_error"] = waiting
+            self._nodes.update(name, **values)
+            return False
         done = self._advance(name, record, bmc, power, now, requests, values)
         self._nodes.update(name, **values)
         return done
+
+    def _hold_slot(self, record: NodeRecord, power: str) -> str | None:
+        """Take (or renew) the node's failure-domain slots before its power-off; why the
+        reboot waits when a domain is full and the node is still in service, else None."""
+        if self.slots is None or self.claims_of is None:
+            return None
+        ref = record.design_ref or self._latest_ref()
+        claims = self.claims_of(record.name, ref, RequestContext())
+        blockers = self.slots.take(reboot_holder(record.name), record.name, claims,
+                                   self.settings.lease_seconds * 2, "reboot request")
+        if not blockers:
+            return None
+        text = "; ".join(b.sentence() for b in blockers)
+        if Phase(record.shutdown_mode or Phase.IDLE.value) == Phase.IDLE and power == "on":
+            LOG.info("Reboot of %s waits for a failure-domain slot: %s", record.name, text)
+            return f"waiting for a failure-domain slot: {text}"
+        LOG.warning("Reboot of %s: its slots lapsed and are taken now: %s", record.name, text)
+        return None  # out of service already: finish the reboot
+
+    def _release_slot(self, name: str) -> None:
+        if self.slots is not None:
+            self.slots.release(reboot_holder(name))
 
     def _advance(self, name: str, record: NodeRecord, bmc: BmcAccess, power: str,
                  now: float, requests: list[Any], values: dict[str, Any]) -> bool:
@@ -234,6 +266,7 @@ class RebootReconciler:
                           reboot_error=f"Reboot failed: {got['summary']}")
             self._nodes.record_reboot_power(name, [r.key for r in requests], got)
             self._nodes.delete_reboot(name, "")
+            self._release_slot(name)
             LOG.warning("Reboot of %s failed: %s", name, got["summary"])
 
     def _got(self, name: str, record: NodeRecord, phase: Phase, now: float,
@@ -263,10 +296,10 @@ class RebootReconciler:
             self._nodes.update(record.name, reboot_error=why)
         return True
 
-    @staticmethod
-    def _powered_on(name: str, phase: Phase, now: float, values: dict[str, Any]) -> bool:
+    def _powered_on(self, name: str, phase: Phase, now: float, values: dict[str, Any]) -> bool:
         enter(phase, Phase.IDLE, values, now)
         values["last_powered_on"] = now
+        self._release_slot(name)  # in service again
         LOG.info("Reboot of %s: powered on again", name)
         return True
 
@@ -277,6 +310,11 @@ class RebootReconciler:
             except Exception:
                 LOG.exception("Reboot reconciler pass failed")
             self.stopping.wait(self.settings.interval)
+
+
+def reboot_holder(node: str) -> str:
+    """The slot holder of a node's reboot (one pending reboot per node)."""
+    return f"drydock:reboot:{node}"
 
 
 def policy_of(row: Any) -> str:

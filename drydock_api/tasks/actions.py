@@ -12,7 +12,7 @@ from typing import Any
 from common.status import validation_message
 from common.workflow import Done, Failed, Outcome
 from drydock_api.nodes.validation import validate_design
-from drydock_api.tasks import destroy, lifecycle, site
+from drydock_api.tasks import budget, destroy, lifecycle, site
 from drydock_api.tasks.context import (
     NodeContext,
     NodeStep,
@@ -81,6 +81,14 @@ def relabel(ctx: NodeContext) -> Outcome:
     return Done(f"Kubernetes labels set through Promenade: {labels}")
 
 
+def budgeted(steps: Callable[[dict[str, Any]], list[NodeStep]]
+             ) -> Callable[[dict[str, Any]], list[NodeStep]]:
+    """`steps` after take_budget_slot when the task's nodes are in failure domains (the
+    node's slots come first)."""
+    first = budget.take_step(lambda ctx: ctx.ports.budgets)
+    return lambda options: ([first] if budget.uses_slots(options) else []) + steps(options)
+
+
 def build_actions() -> dict[str, ActionDef]:
     """The implemented actions; the others are refused with 400 UnsupportedAction."""
     return {
@@ -96,13 +104,15 @@ def build_actions() -> dict[str, ActionDef]:
         "prepare_site": ActionDef("prepare_site", no_options("prepare_site"), None,
                                   exclusive=False, site=site.prepare_site),
         "prepare_nodes": ActionDef("prepare_nodes", no_options("prepare_nodes"),
-                                   lifecycle.prepare_steps, skip_retired=True),
+                                   budgeted(lifecycle.prepare_steps), skip_retired=True),
         "deploy_nodes": ActionDef("deploy_nodes", no_options("deploy_nodes"),
-                                  lifecycle.deploy_steps, skip_retired=True),
-        "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options, destroy.steps,
+                                  budgeted(lifecycle.deploy_steps), skip_retired=True),
+        "destroy_nodes": ActionDef("destroy_nodes", destroy.check_options,
+                                   budgeted(destroy.steps),
                                    needs_filter=True, teardown=True),
         "power_off_nodes": ActionDef("power_off_nodes", destroy.check_power_off_options,
-                                     destroy.power_off_steps, needs_filter=True),
+                                     budgeted(destroy.power_off_steps),
+                                     needs_filter=True),
         "relabel_nodes": ActionDef(
             "relabel_nodes", no_options("relabel_nodes"),
             lambda o: [node_step("relabel", relabel, lambda s: s.release_timeout)]),

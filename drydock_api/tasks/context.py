@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
+
+if TYPE_CHECKING:
+    from drydock_api.tasks.budget import TaskBudgets
 
 
 class Labeller(Protocol):
@@ -68,6 +71,7 @@ class Ports:
     labeller: Labeller | None = None
     retire: Callable[[str, str | None], None] | None = None
     records: NodeRecords | None = None
+    budgets: TaskBudgets | None = None  # failure-domain slots (tasks.budget)
 
 
 @dataclass
@@ -92,6 +96,9 @@ class NodeContext:
     teardown: dict[str, Any] | None = None
     task: str = ""
     design_grace: float | None = None  # the design's Region power.grace_period
+    design_ref: Any = None  # the task's design reference
+    action: str = ""  # the task's action
+    message: Callable[[dict[str, Any]], None] = lambda m: None  # a message of the step now
 
     def intend(self, key: str, asked: str, **what: Any) -> dict[str, Any]:
         """Write ahead: record durably that `asked` is about to be sent, before it is. A

@@ -207,6 +207,8 @@ class Orchestrator:
         current_actor.set(worker_actor("drydock", ctx.end_user))
         while True:
             if run.step is None and not self._next_step(row, run, ctx, lease):
+                if not lease.lost.is_set():
+                    self._release_slots(run)  # the node's work in this task ended
                 return None
             assert run.step is not None and run.row is not None and run.ctx is not None
             if run.seen.next_at is not None and run.seen.next_at > self.clock():
@@ -218,7 +220,23 @@ class Orchestrator:
                 self._save(row, run)
                 return run.seen.next_at
             if not self._record(row, run, outcome):
+                self._release_slots(run)
                 return None
+
+    def _release_slots(self, run: _NodeRun) -> None:
+        """Give back the node's failure-domain slots taken by this task (tasks.budget)."""
+        if self._ports.budgets is not None:
+            try:
+                self._ports.budgets.release(run.options, run.node.name)
+            except Exception:  # the lease frees them anyway
+                LOG.exception("Giving back the slots of %s failed", run.node.name)
+
+    def renew_slots(self, task_ids: list[str]) -> None:
+        """Extend the failure-domain slots of the running tasks' nodes (worker heartbeat)."""
+        if self._ports.budgets is None:
+            return
+        for task_id in task_ids:
+            self._ports.budgets.renew(dict(self._tasks.get(task_id).options or {}))
 
     def _next_step(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
                    lease: TaskHold) -> bool:
@@ -253,7 +271,10 @@ class Orchestrator:
                                previous=run.previous, cancelled=lease.lost.is_set,
                                state=self._progress.saved_state(run.row), task=row.id,
                                teardown=self._progress.teardown(run.node.name)
-                               if run.teardown else None, design_grace=run.design_grace)
+                               if run.teardown else None, design_grace=run.design_grace,
+                               design_ref=row.design_ref, action=row.action)
+        step_row = run.row
+        node_ctx.message = lambda m: self._progress.add_messages(step_row, [m])
 
         def checkpoint() -> None:
             if lease.lost.is_set():  # another worker holds the task: ask nothing more

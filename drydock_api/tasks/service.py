@@ -20,11 +20,12 @@ from drydock_api.db.progress import ProgressStore, TreeMessages
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import CRITERIA, check_filter, select_nodes
+from drydock_api.tasks import budget
 from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
 from drydock_api.tasks.render import task_body
 from drydock_api.tasks.states import FINAL, TaskResult, TaskStatus
 
-BODY_FIELDS = ("action", "design_ref", "node_filter", "options")
+BODY_FIELDS = ("action", "design_ref", "node_filter", "options", *budget.FIELDS)
 TREE_CACHE = 8  # encoded task trees kept per process
 
 
@@ -67,6 +68,7 @@ class TaskService:
         self._trees: OrderedDict[tuple[str, int], tuple[Any, bytes, bytes]] = OrderedDict()
         self._trees_lock = threading.Lock()
         self.on_created: Callable[[], None] = lambda: None  # wakes this process's workers
+        self.budgets: budget.TaskBudgets | None = None  # failure-domain slots of tasks
 
     def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
         problems = [f"unknown field {k!r}" for k in body if k not in BODY_FIELDS]
@@ -80,6 +82,7 @@ class TaskService:
         if body.get("design_ref") is None:
             problems.append("design_ref is required")
         problems += check_filter(body.get("node_filter"))
+        problems += budget.check_fields(body)
         if isinstance(action, str) and action in self._actions:
             problems += self._actions[action].check_options(options)
             if self._actions[action].needs_filter:
@@ -100,13 +103,17 @@ class TaskService:
         nodes: list[str] = []
         if action.site is None:
             nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
+        kept = self.budgets.admit(action.name, body, nodes, ctx) if self.budgets else {}
         row, created = self._store.create_task(
             action=action.name, design_ref=body["design_ref"], design_digest=digest,
-            node_filter=body.get("node_filter"), options=options, node_names=nodes,
+            node_filter=body.get("node_filter"), options={**options, **kept},
+            node_names=nodes,
             created_by=ctx.end_user or ctx.user, marker=ctx.marker,
             idempotency_key=idempotency_key, exclusive=action.exclusive)
         if created:
             self.on_created()
+        elif self.budgets is not None:
+            self.budgets.forget(kept, nodes)  # a replay: the first request's task stands
         return self.render(row), created
 
     def render(self, row: TaskRow, children: list[TaskRow] | None = None,

@@ -96,6 +96,10 @@ class Worker:
                     lease.lose()
             except Exception:
                 LOG.exception("Renewing the lease on %s failed", lease.task_id)
+        try:
+            self.orchestrator.renew_slots([h.task_id for h in leases if not h.lost.is_set()])
+        except Exception:
+            LOG.exception("Renewing failure-domain slots failed")
 
     def run(self) -> None:
         """Poll for work and renew leases until `stopping` is set."""
