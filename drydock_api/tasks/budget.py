@@ -17,7 +17,7 @@ from common.status import Message, simple_message
 from common.workflow import Done, Failed, Outcome, Retry, StepDef
 from drydock_api.budgets.service import ClaimsOf, check_holder, exhausted
 from drydock_api.budgets.slots import Blocker, SlotStore
-from drydock_api.tasks.context import NodeContext, NodeStep
+from drydock_api.tasks.context import Budgets, NodeContext, NodeStep
 
 LOG = logging.getLogger(__name__)
 CHOICES = ("wait", "refuse")
@@ -158,7 +158,7 @@ def uses_slots(options: dict[str, Any]) -> bool:
     return bool(options.get(KEY) or options.get("budget_holder"))
 
 
-def take_step(budgets: Callable[[NodeContext], TaskBudgets | None]) -> NodeStep:
+def take_step(budgets: Callable[[NodeContext], Budgets | None]) -> NodeStep:
     """The first node step of a budgeted action; waits up to `release_timeout`."""
     def run(ctx: NodeContext) -> Outcome:
         found = budgets(ctx)

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import OobDriver, Provisioner
 from drydock_api.nodes.design import NodeDef
-
-if TYPE_CHECKING:
-    from drydock_api.tasks.budget import TaskBudgets
 
 
 class Labeller(Protocol):
@@ -36,6 +33,16 @@ class NodeRecords(Protocol):
     def set_kept_disks(self, name: str, disks: list[str]) -> None: ...
 
     def end_teardown(self, name: str) -> None: ...
+
+
+class Budgets(Protocol):
+    """Failure-domain slots of tasks (tasks.budget.TaskBudgets)."""
+
+    def take(self, ctx: NodeContext) -> Outcome: ...
+
+    def release(self, options: dict[str, Any], node: str) -> None: ...
+
+    def renew(self, options: dict[str, Any]) -> int: ...
 
 
 T = TypeVar("T")
@@ -71,7 +78,7 @@ class Ports:
     labeller: Labeller | None = None
     retire: Callable[[str, str | None], None] | None = None
     records: NodeRecords | None = None
-    budgets: TaskBudgets | None = None  # failure-domain slots (tasks.budget)
+    budgets: Budgets | None = None  # failure-domain slots (tasks.budget)
 
 
 @dataclass
