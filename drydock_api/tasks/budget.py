@@ -148,7 +148,7 @@ class TaskBudgets:
 
 def _waiting(node: str, blockers: list[Blocker], text: str) -> Message:
     return simple_message(f"{node}: waiting for a failure-domain slot: {text}", error=False,
-                          node=node, context_type="node", context=node,
+                          node=node, step=STEP, context_type="node", context=node,
                           reason="BudgetExhausted",
                           blockers=[b.as_dict() for b in blockers])
 

@@ -6,6 +6,7 @@ power-off until the node is on again."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -21,6 +22,9 @@ from tests.unit.drydock.test_reboot import drive, request
 
 CTX = RequestContext(user="admin")
 RACK = Claim("rack:rack01", 1)
+# a waiting take_budget_slot step times out after release_timeout: room on a loaded machine
+PATIENT = {"maas_poll_interval": 0.001, "step_retry_delay": 0.001, "outage_window": 0,
+           "release_timeout": 120.0}
 
 
 def budgeted_docs() -> list[dict[str, Any]]:
@@ -46,13 +50,19 @@ def node_messages(site: Site, task_id: str, node: str) -> list[dict[str, Any]]:
 
 
 def test_two_destroys_in_one_rack_never_hold_it_at_once(make_site: SiteFactory) -> None:
-    site = make_site(docs=budgeted_docs())
+    site = make_site(docs=budgeted_docs(), steps=PATIENT)
     seen: list[tuple[str, list[tuple[str, str, str]]]] = []
     power_off = site.oob.power_off
 
     def watched(bmc: BmcAccess, *, graceful: bool) -> None:
         node = next(n for n in ("n1", "n2") if site.address(n) == bmc.address)
         seen.append((node, holders(site)))
+        deadline = time.monotonic() + 4  # within the power-off step's timeout
+        while len(seen) == 1 and time.monotonic() < deadline and not any(
+                m.get("reason") == "BudgetExhausted"  # the other node tries meanwhile
+                for task in (first, second) for m in site.runtime.service.get(
+                    task["task_id"])["result"]["details"]["messageList"]):
+            time.sleep(0.05)
         power_off(bmc, graceful=graceful)
 
     site.oob.power_off = watched  # type: ignore[method-assign]
@@ -62,7 +72,8 @@ def test_two_destroys_in_one_rack_never_hold_it_at_once(make_site: SiteFactory) 
     worker.join(60)
     for task in (first, second):
         done = site.runtime.service.get(task["task_id"])
-        assert done["status"] == "complete" and done["result"]["status"] == "success", done
+        assert done["status"] == "complete" and done["result"]["status"] == "success", \
+            done["result"]["details"]["messageList"]
     assert {n for n, _ in seen} == {"n1", "n2"}
     for node, held in seen:  # each power-off: the rack held by that node's task alone
         assert [(d, n) for _, d, n in held] == [("rack:rack01", node)], seen
@@ -148,3 +159,36 @@ def test_renew_prefix_extends_a_tasks_slots_only(make_site: SiteFactory) -> None
     assert slots.renew_prefix("drydock:k1:", 10) == 1
     clock.advance(5)
     assert [h.holder for h in slots.held()] == ["drydock:k1:n1"]
+
+
+def test_a_deploy_nodes_group_of_one_rack_runs_one_node_at_a_time(
+        make_site: SiteFactory) -> None:
+    docs = D.simple_site(["n1", "n2", "n3"])
+    docs[2]["data"]["failure_domains"] = [{"name": "rack", "by": "rack", "budget": 1}]
+    site = make_site(["n1", "n2", "n3"], docs=docs, steps=PATIENT)
+    for name in ("n1", "n2", "n3"):
+        site.maas._set(f"id-{name}", "Ready")  # prepared, not yet deployed
+    seen: list[tuple[str, list[tuple[str, str, str]]]] = []
+    deploy = site.maas.deploy
+
+    def watched(system_id: str, *args: Any) -> Any:
+        seen.append((system_id.removeprefix("id-"), holders(site)))
+        return deploy(system_id, *args)
+
+    site.maas.deploy = watched  # type: ignore[method-assign]
+    body, _ = site.runtime.service.create(  # as deploy_site asks for a group
+        {"action": "deploy_nodes", "design_ref": site.href,
+         "node_filter": names("n1", "n2", "n3")}, CTX, None)
+    worker = site.runtime.new_worker("w1")
+    worker.poll_once()
+    worker.join(60)
+    task = site.runtime.service.get(body["task_id"])
+    assert task["result"]["status"] == "success", task
+    assert sorted(n for n, _ in seen) == ["n1", "n2", "n3"]
+    for node, held in seen:  # each deploy request: the rack held by that node alone
+        assert [(d, n) for _, d, n in held] == [("rack:rack01", node)], seen
+    waits = [m for m in task["result"]["details"]["messageList"]
+             if m.get("reason") == "BudgetExhausted"]
+    assert all("rack:rack01" in m["message"] and m["node"] != seen[0][0]  # who waited
+               for m in waits), waits
+    assert holders(site) == []
