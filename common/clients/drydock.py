@@ -154,9 +154,13 @@ class DrydockClient:
             == 204
 
     def create_task(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                    options: Mapping[str, Any], *, ctx: RequestContext, key: str) -> Task:
+                    options: Mapping[str, Any], *, ctx: RequestContext, key: str,
+                    budget_holder: str | None = None) -> Task:
+        """`budget_holder`: the task acts under the failure-domain slots that holder has."""
         body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
                 "options": dict(options)}
+        if budget_holder is not None:
+            body["budget_holder"] = budget_holder
         result: Task = self._client.request("POST", f"{P}/tasks", ctx=ctx, json_body=body,
                                             idempotency_key=key)
         return result

@@ -97,8 +97,13 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
     rc = ctx.request_context()
     task_id = ctx.memo.get("task_id")
     if task_id is None:
+        # the node's failure-domain slots this action holds (actions.budget): the task acts
+        # under them instead of taking its own
+        held = ctx.output("take_budget_slot") if ctx.node is not None else {}
         task = svc.drydock.create_task(action, str(design(ctx)["design_ref"]), node_filter,
-                                       options, ctx=rc, key=ctx.key())
+                                       options, ctx=rc, key=ctx.key(),
+                                       budget_holder=str(held["holder"])
+                                       if held.get("domains") else None)
         task_id = str(task.get("task_id"))
         return retry_after(0, memo={"task_id": task_id}, details={"task": task},
                            note=f"Drydock {action} task {task_id} created")

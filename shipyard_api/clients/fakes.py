@@ -172,6 +172,7 @@ class FakeDrydock:
     budget: int | None = None
     slots: dict[str, str] = field(default_factory=dict)  # holder -> node
     _by_key: dict[str, str] = field(default_factory=dict)
+    budget_holders: dict[str, str | None] = field(default_factory=dict)  # task -> holder
     _reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -195,9 +196,11 @@ class FakeDrydock:
                 body["details"]["blockers"] = [blocker]
                 raise Conflict(f"Drydock: {body['message']}", reason="BudgetExhausted",
                                details={"peer_status": body}, retry=False)
-            if self.budget is not None:
-                self.slots[holder] = node
-            return {"holder": holder, "node": node, "slots": []}
+            if self.budget is None:
+                return {"holder": holder, "node": node, "slots": []}
+            self.slots[holder] = node
+            return {"holder": holder, "node": node,
+                    "slots": [{"holder": holder, "node": node, "domain": "rack:all"}]}
 
     def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
                           ctx: RequestContext) -> list[dict[str, Any]]:
@@ -231,7 +234,7 @@ class FakeDrydock:
 
     def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
                     options: Mapping[str, Any], *, ctx: RequestContext,
-                    key: str) -> dict[str, Any]:
+                    key: str, budget_holder: str | None = None) -> dict[str, Any]:
         nodes = _filter_nodes(node_filter)
         with self._lock:
             self.calls.append(Call(f"create:{action}", ",".join(nodes), key, ctx.marker))
@@ -244,6 +247,7 @@ class FakeDrydock:
                                    "options": dict(options), "nodes": nodes,
                                    "result": {"status": ResultStatus.INCOMPLETE.value}}
             self._by_key[key] = task_id
+            self.budget_holders[task_id] = budget_holder
             return dict(self.tasks[task_id])
 
     def watch_task(self, task_id: str, *, since: str | None, wait: float,

@@ -104,3 +104,23 @@ def test_plan_names_a_full_domain_as_wait_or_blocker(harness: Harness) -> None:
     assert any("rack:all" in b["message"] and OTHER in b["message"]
                for b in refuses["blockers"]), refuses["blockers"]
     assert list(harness.drydock.slots) == [OTHER]  # a plan takes no slot
+
+
+def test_drydock_tasks_of_a_redeploy_act_under_its_slot(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = 1
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    view = harness.drive(action["id"])
+    assert view["state"] == "complete", view["message"]
+    holders = {harness.drydock.tasks[t]["action"]: h
+               for t, h in harness.drydock.budget_holders.items()}
+    expected = f"shipyard:{view['context_marker']}:node01"
+    assert holders["destroy_nodes"] == holders["prepare_nodes"] == expected
+    assert holders["deploy_nodes"] == expected  # no second slot taken in Drydock
+
+
+def test_drydock_tasks_without_a_domain_carry_no_holder(harness: Harness) -> None:
+    harness.commit(tag="site-action-success")
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    assert harness.drive(action["id"])["state"] == "complete"
+    assert set(harness.drydock.budget_holders.values()) == {None}
