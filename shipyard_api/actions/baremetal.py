@@ -25,7 +25,7 @@ from common.workflow import (
     failed,
     retry_after,
 )
-from shipyard_api.actions import steps
+from shipyard_api.actions import budget, steps
 from shipyard_api.actions.ports import services
 from shipyard_api.clients.ports import DrydockPort, node_names_filter, node_ready
 from shipyard_api.documents.validation import shipyard_checks
@@ -189,7 +189,11 @@ def _poll(ctx: StepContext, deployment: Deployment,
         deployment.record_failure(call, f"Drydock {call.action} task {task_id} did not "
                                   f"finish within {limit:g} s; it was terminated")
         return None
-    return retry_after(interval, details=_report(deployment, task_id))
+    report = _report(deployment, task_id)
+    blocked = budget.waiting_in(task)  # Drydock holds back nodes of a full failure domain
+    if blocked is not None:
+        report["blocked"] = blocked
+    return retry_after(interval, details=report)
 
 
 def _await_ready(ctx: StepContext, deployment: Deployment, call: Call,

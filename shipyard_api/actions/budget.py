@@ -64,6 +64,28 @@ def _blocked(ctx: StepContext, exc: Conflict) -> Outcome:
                                             "blockers": blockers}})
 
 
+def waiting_in(task: Any) -> dict[str, Any] | None:
+    """The nodes of a Drydock task whose take_budget_slot step waits now (its last message
+    is Drydock's BudgetExhausted one), as a blocker naming each full domain and its
+    holders; None when no node waits."""
+    result = task.get("result") if isinstance(task, dict) else None
+    details = result.get("details") if isinstance(result, dict) else None
+    messages = details.get("messageList") if isinstance(details, dict) else None
+    last: dict[str, dict[str, Any]] = {}
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and m.get("step") == TAKE and m.get("node"):
+            last[str(m["node"])] = m
+    waiting = {n: m for n, m in sorted(last.items()) if m.get("reason") == EXHAUSTED}
+    if not waiting:
+        return None
+    blockers = [dict(b, node=n) for n, m in waiting.items() for b in m.get("blockers") or []
+                if isinstance(b, dict)]
+    text = "; ".join(f"{n}: " + describe([b for b in blockers if b["node"] == n],
+                                         str(m.get("message"))) for n, m in waiting.items())
+    return {"reason": EXHAUSTED, "nodes": list(waiting), "blockers": blockers,
+            "message": f"waiting for a failure-domain slot: {text}"}
+
+
 class BudgetRefused(Conflict):
     reason, title = EXHAUSTED, "A failure domain of a target node has no slot free"
 

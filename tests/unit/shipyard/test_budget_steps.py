@@ -124,3 +124,29 @@ def test_drydock_tasks_without_a_domain_carry_no_holder(harness: Harness) -> Non
     action = harness.create("redeploy_server", {"target_nodes": "node01"})
     assert harness.drive(action["id"])["state"] == "complete"
     assert set(harness.drydock.budget_holders.values()) == {None}
+
+
+def test_deploy_site_shows_the_nodes_drydock_holds_back_as_a_blocker(
+        harness: Harness) -> None:
+    harness.commit()
+    action = harness.create("deploy_site")
+    harness.run_until(lambda: any(t["action"] == "deploy_nodes"
+                                  for t in harness.drydock.tasks.values()))
+    harness.drydock.polls_to_finish = 10**6  # the group's deploy task runs on
+    task = next(t for t in harness.drydock.tasks.values() if t["action"] == "deploy_nodes")
+    held = {"domain": "rack:rack01", "budget": 1, "holders": [{"holder": "drydock:k:node01"}],
+            "message": "failure domain rack:rack01 has its budget of 1 out of service taken "
+                       "by drydock:k:node01 (node01, deploy_nodes task t)"}
+    task["result"] = {"status": "incomplete", "details": {"messageList": [  # as Drydock has it
+        {"node": "node01", "step": "take_budget_slot", "message": "slots taken"},
+        {"node": "node02", "step": "take_budget_slot", "reason": "BudgetExhausted",
+         "message": "node02: waiting ...", "blockers": [held]},
+        {"node": "node03", "step": "take_budget_slot", "reason": "BudgetExhausted",
+         "message": "node03: waiting ...", "blockers": [held]},
+        {"node": "node03", "step": "take_budget_slot", "message": "slots taken"}]}}
+    harness.run_until(lambda: "blocked" in harness.step(action["id"], "baremetal")["details"])
+    blocked = harness.step(action["id"], "baremetal")["details"]["blocked"]
+    assert blocked["reason"] == "BudgetExhausted" and blocked["nodes"] == ["node02"]
+    assert blocked["blockers"][0]["domain"] == "rack:rack01"
+    assert "node02: failure domain rack:rack01" in blocked["message"]
+    assert "drydock:k:node01" in blocked["message"]
