@@ -57,6 +57,12 @@ class TaskStore:
                                                         func.max(NodeRecord.updated)))
 
     # --- creation --------------------------------------------------------------------------
+    def by_key(self, idempotency_key: str) -> TaskRow | None:
+        """The task created with this idempotency key, if any."""
+        with self.reads() as s:
+            return s.scalars(select(TaskRow).where(
+                TaskRow.idempotency_key == idempotency_key)).first()
+
     def create_task(self, *, action: str, design_ref: Any, node_filter: Any,
                     options: dict[str, Any], node_names: list[str], created_by: str | None,
                     marker: str | None, idempotency_key: str | None,

@@ -103,18 +103,32 @@ class TaskService:
         nodes: list[str] = []
         if action.site is None:
             nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
+        replayed = self._store.by_key(idempotency_key) if idempotency_key else None
+        if replayed is not None:  # the first request's task stands (no slot taken again)
+            return self.render(replayed), False
         kept = self.budgets.admit(action.name, body, nodes, ctx) if self.budgets else {}
-        row, created = self._store.create_task(
-            action=action.name, design_ref=body["design_ref"], design_digest=digest,
-            node_filter=body.get("node_filter"), options={**options, **kept},
-            node_names=nodes,
-            created_by=ctx.end_user or ctx.user, marker=ctx.marker,
-            idempotency_key=idempotency_key, exclusive=action.exclusive)
+        try:
+            row, created = self._create(action, body, digest, {**options, **kept}, nodes, ctx,
+                                        idempotency_key)
+        except Exception:
+            if self.budgets is not None:
+                self.budgets.forget(kept, nodes)  # e.g. 409 NodesBusy: give back what it took
+            raise
         if created:
             self.on_created()
         elif self.budgets is not None:
             self.budgets.forget(kept, nodes)  # a replay: the first request's task stands
         return self.render(row), created
+
+    def _create(self, action: ActionDef, body: dict[str, Any], digest: str | None,
+                options: dict[str, Any], nodes: list[str], ctx: RequestContext,
+                idempotency_key: str | None) -> tuple[TaskRow, bool]:
+        return self._store.create_task(
+            action=action.name, design_ref=body["design_ref"], design_digest=digest,
+            node_filter=body.get("node_filter"), options=options,
+            node_names=nodes,
+            created_by=ctx.end_user or ctx.user, marker=ctx.marker,
+            idempotency_key=idempotency_key, exclusive=action.exclusive)
 
     def render(self, row: TaskRow, children: list[TaskRow] | None = None,
                tree: TreeMessages | None = None) -> Task:

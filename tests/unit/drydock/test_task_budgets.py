@@ -192,3 +192,19 @@ def test_a_deploy_nodes_group_of_one_rack_runs_one_node_at_a_time(
     assert all("rack:rack01" in m["message"] and m["node"] != seen[0][0]  # who waited
                for m in waits), waits
     assert holders(site) == []
+
+
+def test_a_replayed_refuse_request_is_the_same_task_and_busy_nodes_give_slots_back(
+        make_site: SiteFactory) -> None:
+    site = make_site(docs=budgeted_docs())
+    body = {"action": "destroy_nodes", "design_ref": site.href, "node_filter": names("n1"),
+            "budget": "refuse"}
+    first, created = site.runtime.service.create(dict(body), CTX, "key-1")
+    again, created_again = site.runtime.service.create(dict(body), CTX, "key-1")
+    assert created and not created_again and again["task_id"] == first["task_id"]
+    assert len(holders(site)) == 1  # the replay took nothing
+    site.runtime.budgets.slots.release(holders(site)[0][0])  # the rack is free, n1 busy
+    with pytest.raises(Conflict) as busy:
+        site.runtime.service.create(dict(body), CTX, "key-2")
+    assert busy.value.instance_reason == "NodesBusy"
+    assert holders(site) == []  # what the refused request took is given back
