@@ -7,16 +7,21 @@ power-off until the node is on again."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+import falcon.testing
 import pytest
 
 from common.context import RequestContext
 from common.errors import Conflict
+from drydock_api.app import Deps, create_app
 from drydock_api.budgets.slots import Claim
 from drydock_api.nodes.design import BmcAccess
 from tests.unit.drydock import designs as D
-from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory
+from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory, make_conf
+from tests.unit.drydock.test_api import TOKENS
+from tests.unit.drydock.test_budget_api import call
 from tests.unit.drydock.test_orchestrator import names
 from tests.unit.drydock.test_reboot import drive, request
 
@@ -208,3 +213,25 @@ def test_a_replayed_refuse_request_is_the_same_task_and_busy_nodes_give_slots_ba
         site.runtime.service.create(dict(body), CTX, "key-2")
     assert busy.value.instance_reason == "NodesBusy"
     assert holders(site) == []  # what the refused request took is given back
+
+
+def test_post_tasks_budget_fields_over_http(make_site: SiteFactory, tmp_path: Path) -> None:
+    site = make_site(docs=budgeted_docs())
+    app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
+    app.berth_spec.authenticator = TOKENS
+    c, href = falcon.testing.TestClient(app), site.href
+    bad = call(c, "POST", "/tasks", {"action": "power_off_nodes", "design_ref": href,
+                                     "node_filter": names("n2"), "budget": "maybe",
+                                     "budget_holder": "no spaces allowed"})
+    assert bad.status_code == 400, bad.text
+    text = str(bad.json["details"]["messageList"])
+    assert "budget must be wait or refuse" in text and "holder must be" in text
+    held = call(c, "POST", "/budgets/slots", {"holder": "ops-1", "node": "n1",
+                                              "design_ref": href})
+    assert held.status_code == 200, held.text
+    refused = call(c, "POST", "/tasks", {"action": "power_off_nodes", "design_ref": href,
+                                         "node_filter": names("n2"), "budget": "refuse"})
+    assert refused.status_code == 409 and refused.json["reason"] == "BudgetExhausted"
+    assert refused.json["details"]["blockers"][0]["domain"] == "rack:rack01"
+    assert "ops-1 (n1)" in refused.json["message"]
+    assert call(c, "GET", "/tasks").json == []  # nothing created
