@@ -47,6 +47,17 @@ def set_min_available(berth: Berth, value: int) -> None:
              30, f"PDB web desiredHealthy {value}")
 
 
+def web_node(berth: Berth, avoid: str = "") -> str:
+    """A node running a pod of the demo web Deployment now (other tests move them around)."""
+    assert berth.site.kube is not None
+    pods = berth.site.kube.api.get(
+        "/api/v1/namespaces/demo/pods?labelSelector=application%3Dweb") or {}
+    nodes = sorted({p["spec"].get("nodeName") for p in pods.get("items", [])
+                    if p.get("status", {}).get("phase") == "Running"} - {None, avoid})
+    assert nodes, "no running web pod"
+    return str(nodes[0])
+
+
 @pytest.fixture
 def tight_budget(berth: Berth) -> Iterator[None]:
     set_min_available(berth, 3)
@@ -93,9 +104,11 @@ def _blockers(plan: dict[str, Any]) -> list[tuple[str | None, str]]:
 def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
         berth: Berth, faults: Any, tight_budget: None) -> None:
     faults("node03", "etcd.member_down")
+    web = web_node(berth, avoid="node06")
+    targets = f"node01,{web},node06"
 
     def blocked() -> dict[str, Any] | None:
-        plan = make_plan(berth, "redeploy_server", target_nodes="node01,node04,node06",
+        plan = make_plan(berth, "redeploy_server", target_nodes=targets,
                          **{"preserve-local-storage": True})
         text = " ".join(m for _, m in _blockers(plan))
         return plan if "etcd cluster kubernetes" in text else None
@@ -104,13 +117,13 @@ def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
     assert plan["verdict"] == "blocked"
     found = _blockers(plan)
     assert any(n == "node01" and "below the quorum" in m for n, m in found), found
-    assert any(n == "node04" and "PodDisruptionBudget demo/web allows 0" in m
+    assert any(n == web and "PodDisruptionBudget demo/web allows 0" in m
                for n, m in found), found
     assert any(n == "node06" and "preserve_local_storage" in m and "ipmi" in m
                for n, m in found), found
     refused = berth.api("POST", "/actions", json={
         "name": "redeploy_server", "plan_id": plan["id"], "parameters": {
-            "target_nodes": "node01,node04,node06", "preserve-local-storage": True,
+            "target_nodes": targets, "preserve-local-storage": True,
             "target-revision": "committed"}})
     assert refused.status_code in (400, 409)
     faults.clear()
@@ -120,19 +133,20 @@ def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
 
 
 def test_action_from_a_plan_stops_when_the_pdb_tightened(berth: Berth) -> None:
-    plan = make_plan(berth, "redeploy_server", target_nodes="node05")
+    node = web_node(berth)
+    plan = make_plan(berth, "redeploy_server", target_nodes=node)
     assert plan["verdict"] != "blocked", plan["blockers"]
     before = writes(berth)
     set_min_available(berth, 3)
     try:
         resp = berth.api("POST", "/actions", json={
             "name": "redeploy_server", "plan_id": plan["id"], "parameters": {
-                "target_nodes": "node05", "target-revision": "committed"}})
+                "target_nodes": node, "target-revision": "committed"}})
         assert resp.status_code == 201, resp.text
         view = berth.wait_action(resp.json()["id"])
     finally:
         set_min_available(berth, 2)
-    step = steps_of(view)["decommission.node05"]
+    step = steps_of(view)[f"decommission.{node}"]
     assert view["state"] == "failed" and step["reason"] == "PlanFactsChanged"
     changes = {c["fact"]: (c["planned"], c["now"]) for c in step["details"]["changes"]}
     assert changes == {"PodDisruptionBudget demo/web disruptions allowed": (1, 0)}

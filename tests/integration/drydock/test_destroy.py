@@ -125,7 +125,7 @@ def test_ignored_graceful_shutdown_ends_in_force_off_and_quick_erase(dd_env: Env
     assert task["result"]["status"] == "success", task["result"]
     texts = {m["node"]: m["message"] for m in task["result"]["details"]["messageList"]
              if m["step"] == "power_off"}
-    assert "forced off" in texts["rf-k"] and "gracefully" in texts["ipmi-d"]
+    assert "forced off" in texts["rf-k"] and "graceful shutdown accepted" in texts["ipmi-d"]
     assert dd_env.sim("/calls", system="maas", op="quick_erase", node="ipmi-d")["count"] == 1
     for name in ("rf-k", "ipmi-d"):
         node = dd_env.sim(f"/nodes/{name}")
