@@ -23,7 +23,7 @@ TEST_WORKERS ?= 4
 
 test: venv debs keystone kube lint typecheck
 	BERTH_KUBE_REQUIRED=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
-	    --dist loadscope --no-loadscope-reorder tests
+	    --dist loadscope --no-loadscope-reorder --durations=25 tests
 
 unit: venv
 	$(BIN)/pytest -q -m 'not slow' tests/unit
