@@ -117,7 +117,10 @@ class EtcdManager:
         if cluster.members[node].running:
             return True
         try:
-            if cluster.start_added_member(node):
+            # Looked at twice: Promenade may add the node (as a learner, never started) just
+            # after the first look; restarting it on its old data dir would then fail.
+            if cluster.start_added_member(node) or (
+                    node in cluster.member_names() and cluster.start_added_member(node)):
                 self._model.record_call("etcd", "member_join", node)
             elif node in cluster.member_names():
                 self._model.record_call("etcd", "member_restart", node)
