@@ -68,3 +68,14 @@ def create(berth: Berth, name: str, **params: Any) -> dict[str, Any]:
 
 def steps_of(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["id"]: s for s in view["steps"]}
+
+
+def web_node(berth: Berth, avoid: str = "") -> str:
+    """A node running a pod of the demo web Deployment now (other tests move them around)."""
+    assert berth.site.kube is not None
+    pods = berth.site.kube.api.get(
+        "/api/v1/namespaces/demo/pods?labelSelector=application%3Dweb") or {}
+    nodes = sorted({p["spec"].get("nodeName") for p in pods.get("items", [])
+                    if p.get("status", {}).get("phase") == "Running"} - {None, avoid})
+    assert nodes, "no running web pod"
+    return str(nodes[0])

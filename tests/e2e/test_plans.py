@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import steps_of
+from tests.e2e.conftest import steps_of, web_node
 from tests.fixtures.services import Berth, wait_for
 
 # Plans of redeploy_server use the committed revision: tagging one site-action-success here
@@ -45,17 +45,6 @@ def set_min_available(berth: Berth, value: int) -> None:
     assert api.patch(PDB, {"spec": {"minAvailable": value}})
     wait_for(lambda: (api.get(PDB) or {}).get("status", {}).get("desiredHealthy") == value,
              30, f"PDB web desiredHealthy {value}")
-
-
-def web_node(berth: Berth, avoid: str = "") -> str:
-    """A node running a pod of the demo web Deployment now (other tests move them around)."""
-    assert berth.site.kube is not None
-    pods = berth.site.kube.api.get(
-        "/api/v1/namespaces/demo/pods?labelSelector=application%3Dweb") or {}
-    nodes = sorted({p["spec"].get("nodeName") for p in pods.get("items", [])
-                    if p.get("status", {}).get("phase") == "Running"} - {None, avoid})
-    assert nodes, "no running web pod"
-    return str(nodes[0])
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from promenade_api.kube.client import KubeClient, load_api_client
 from shipyard_api.ui.site_page import GLANCE
-from tests.e2e.conftest import create
+from tests.e2e.conftest import create, web_node
 from tests.fixtures.services import Berth
 from tests.support import a11y
 from tests.support.axe import axe_script, violations
@@ -152,9 +152,10 @@ def test_a_running_redeploy_updates_in_place_and_names_the_lock_that_holds_it(
         berth: Berth, browser: Any, axe: Path | None, successful_revision: int) -> None:
     kube = KubeClient(load_api_client(str(berth.site.kubeconfig)), request_timeout=10,
                       poll_interval=0.1)
-    kube.patch_node("node05", annotations={LOCK: "e2e-holder"})
+    node_name = web_node(berth)  # a node with pods the lock holds back (pods move around)
+    kube.patch_node(node_name, annotations={LOCK: "e2e-holder"})
     requested_urls(browser)
-    action = create(berth, "redeploy_server", target_nodes=["node05"])
+    action = create(berth, "redeploy_server", target_nodes=[node_name])
     seen: list[dict[str, str]] = []
     try:
         browser.get(f"{berth.shipyard}/ui/actions/{action['id']}")
@@ -167,13 +168,13 @@ def test_a_running_redeploy_updates_in_place_and_names_the_lock_that_holds_it(
             time.sleep(0.3)
         assert f"lock: lock {LOCK} (held by e2e-holder)" in blocking_objects(browser), \
             browser.page_source[:6000]
-        assert seen[-1]["decommission.node05"] == "running"
+        assert seen[-1][f"decommission.{node_name}"] == "running"
         node = browser.find_element(By.CSS_SELECTOR,
-                                    "table.nodes-progress tr[data-node='node05']")
+                                    f"table.nodes-progress tr[data-node='{node_name}']")
         assert "decommission" in node.text and "pods left" in node.text
         accessible(browser, "action", axe)
     finally:
-        kube.patch_node("node05", annotations={LOCK: None})
+        kube.patch_node(node_name, annotations={LOCK: None})
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         seen.append(dict(browser.execute_script(STATES)))
