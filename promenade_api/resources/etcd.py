@@ -10,7 +10,7 @@ from common.errors import ValidationFailed
 from common.policy import authorize
 from common.status import status_body
 from promenade_api.errors import MissingDesignRef
-from promenade_api.resources.nodes import render
+from promenade_api.resources.nodes import etcd_membership, render
 from promenade_api.resources.params import Query, checked_node, design_ref_body
 from promenade_api.service import Promenade
 
@@ -39,11 +39,7 @@ class JoinEtcdResource:
     @authorize("promenade:join_etcd")
     @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
-        query = Query(req, ["timeout"])
-        timeout = query.whole("timeout")
-        query.check((timeout == 0, "timeout must be at least 1"))
-        clusters = self._svc.clusters(design_ref_body(req), req.context.berth, required=False)
-        messages = self._svc.join_etcd(node_id, clusters, timeout)
+        messages = etcd_membership(self._svc, req, node_id, self._svc.join_etcd)
         render(resp, f"The etcd members of {node_id} are voting members", messages)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -132,12 +133,19 @@ class RemoveEtcdResource:
     @authorize("promenade:remove_etcd")
     @checked_node
     def on_post(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
-        query = Query(req, ["timeout"])
-        timeout = query.whole("timeout")
-        query.check((timeout == 0, "timeout must be at least 1"))
-        clusters = self._svc.clusters(design_ref_body(req), req.context.berth, required=False)
-        messages = self._svc.remove_etcd(node_id, clusters, timeout)
+        messages = etcd_membership(self._svc, req, node_id, self._svc.remove_etcd)
         render(resp, f"Removed the etcd members of {node_id}", messages)
+
+
+def etcd_membership(svc: Promenade, req: falcon.Request, node_id: str,
+                    change: Callable[[str, Any, int | None], list[Message]]) -> list[Message]:
+    """A change of `node_id`'s etcd memberships (remove, join) with the request's timeout
+    and the design's clusters."""
+    query = Query(req, ["timeout"])
+    timeout = query.whole("timeout")
+    query.check((timeout == 0, "timeout must be at least 1"))
+    clusters = svc.clusters(design_ref_body(req), req.context.berth, required=False)
+    return change(node_id, clusters, timeout)
 
 
 class ShutdownKubeletResource:
