@@ -185,8 +185,11 @@ class NodeStore:
                 row.power_policy, row.grace_period, row.power = policy, grace, None
 
     def record_reboot_power(self, name: str, keys: list[str], got: dict[str, Any]) -> None:
-        """What the power-off of these requests got (graceful, forced, hard, not-off)."""
+        """What the power-off of these requests got (graceful, forced, hard, not-off), on
+        the requests and the node's `last_power_off` in one transaction (a reader never sees
+        one without the other)."""
         with self.sessions.begin() as s:
+            self._row(s, name, lock=True).last_power_off = got
             for row in s.scalars(select(RebootRow).where(RebootRow.node == name,
                                                          RebootRow.key.in_(keys))):
                 row.power = got

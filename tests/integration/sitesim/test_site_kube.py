@@ -12,7 +12,7 @@ import requests
 
 from sitesim.site import Site
 from tests.fixtures.site import start_test_site, stop_site
-from tests.integration.sitesim.conftest import node, wait_for
+from tests.integration.sitesim.conftest import calls, node, wait_for
 
 pytestmark = pytest.mark.slow
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -107,10 +107,14 @@ def test_the_kubelet_shutdown_pod_completes_and_stops_that_kubelet(sitesim_site:
     api.patch("/api/v1/nodes/node04", {"metadata": {"labels": {
         "promenade-decomission": "enabled"}}})
     try:
-        done = wait_for(lambda: [p for p in pods_on(sitesim_site, "node04", "kubelet-shutdown")
-                                 if p["status"].get("phase") == "Succeeded"], timeout=60)
-        assert done  # the pod's script ended; the host's kubelet stops right after
+        # The pod's script ends (Succeeded), the host's kubelet stops. The real DaemonSet
+        # controller deletes a Succeeded daemon pod and creates another at once, so the
+        # finished pod is seen in the site's record, not by polling the pods.
+        wait_for(lambda: calls(sitesim_site, system="kube", op="kubelet_stopped",
+                               node="node04"), timeout=60)
         wait_for(lambda: node(sitesim_site, "node04")["kubernetes"]["kubelet"] is False)
+        replacement = wait_for(lambda: pods_on(sitesim_site, "node04", "kubelet-shutdown"))
+        assert all(p["status"].get("phase") == "Pending" for p in replacement)
         wait_for(lambda: UNREACHABLE in taints(sitesim_site, "node04"), timeout=90)
     finally:
         api.patch("/api/v1/nodes/node04", {"metadata": {"labels": {

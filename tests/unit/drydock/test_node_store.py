@@ -46,6 +46,18 @@ def test_reboot_requests_replace_by_key_and_teardown_clears_them(nodes, clock): 
     assert store.to_reconcile() == []
 
 
+def test_what_a_power_off_got_is_on_the_requests_and_the_node_at_once(nodes):
+    store, _ = nodes
+    store.add_reboot("n1", "a", "soft", None, "admin", None)
+    store.add_reboot("n1", "b", "soft", None, "admin", None)
+    store.update("n1", last_power_off={"outcome": "in-progress"})
+    got = {"outcome": "forced", "forced_after": 0.4}
+    store.record_reboot_power("n1", ["a"], got)
+    assert [(r.key, r.power) for r in store.reboots("n1")] == [("a", got), ("b", None)]
+    record = store.get("n1")
+    assert record is not None and record.last_power_off == got
+
+
 def test_a_pending_reboot_is_reconciled_until_powered_on_again(nodes, clock):  # noqa: F811
     store, _ = nodes
     store.update("n1", pending_reboot_since=clock())
