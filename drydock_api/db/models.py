@@ -149,3 +149,34 @@ class BudgetSlotRow(Base):
     description: Mapped[str | None] = mapped_column(String(1024))
     taken: Mapped[float] = mapped_column(Float)
     lease_expires: Mapped[float] = mapped_column(Float)
+
+
+class BootActionContextRow(Base):
+    """A node's boot action context of its latest deploy: the task and the hash of the key
+    the node must present (X-Bootaction-Key); `refusals` the last requests refused."""
+
+    __tablename__ = "boot_action_contexts"
+
+    node: Mapped[str] = mapped_column(String(255), primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(36))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    design_ref: Mapped[Any] = mapped_column(JSON, nullable=True)
+    created: Mapped[float] = mapped_column(Float)
+    refusals: Mapped[Any] = mapped_column(JSON, nullable=True)
+
+
+class BootActionRow(Base):
+    """One boot action of one node's deploy: its status and the node's report messages."""
+
+    __tablename__ = "boot_actions"
+
+    action_id: Mapped[str] = mapped_column(String(26), primary_key=True)
+    node: Mapped[str] = mapped_column(String(255), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    task_id: Mapped[str] = mapped_column(String(36), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    signaling: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(String(16))
+    details: Mapped[Any] = mapped_column(JSON, nullable=True)
+    created: Mapped[float] = mapped_column(Float)
+    updated: Mapped[float] = mapped_column(Float)
