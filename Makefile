@@ -9,7 +9,7 @@ KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
-.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube docs
+.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube docs ironic
 
 run: venv debs
 	$(BIN)/berth up
@@ -21,8 +21,8 @@ TEST_WORKERS ?= 4
 # The site's Kubernetes is built first (cold: about 7 minutes on 2 cores; warm: reused), so
 # the tests of the real control plane never skip here.
 
-test: venv debs keystone kube lint typecheck
-	BERTH_KUBE_REQUIRED=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+test: venv debs keystone kube ironic lint typecheck
+	BERTH_KUBE_REQUIRED=1 BERTH_IRONIC_REQUIRED=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
 	    --dist loadscope --no-loadscope-reorder --durations=25 tests
 
 unit: venv
@@ -59,6 +59,11 @@ keystone: $(KEYSTONE_STAMP)
 kube:
 	sitesim/kube/build.sh
 
+# OpenStack Ironic (Drydock's second provisioner) in its own venv, in $BERTH_IRONIC_CACHE
+# (default ~/.cache/berth/ironic)/<version>/venv, reused warm.
+ironic:
+	sitesim/ironic/install.sh
+
 $(KEYSTONE_STAMP):
 	test -x .venv-keystone/bin/python || $(PYTHON) -m venv .venv-keystone
 	.venv-keystone/bin/pip install -q keystone gunicorn
@@ -71,7 +76,7 @@ $(KEYSTONE_STAMP):
 $(STAMP): setup.cfg setup.py pyproject.toml image/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test,docs,bmc]'
+	$(BIN)/pip install -q -c image/constraints.txt -e '.[sim,test,docs,bmc,ironic]'
 	touch $(STAMP)
 
 # Debian packages the simulated site and the tests need (etcd, PostgreSQL, IPMI tools).

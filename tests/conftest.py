@@ -10,7 +10,7 @@ from sitesim.ports import RANGE_ENV
 
 pytest_plugins = ["tests.support.ci_skips"] + [
     name for name in ("tests.fixtures.site", "tests.fixtures.postgres", "tests.fixtures.keystone",
-                 "tests.fixtures.services")
+                 "tests.fixtures.services", "tests.fixtures.ironic")
     if importlib.util.find_spec(name) is not None
 ]
 

@@ -1,0 +1,1 @@
+"""A real OpenStack Ironic for the simulated site (own venv, standalone, SQLite)."""
