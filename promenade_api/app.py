@@ -19,6 +19,7 @@ from promenade_api.resources.etcd import (
     JoinEtcdResource,
     ValidateDesignResource,
 )
+from promenade_api.resources.joinscripts import JoinScriptsResource
 from promenade_api.resources.nodes import (
     ClearLabelsResource,
     DecommissionCancelResource,
@@ -70,6 +71,7 @@ def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str
         (f"{API_PREFIX}/etcd-cluster-health-statuses", EtcdHealthResource(svc)),
         (f"{API_PREFIX}/node-labels/{{node_id}}", NodeLabelsResource(svc)),
         (f"{API_PREFIX}/validatedesign", ValidateDesignResource(svc)),
+        (f"{API_PREFIX}/join-scripts", JoinScriptsResource(svc)),
     ]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.errors import BadRequest, Conflict, InternalError
+from common.errors import BadRequest, Conflict, InternalError, ValidationFailed
 
 
 class DrainNodeError(InternalError):
@@ -63,3 +63,9 @@ class LearnerNotCaughtUp(Conflict):
 
 class EtcdPeerUrlMissing(BadRequest):
     reason, title = "EtcdPeerUrlMissing", "etcd member has no peer URL"
+
+
+class DesignInvalid(ValidationFailed):
+    """Airship's validatedesign answer: reason Validation."""
+
+    reason, title = "Validation", "Promenade validations failed"

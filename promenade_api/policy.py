@@ -44,6 +44,13 @@ def list_rules() -> list[policy.RuleDefault]:
              "GET"),
         rule("promenade:update_node_labels", ADMIN, "Replace a node's labels",
              f"{P}/node-labels/{{node_id}}", "PUT"),
-        rule("promenade:validate_design", ADMIN, "Validate a design", f"{P}/validatedesign",
-             "POST"),
+        policy.DocumentedRuleDefault(
+            name="kubernetes_provisioner:post_validatedesign", check_str=ADMIN,
+            description="Validate documents", operations=[
+                {"path": f"{P}/validatedesign", "method": "POST"}],
+            deprecated_rule=policy.DeprecatedRule(
+                name="promenade:validate_design", check_str=ADMIN,
+                deprecated_reason="Airship's rule name", deprecated_since="Berth 1.1")),
+        rule("kubernetes_provisioner:get_join_scripts", ADMIN, "Get join script for node",
+             f"{P}/join-scripts", "GET"),
     ]

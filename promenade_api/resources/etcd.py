@@ -6,10 +6,9 @@ import json
 
 import falcon
 
-from common.errors import ValidationFailed
 from common.policy import authorize
 from common.status import status_body
-from promenade_api.errors import MissingDesignRef
+from promenade_api.errors import DesignInvalid, MissingDesignRef
 from promenade_api.resources.nodes import etcd_membership, render
 from promenade_api.resources.params import Query, checked_node, design_ref_body
 from promenade_api.service import Promenade
@@ -49,11 +48,14 @@ class ValidateDesignResource:
     def __init__(self, svc: Promenade) -> None:
         self._svc = svc
 
-    @authorize("promenade:validate_design")
+    @authorize("kubernetes_provisioner:post_validatedesign")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Airship's shape: body {href} (or Berth's {rel, href, type} or a bare href);
+        200 or 400 reason Validation, ValidationMessages listing every problem."""
         ref = design_ref_body(req)
         messages = self._svc.validate_design(ref, req.context.berth)
         if messages:
-            raise ValidationFailed("Promenade's documents failed validation", messages=messages)
+            raise DesignInvalid("Promenade validations failed", messages=messages)
         resp.content_type = falcon.MEDIA_JSON
-        resp.text = json.dumps(status_body(200, "Promenade's documents are valid"))
+        resp.text = json.dumps(status_body(200, "Promenade validations succeeded",
+                                           reason="Validation"))

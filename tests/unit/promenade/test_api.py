@@ -268,7 +268,7 @@ def test_node_view(api, kube, ref):
 
 def test_validatedesign_valid(api, ref):
     client, h = api
-    status(client.simulate_post(f"{P}/validatedesign", json=ref, headers=h), 200, "Success")
+    status(client.simulate_post(f"{P}/validatedesign", json=ref, headers=h), 200, "Validation")
     status(client.simulate_post(f"{P}/validatedesign", json={"href": ref["href"]}, headers=h),
            200)
 
@@ -278,7 +278,7 @@ def test_validatedesign_invalid_lists_validation_messages(api, design):
     href = design(etcd_doc([{"name": "x", "client_endpoints": [], "members": []}]),
                   name="bad.yaml")
     body = status(client.simulate_post(f"{P}/validatedesign", json={"href": href}, headers=h),
-                  400, "ValidationFailure")
+                  400, "Validation")
     assert all(m["kind"] == "ValidationMessage" for m in body["details"]["messageList"])
 
 
