@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-FaultEffect = Literal["fail", "hang"]
+FaultEffect = Literal["fail", "hang", "ignore"]
 
 
 class SiteHooks(Protocol):

@@ -15,9 +15,12 @@ IPMI_IMPLS = ("pyghmi", "ipmi_sim")
 INITIAL_STATES = ("deployed", "ready", "new", "absent")
 FAULT_OPERATIONS = (
     "maas.commission", "maas.deploy", "maas.release", "bmc.power", "bmc.erase",
-    "kube.kubelet_shutdown", "kube.eviction", "etcd.member_down",
+    "kube.kubelet_shutdown", "kube.eviction", "etcd.member_down", "bmc.graceful_shutdown",
 )
-FAULT_EFFECTS = ("fail", "hang")
+FAULT_EFFECTS = ("fail", "hang", "ignore")
+# bmc.graceful_shutdown takes only `ignore`: the host's OS ignores ACPI (the BMC accepts the
+# request, the node stays on); no other operation takes it
+IGNORED_ONLY = "bmc.graceful_shutdown"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_KEY = "sitesim-consumer:sitesim-token:sitesim-secret"
 
@@ -366,7 +369,10 @@ def parse_fault(item: Any, names: set[str]) -> FaultSpec:
     if item.get("operation") not in FAULT_OPERATIONS:
         problems.append(f"operation: must be one of {', '.join(FAULT_OPERATIONS)}")
     if item.get("effect") not in FAULT_EFFECTS:
-        problems.append("effect: must be fail or hang")
+        problems.append("effect: must be fail or hang (ignore for bmc.graceful_shutdown)")
+    elif (item.get("effect") == "ignore") != (item.get("operation") == IGNORED_ONLY) \
+            and item.get("operation") in FAULT_OPERATIONS:
+        problems.append(f"effect: {IGNORED_ONLY} takes ignore, and only it does")
     if problems:
         raise SiteConfigError(problems)
     return FaultSpec(node=item["node"], operation=item["operation"], effect=item["effect"])

@@ -26,7 +26,7 @@ from typing import Any
 
 from common.context import RequestContext
 from common.workflow import Outcome, done, failed
-from shipyard_api.actions import steps
+from shipyard_api.actions import power, steps
 from shipyard_api.actions.ports import Services, services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.workflow.definitions import StepContext
@@ -126,10 +126,12 @@ def path_of(ctx: StepContext) -> str:
 
 
 def fence(ctx: StepContext) -> Outcome:
-    """Fence-first: Drydock forces the node off and confirms Off at its BMC."""
+    """Fence-first: Drydock powers the node off (forced at once, unless the action asks for
+    a power policy) and confirms Off at its BMC."""
     assert ctx.node is not None
     if path_of(ctx) != FENCE_FIRST:
         return done(note="Graceful path: the node is not fenced")
-    return steps.drydock_task(ctx, "power_off_nodes", node_names_filter([ctx.node]),
-                              {"force": True}, steps.config_value(
-                                  ctx, "physical_provisioner", "destroy_interval"))
+    return power.with_report(steps.drydock_task(
+        ctx, "power_off_nodes", node_names_filter([ctx.node]),
+        power.fence_options(ctx.parameters),
+        steps.config_value(ctx, "physical_provisioner", "destroy_interval")))

@@ -15,6 +15,7 @@ from shipyard_api.actions import (
     etcd_join,
     fencing,
     labels,
+    power,
     progress,
     steps,
 )
@@ -28,7 +29,7 @@ from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepCo
 NAME = "redeploy_server"
 PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase",
           *disruption.PARAMS,
-          "budget")
+          "budget", *power.PARAMS)
 OS_DISK_ERASE = ("bmc", "none")
 ERASE = ("secure", "secure-only", "quick", "zero")
 # Promenade's 409 reasons that mean "the request with this key still runs", not a refusal.
@@ -44,11 +45,13 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     wipe = _wipe_params(p, raw, preserve)
     over_budget = p.choice("budget", budget.CHOICES, "wait")
     leave = disruption.read(p)
+    power_off = power.read(p)
     p.raise_if_invalid()
     revision = documents.revision_id(version_of(revision_name))
     refuse_unknown(targets, documents, revision)
     params = {"target_nodes": targets, "preserve-local-storage": preserve,
-              "target-revision": revision_name, **wipe, **leave, "budget": over_budget}
+              "target-revision": revision_name, **wipe, **leave, "budget": over_budget,
+              **power_off}
     return Prepared(params, targets, revision)
 
 
@@ -74,7 +77,7 @@ def destroy_options(params: Mapping[str, Any]) -> dict[str, Any]:
         options["os_disk_erase"] = params["os-disk-erase"]
     if params.get("erase"):
         options["erase"] = str(params["erase"]).replace("-", "_")
-    return options
+    return {**options, **power.options(params)}
 
 
 def admit(prepared: Prepared, services_: Any, ctx: RequestContext) -> None:
@@ -182,7 +185,7 @@ def destroy(ctx: StepContext) -> Outcome:
     disks = disk_report(outcome.details.get("task"))
     if disks:
         outcome.details["disks"] = disks  # the step shows each disk: kept or wiped, and how
-    return outcome
+    return power.with_report(outcome)
 
 
 def disk_report(task: Any) -> list[dict[str, Any]]:

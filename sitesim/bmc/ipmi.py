@@ -114,7 +114,8 @@ def apply_chassis(model: SiteModel, node: NodeSpec, directive: int) -> None:
             return
         else:
             model.set_power_later(name, True, timings.power)
-    elif directive == 5 and not node.bmc.ignore_graceful_shutdown:
+    elif directive == 5 and not node.bmc.ignore_graceful_shutdown \
+            and model.fault("bmc.graceful_shutdown", name) is None:
         model.set_power_later(name, False, timings.graceful_shutdown)
 
 

@@ -133,7 +133,8 @@ class RedfishBackend:
         elif reset_type in ("ForceOff", "PushPowerButton"):
             self.model.set_power_later(name, False, timings.power)
         elif reset_type == "GracefulShutdown":
-            if not node.bmc.ignore_graceful_shutdown:
+            if not node.bmc.ignore_graceful_shutdown \
+                    and self.model.fault("bmc.graceful_shutdown", name) is None:
                 self.model.set_power_later(name, False, timings.graceful_shutdown)
         elif reset_type in ("ForceRestart", "GracefulRestart", "PowerCycle"):
             self.model.set_power(name, False)
