@@ -123,8 +123,19 @@ class DocumentStore:
 
     def rendered(self, revision_id: int, *,
                  cleartext: bool = True) -> tuple[list[Document], list[Message]]:
-        """Rendered documents and the substitution errors met while rendering."""
-        return render(self.documents(revision_id, cleartext=cleartext))
+        """Rendered documents and the problems met while rendering (layering, substitution;
+        secrets are read in cleartext to render, then redacted unless `cleartext`)."""
+        return render(self.documents(revision_id, cleartext=True), cleartext=cleartext)
+
+    def rendered_or_refused(self, revision_id: int, *, cleartext: bool = True) -> list[Document]:
+        """Rendered documents as Deckhand serves them: 400 listing every rendering error."""
+        docs, messages = self.rendered(revision_id, cleartext=cleartext)
+        errors = [m for m in messages if m.get("error")]
+        if errors:
+            raise ValidationFailed(f"Revision {revision_id} cannot be rendered "
+                                   f"({len(errors)} errors)", reason="RenderingFailed",
+                                   messages=errors)
+        return docs
 
     def rendered_documents(self, revision_id: int, *, cleartext: bool = True) -> list[Document]:
         return self.rendered(revision_id, cleartext=cleartext)[0]

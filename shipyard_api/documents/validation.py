@@ -105,8 +105,9 @@ class CommitValidator:
 
     def validate(self, revision_id: int, ctx: RequestContext | None = None) -> list[Message]:
         docs, messages = self._store.rendered(revision_id, cleartext=True)
+        rendering_failed = any(m.get("error") for m in messages)
         messages = messages + validate_documents(docs) + shipyard_checks(docs)
-        if not self._peers:
+        if not self._peers or rendering_failed:  # peers would read a design that cannot render
             return messages
         ref = self._store.design_ref(revision_id, self.public_url)
         with ThreadPoolExecutor(max_workers=len(self._peers)) as pool:

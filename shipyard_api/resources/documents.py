@@ -175,7 +175,7 @@ class RenderedConfigDocsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         cleartext = _cleartext(req, default_allowed=False)
         _, revision = _version_revision(self._store, req)
-        _send_docs(req, resp, self._store.rendered_documents(revision, cleartext=cleartext))
+        _send_docs(req, resp, self._store.rendered_or_refused(revision, cleartext=cleartext))
 
 
 class CommitConfigDocsResource:
@@ -213,7 +213,7 @@ class RevisionDocumentsResource:
         revision = _revision(revision_id)
         cleartext = _cleartext(req, default_allowed=True)
         if self._rendered:
-            docs = self._store.rendered_documents(revision, cleartext=cleartext)
+            docs = self._store.rendered_or_refused(revision, cleartext=cleartext)
         else:
             docs = self._store.documents(revision, cleartext=cleartext)
         schema, name = req.get_param("schema"), req.get_param("metadata.name")
