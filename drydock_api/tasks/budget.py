@@ -134,6 +134,36 @@ class TaskBudgets:
             ctx.message(_waiting(node, blockers, text))
         return Retry(WAIT_INTERVAL, f"waiting for a failure-domain slot: {text}")
 
+    def retake(self, ctx: NodeContext, blocked: list[str]) -> Outcome | None:
+        """After a takeover, before the node's next step: its slots were taken by a worker
+        that died and may have lapsed with it; take them again (renewing them when still
+        held). None: held, go on; Retry while another holder has a domain now (a message
+        naming it when what blocks changes; `blocked` remembers it); Failed with
+        budget=refuse. A task acting under a `budget_holder` leaves that to its holder."""
+        node, options = ctx.node.name, ctx.options
+        if not options.get(KEY) or options.get("budget_holder"):
+            return None
+        claims = self.claims_of(node, ctx.design_ref, ctx.request)
+        blockers = self.slots.take(task_holder(str(options[KEY]), node), node, claims,
+                                   self.lease, f"{ctx.action} task {ctx.task}")
+        if not blockers:
+            if blocked or claims:
+                names = ", ".join(c.domain for c in claims)
+                ctx.message(simple_message(
+                    f"{node}: failure-domain slots taken again after a takeover: {names}",
+                    error=False, node=node, step=STEP, context_type="node", context=node))
+            return None
+        text = "; ".join(b.sentence() for b in blockers)
+        if options.get("budget") == "refuse":
+            return Failed("BudgetExhausted", f"{node} cannot go on out of service after a "
+                          f"takeover (its slots lapsed): {text}",
+                          details={"blockers": [b.as_dict() for b in blockers]})
+        seen = sorted(f"{b.domain}={[h.holder for h in b.holders]}" for b in blockers)
+        if seen != blocked:
+            blocked[:] = seen
+            ctx.message(_waiting(node, blockers, text))
+        return Retry(WAIT_INTERVAL, f"waiting for a failure-domain slot: {text}")
+
     def release(self, options: dict[str, Any], node: str) -> None:
         """The node's work in the task ended: give its slots back (not a budget_holder's)."""
         if options.get(KEY) and not options.get("budget_holder"):

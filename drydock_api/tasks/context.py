@@ -40,6 +40,8 @@ class Budgets(Protocol):
 
     def take(self, ctx: NodeContext) -> Outcome: ...
 
+    def retake(self, ctx: NodeContext, blocked: list[str]) -> Outcome | None: ...
+
     def release(self, options: dict[str, Any], node: str) -> None: ...
 
     def renew(self, options: dict[str, Any]) -> int: ...
@@ -71,6 +73,15 @@ class StepSettings:
                           max_backoff=MAX_RETRY_DELAY, outage_window=self.outage_window)
 
 
+class BootActions(Protocol):
+    """The boot actions of a node's deploy (drydock_api.bootactions.service)."""
+
+    report_url: str
+
+    def begin(self, node: str, task_id: str, design_ref: Any, ctx: RequestContext | None
+              ) -> tuple[str, list[dict[str, Any]]] | None: ...
+
+
 @dataclass
 class Ports:
     maas: Provisioner
@@ -79,6 +90,7 @@ class Ports:
     retire: Callable[[str, str | None], None] | None = None
     records: NodeRecords | None = None
     budgets: Budgets | None = None  # failure-domain slots (tasks.budget)
+    bootactions: BootActions | None = None  # records and keys of boot actions at deploy
 
 
 @dataclass

@@ -23,6 +23,7 @@ from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.tasks import teardown as td
 from drydock_api.tasks.actions import ActionDef
+from drydock_api.tasks.budget import STEP as BUDGET_STEP
 from drydock_api.tasks.context import (
     NodeContext,
     NodeStep,
@@ -74,6 +75,8 @@ class _NodeRun:
     row: TaskRow | None = None
     ctx: NodeContext | None = None
     seen: Attempts = field(default_factory=lambda: Attempts(started=0.0))
+    retake: bool = False  # resumed after take_budget_slot: hold the slots again first
+    blocked: list[str] = field(default_factory=list)  # what the retake last waited for
 
 
 class DesignSource:
@@ -213,6 +216,14 @@ class Orchestrator:
             assert run.step is not None and run.row is not None and run.ctx is not None
             if run.seen.next_at is not None and run.seen.next_at > self.clock():
                 return run.seen.next_at  # resumed after a takeover: not due yet
+            if run.retake and self._ports.budgets is not None:
+                held = self._ports.budgets.retake(run.ctx, run.blocked)
+                if isinstance(held, Retry):
+                    return self.clock() + held.delay
+                if isinstance(held, Failed):
+                    self._record(row, run, held)
+                    return None
+                run.retake = False
             outcome, run.seen = self._engine.attempt(run.step, run.ctx, run.seen)
             if lease.lost.is_set():
                 return None
@@ -244,6 +255,8 @@ class Orchestrator:
         none is left (the node succeeded) or the task is to stop."""
         if run.recorded is None:
             run.recorded = self._progress.steps_of(run.sub.id)
+            taken = run.recorded.get(BUDGET_STEP)
+            run.retake = taken is not None and taken.status == S.COMPLETE  # a takeover
             if run.teardown:
                 self._begin_teardown(row, run)
         while run.pending:
