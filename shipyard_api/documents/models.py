@@ -35,8 +35,8 @@ class DocumentRow(Base):
     """A document of a revision; `data` is JSON, or a Fernet token when `encrypted`."""
 
     __tablename__ = "doc_documents"
-    __table_args__ = (UniqueConstraint("revision_id", "schema", "name",
-                                       name="uq_doc_documents_revision_schema_name"),)
+    __table_args__ = (UniqueConstraint("revision_id", "schema", "layer", "name",
+                                       name="uq_doc_documents_revision_schema_layer_name"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     revision_id: Mapped[int] = mapped_column(
@@ -45,6 +45,8 @@ class DocumentRow(Base):
     position: Mapped[int] = mapped_column(Integer, nullable=False)
     schema: Mapped[str] = mapped_column(String(255), nullable=False)
     name: Mapped[str] = mapped_column(String(255), nullable=False)
+    layer: Mapped[str] = mapped_column(String(255), nullable=False, default="",
+                                       server_default="")  # Deckhand's layer ("" for none)
     metadata_json: Mapped[str] = mapped_column(Text, nullable=False)
     data: Mapped[str] = mapped_column(Text, nullable=False)
     encrypted: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
