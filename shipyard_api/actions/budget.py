@@ -12,6 +12,7 @@ from typing import Any
 
 from common.context import RequestContext
 from common.errors import BerthError, Conflict, NotFound
+from common.status import simple_message
 from common.workflow import Outcome, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import Services, services
@@ -111,6 +112,27 @@ def take_or_refuse(svc: Services, design_ref: str, nodes: list[str], rc: Any,
             raise BudgetRefused(
                 f"{action} refused (budget=refuse): {describe(blockers, exc.message)}",
                 messages=exc.messages, details={"blockers": blockers}, retry=False) from exc
+
+
+def refuse_if_full(svc: Services, design_ref: str, nodes: list[str], rc: Any,
+                   action: str) -> None:
+    """At POST of a site action with budget=refuse: 409 naming each failure domain of its
+    nodes that other holders have filled now, and those holders (Drydock's dry run: nothing
+    is taken, nothing created). Admitted, the groups' nodes take their slots one at a time
+    within each budget, as with wait."""
+    found: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        for b in svc.drydock.check_budget_slot(holder(rc.marker, node), node, design_ref,
+                                               ctx=rc):
+            found.setdefault(str(b.get("domain")), dict(b, node=node))
+    if not found:
+        return
+    blockers = [found[d] for d in sorted(found)]
+    text = describe(blockers, "a failure domain of its nodes is full")
+    raise BudgetRefused(f"{action} refused (budget=refuse): {text}",
+                        messages=[simple_message(f"{b.get('node')}: {b.get('message')}")
+                                  for b in blockers],
+                        details={"blockers": blockers}, retry=False)
 
 
 def take(ctx: StepContext) -> Outcome:

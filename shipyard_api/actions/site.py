@@ -8,19 +8,20 @@ from typing import Any
 from common.errors import Conflict
 from common.status import simple_message
 from common.workflow import Outcome, StepPolicy, done
-from shipyard_api.actions import baremetal, labels, steps
+from shipyard_api.actions import baremetal, labels, site_budget, steps
 from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import DocumentsPort, services
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
 
-SITE_PARAMS = ("allow-intermediate-commits",)
+SITE_PARAMS = ("allow-intermediate-commits", site_budget.PARAM)
 
 
 def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     """The committed revision; 409 IntermediateCommits unless explicitly allowed."""
     p = Params(raw, SITE_PARAMS)
     allow = p.boolean("allow-intermediate-commits")
+    over_budget = site_budget.read(p)
     p.raise_if_invalid()
     revision = documents.revision_id("committed")
     notes = []
@@ -34,7 +35,8 @@ def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     elif allow:
         notes.append(simple_message("Intermediate commit check skipped "
                                   "(allow-intermediate-commits=true)", error=False))
-    params = {"allow-intermediate-commits": allow, "target-revision": "committed"}
+    params = {"allow-intermediate-commits": allow, "target-revision": "committed",
+              **over_budget}
     return Prepared(params, None, revision, notes)
 
 
@@ -76,7 +78,7 @@ def site_definition(name: str) -> ActionDefinition:
         StepDef("baremetal", baremetal.baremetal, baremetal.baremetal_policy,
                 cancel=baremetal.cancel),
         StepDef("relabel_nodes", relabel_nodes, relabel_policy),
-    ], prepare_site, steps.tag_site_action)
+    ], prepare_site, steps.tag_site_action, admit=site_budget.admit(name))
 
 
 def relabel_definition() -> ActionDefinition:
