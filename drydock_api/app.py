@@ -14,6 +14,7 @@ from common.idempotency import SqlIdempotencyStore
 from common.nodepaths import NodePathSink, node_paths
 from drydock_api import config, policy
 from drydock_api.metrics import DrydockMetrics
+from drydock_api.resources.bootactions import BootActionAssetsResource, BootActionResource
 from drydock_api.resources.budgets import BudgetSlotResource, BudgetSlotsResource
 from drydock_api.resources.nodes import (
     NodeFilterResource,
@@ -66,11 +67,13 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
         (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),
         (f"{P}/nodes", NodesResource(rt.inventory)),
-        (f"{P}/nodes/{{name}}", NodeResource(rt.inventory, rt.node_service)),
+        (f"{P}/nodes/{{name}}", NodeResource(rt.inventory, rt.node_service,
+                                             rt.bootactions)),
         (f"{P}/nodes/{{name}}/provide", NodeProvideResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),
         (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
+        *bootaction_routes(rt),
         (f"{P}/budgets/slots", BudgetSlotsResource(rt.budgets)),
         (f"{P}/budgets/slots/{{holder}}", BudgetSlotResource(rt.budgets)),
         (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas)),
@@ -84,6 +87,16 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     sink = NodePathSink("drydock:get_node", node_paths(f"{P}/nodes"))
     app.add_sink(sink, sink.pattern)
     return app
+
+
+def bootaction_routes(rt: Runtime) -> list[tuple[str, object]]:
+    """The node-facing boot action API (the node's key authenticates it, not a token)."""
+    if rt.bootactions is None:
+        return []
+    nodes = f"{P}/bootactions/nodes/{{hostname}}"
+    return [(f"{nodes}/units", BootActionAssetsResource(rt.bootactions, "unit")),
+            (f"{nodes}/files", BootActionAssetsResource(rt.bootactions, "file")),
+            (f"{P}/bootactions/{{action_id}}", BootActionResource(rt.bootactions))]
 
 
 def get_app() -> Any:

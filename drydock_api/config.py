@@ -125,10 +125,17 @@ SITE_DESIGN_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("ttl", default=30.0, min=0.0,
                  help="Seconds an answer of Shipyard about its committed revision is kept."),
 ]
+BOOTACTION_OPTS: list[cfg.Opt] = [
+    cfg.StrOpt("report_url", default="",
+               help="Where a deployed node reaches Drydock's boot action API (Airship's "
+                    "[bootactions] report_url; the template variable action.report_url): "
+                    "the node fetches <it>nodes/<hostname>/units and .../files and posts "
+                    "<it><action_id>. Empty: [peers] drydock_url + /api/v1.0/bootactions/."),
+]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
     ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS), ("inventory", INVENTORY_OPTS),
-    ("database", DESIGN_STORE_OPTS),
+    ("database", DESIGN_STORE_OPTS), ("bootactions", BOOTACTION_OPTS),
 ]
 
 

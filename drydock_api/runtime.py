@@ -21,6 +21,9 @@ from common.longpoll import ChangeWaiters, notify_on_commit
 from common.pgwake import Listener, notify
 from common.status import Message, health_message
 from drydock_api import db
+from drydock_api.bootactions.fetch import LocationFetcher
+from drydock_api.bootactions.service import BootActionService
+from drydock_api.bootactions.store import BootActionStore
 from drydock_api.budgets.service import BudgetService
 from drydock_api.budgets.slots import SlotStore
 from drydock_api.db.designs import DesignStore
@@ -71,6 +74,7 @@ class Runtime:
     workers: list[Worker] = field(default_factory=list)
     listener: Listener | None = None
     reconciler_thread: threading.Thread | None = None
+    bootactions: BootActionService | None = None
 
     def start_reconciler(self) -> threading.Thread:
         """The reboot-request reconciler, in a thread of this process (once)."""
@@ -173,9 +177,14 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     maas = _timed(metrics, "maas", maas)
     if metrics is not None:
         metrics.watch(store)
+    bootactions = BootActionService(
+        BootActionStore(store.engine, clock=clock), loader.documents,
+        LocationFetcher(peer_client(conf, "promenade"), timeout=conf.peers.read_timeout),
+        conf.bootactions.report_url or f"{conf.peers.drydock_url.rstrip('/')}/api/v1.0/"
+                                        "bootactions/")
     ports = Ports(maas=maas, oob=oob,
                   labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
-                  retire=nodes.retire, records=nodes)
+                  retire=nodes.retire, records=nodes, bootactions=bootactions)
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
@@ -212,7 +221,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                       pool=pool, worker_settings=settings,
                       node_service=NodeService(inventory, nodes), reconciler=reconciler,
                       waiters=waiters, owner=conf.worker.owner,
-                      budgets=BudgetService(slots, claims_of))
+                      budgets=BudgetService(slots, claims_of), bootactions=bootactions)
     task_budgets = TaskBudgets(slots, claims_of, conf.worker.lease_seconds * 2)
     ports.budgets = service.budgets = task_budgets
     reconciler.slots, reconciler.claims_of = slots, claims_of

@@ -116,6 +116,9 @@ class MaasSite(Protocol):
     def tag_machine(self, tag: str, system_id: str) -> None:
         """Attach a tag to a machine."""
 
+    def delete_tag(self, name: str) -> None:
+        """Delete a tag (and so take it off every machine); an unknown one is fine."""
+
     def get_config(self, name: str) -> str | None:
         """A MAAS configuration value."""
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from common.documents import Document, validate_documents
+from typing import Any
+
+from common.documents import Document, doc_ref, validate_documents
 from common.status import Message, validation_message
 from drydock_api.nodes import domains
 from drydock_api.nodes.design import NODE, PASSPHRASE, parse_design
+from drydock_api.nodes.filters import check_filter
+
+BOOT_ACTION = "drydock/BootAction/v1"
 
 
 def validate_design(docs: list[Document]) -> list[Message]:
@@ -21,4 +26,23 @@ def validate_design(docs: list[Document]) -> list[Message]:
                                            error=False))
     design = parse_design(docs)
     messages += design.problems + domains.problems(docs, design)
+    messages += [validation_message(p, name="BootAction", documents=[doc_ref(d)])
+                 for d in docs if d.get("schema") == BOOT_ACTION for p in boot_action_problems(d)]
     return messages
+
+
+def boot_action_problems(doc: Document) -> list[str]:
+    """What makes a BootAction unusable beyond its schema: an asset with neither location
+    nor data, a file or unit without a path, a malformed node filter."""
+    raw_data = doc.get("data")
+    data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
+    name = doc_ref(doc)["name"]
+    out = [f"BootAction {name}: {p}" for p in check_filter(data.get("node_filter"))]
+    for i, raw in enumerate(data.get("assets") or []):
+        if not isinstance(raw, dict):
+            continue
+        if raw.get("location") is None and raw.get("data") is None:
+            out.append(f"BootAction {name}: asset {i} has neither location nor data")
+        if raw.get("type") in ("unit", "file") and not raw.get("path"):
+            out.append(f"BootAction {name}: asset {i} ({raw.get('type')}) has no path")
+    return out

@@ -16,6 +16,7 @@ from common.errors import InvalidNodeName, ValidationFailed
 from common.nodenames import check_names
 from common.policy import authorize
 from common.status import status_body, validation_message
+from drydock_api.bootactions.service import BootActionService
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import NodeDriver, OobDriver
 from drydock_api.nodes.design import Design
@@ -52,14 +53,21 @@ class NodesResource:
 
 
 class NodeResource:
-    def __init__(self, inventory: Inventory, service: NodeService) -> None:
+    def __init__(self, inventory: Inventory, service: NodeService,
+                 bootactions: BootActionService | None = None) -> None:
         self._inventory = inventory
         self._service = service
+        self._bootactions = bootactions
 
     @authorize("drydock:get_node")
     @checked_name
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
-        resp.media = self._inventory.node(req.context.berth, name, req.get_param("design_ref"))
+        """The node now; `bootactions`: its boot actions of its latest deploy and their
+        reports, `bootaction_refusals`: the boot action requests refused lately."""
+        view = self._inventory.node(req.context.berth, name, req.get_param("design_ref"))
+        if self._bootactions is not None:
+            view = {**view, **self._bootactions.node_view(name)}
+        resp.media = view
 
     @authorize("drydock:update_node")
     @checked_name

@@ -18,6 +18,8 @@ COMMISSIONABLE = ("New", "Failed commissioning")
 BUSY = ("Commissioning", "Testing", "Releasing", "Disk erasing", "Deploying")
 SIZE_RE = re.compile(r"^\s*(>)?\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+KEY_TAG = "__baid__"  # MAAS tag <hostname>__baid__<key>: the node's boot action key (Airship)
+BOOTACTION_API_FILE = "/etc/drydock/bootaction-api"
 
 
 def _machine(ctx: NodeContext) -> Machine | None:
@@ -153,12 +155,43 @@ def kept_mounts(ctx: NodeContext) -> list[list[str]]:
     return out
 
 
-def user_data(ctx: NodeContext) -> str | None:
+def user_data(ctx: NodeContext, bootaction_api: str | None = None) -> str | None:
+    """cloud-init user data: the kept disks' mounts, and where the node's boot action
+    agent reaches Drydock (/etc/drydock/bootaction-api) when it has boot actions."""
     mounts = kept_mounts(ctx)
-    if not mounts:
+    config: dict[str, Any] = {"mounts": mounts} if mounts else {}
+    if bootaction_api:
+        config["write_files"] = [{"path": BOOTACTION_API_FILE, "permissions": "0644",
+                                  "content": bootaction_api + "\n"}]
+    if not config:
         return None
-    text = "#cloud-config\n" + yaml.safe_dump({"mounts": mounts}, default_flow_style=None)
+    text = "#cloud-config\n" + yaml.safe_dump(config, default_flow_style=None)
     return base64.b64encode(text.encode()).decode()
+
+
+def hand_over_boot_actions(ctx: NodeContext, system_id: str) -> str | None:
+    """As Airship's Drydock: record the node's boot actions under a new key and hand the key
+    to the machine as the MAAS tag <hostname>__baid__<key> (earlier ones deleted). Returns
+    the boot action API for the user data, or None when no boot action applies."""
+    port, maas, name = ctx.ports.bootactions, ctx.ports.maas, ctx.node.name
+    if port is None:
+        return None
+    for tag in maas.tags():
+        if tag.startswith(f"{name}{KEY_TAG}"):
+            maas.delete_tag(tag)
+    begun = port.begin(name, ctx.task, ctx.design_ref, ctx.request)
+    if begun is None:
+        return None
+    key, actions = begun
+    tag = f"{name}{KEY_TAG}{key}"
+    maas.create_tag(tag, "boot action key")
+    maas.tag_machine(tag, system_id)
+    ctx.state["bootactions"] = actions
+    ctx.message({"message": f"Boot actions {', '.join(a['action_name'] for a in actions)} "
+                 f"for {name}; key handed over in its MAAS tag {name}{KEY_TAG}…",
+                 "error": False, "kind": "SimpleMessage", "node": name,
+                 "bootactions": actions})
+    return port.report_url
 
 
 def apply_storage(ctx: NodeContext) -> Outcome:
@@ -227,7 +260,8 @@ def deploy(ctx: NodeContext) -> Outcome:
         image, kernel = _platform(ctx, "image"), _platform(ctx, "kernel")
         if ctx.ports.records is not None:  # the disks are written again: a new life
             ctx.ports.records.end_teardown(ctx.node.name)
-        maas.deploy(machine.system_id, image, kernel or None, user_data(ctx))
+        api = hand_over_boot_actions(ctx, machine.system_id)
+        maas.deploy(machine.system_id, image, kernel or None, user_data(ctx, api))
         state["requested"] = True
         mounts = ", ".join(f"{m[0]} at {m[1]}" for m in kept_mounts(ctx))
         return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}"

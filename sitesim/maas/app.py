@@ -225,6 +225,12 @@ class MaasApp:
                 if name not in machine.tags:
                     machine.tags.append(name)
             return {"added": len(request.values.getlist("add")), "removed": 0}
+        if request.method == "DELETE":
+            del self._store.tags[name]
+            for machine in self._store.list([], [], []):
+                if name in machine.tags:
+                    machine.tags.remove(name)
+            return Response(status=204)
         self._require(request, "GET", None)
         return {"name": name, "comment": self._store.tags[name], "definition": ""}
 

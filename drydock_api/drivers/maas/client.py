@@ -212,6 +212,11 @@ class MaasClient:
         self._json("POST", f"/tags/{tag}/", params={"op": "update_nodes"},
                    data={"add": system_id})
 
+    def delete_tag(self, name: str) -> None:
+        resp = self._call("DELETE", f"/tags/{name}/")
+        if resp.status_code != 404:
+            self._check(resp, "DELETE", f"/tags/{name}/")
+
     def get_config(self, name: str) -> str | None:
         value = self._json("GET", "/maas/", params={"op": "get_config", "name": name})
         return None if value is None else str(value)

@@ -192,6 +192,11 @@ class FakeMaas:
     def tag_machine(self, tag: str, system_id: str) -> None:
         self.machine_tags.setdefault(system_id, set()).add(tag)
 
+    def delete_tag(self, name: str) -> None:
+        self.tag_names.discard(name)
+        for tags in self.machine_tags.values():
+            tags.discard(name)
+
     def get_config(self, name: str) -> str | None:
         return self.config.get(name)
 

@@ -12,7 +12,10 @@ from common.auth import Identity, TokenAuthenticator
 METHODS = ("get", "post", "put", "patch", "delete")
 OPEN = {"/versions", "/api/v1.0/health", "/api/v1.0/openapi.json", "/metrics",
         "/ui", "/ui/login", "/ui/logout",  # the web view's sign-in and sign-out
-        "/ui/static/{name}"}  # and its style sheet and script
+        "/ui/static/{name}",  # and its style sheet and script
+        # Drydock's boot action API: the deploying node's own key authenticates it
+        "/api/v1.0/bootactions/nodes/{hostname}/units",
+        "/api/v1.0/bootactions/nodes/{hostname}/files", "/api/v1.0/bootactions/{action_id}"}
 TOKENS = TokenAuthenticator({"admin": Identity("admin", ("admin",)),
                              "nobody": Identity("nobody", ())})
 

@@ -1,0 +1,1 @@
+"""Boot actions: assets Drydock places on the nodes it deploys, and their reports."""
