@@ -13,9 +13,11 @@ from common.audit_api import audit_routes
 from common.idempotency import SqlIdempotencyStore
 from common.nodepaths import NodePathSink, node_paths
 from drydock_api import config, policy
+from drydock_api.db.history import TaskHistory
 from drydock_api.metrics import DrydockMetrics
 from drydock_api.resources.bootactions import BootActionAssetsResource, BootActionResource
 from drydock_api.resources.budgets import BudgetSlotResource, BudgetSlotsResource
+from drydock_api.resources.builddata import NodeBuildDataResource, TaskBuildDataResource
 from drydock_api.resources.nodes import (
     NodeFilterResource,
     NodeResource,
@@ -35,7 +37,9 @@ from drydock_api.resources.tasks import (
     TaskTerminateResource,
 )
 from drydock_api.runtime import Runtime, build_runtime
+from drydock_api.tasks.builddata import BuildData
 from drydock_api.tasks.preview import TaskPreview
+from drydock_api.tasks.retention import TaskRetention
 
 
 @dataclass
@@ -58,17 +62,22 @@ def build_deps(conf: cfg.ConfigOpts) -> Deps:
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     rt = deps.runtime
+    history = TaskHistory(rt.store)
+    builddata = BuildData(history)
     routes: list[tuple[str, object]] = [
-        (f"{P}/tasks", TasksResource(rt.service, rt.loader.check)),
+        (f"{P}/tasks", TasksResource(rt.service, rt.loader.check,
+                                     TaskRetention(history, rt.store.clock))),
         (f"{P}/tasks/preview", TaskPreviewResource(TaskPreview(
             rt.service, rt.loader.design, rt.inventory, rt.nodes, rt.ports.oob))),
         (f"{P}/tasks/{{task_id}}", TaskResource(rt.service, rt.waiters,
-                                                 conf.api.long_poll_max_wait)),
+                                                 conf.api.long_poll_max_wait, builddata)),
+        (f"{P}/tasks/{{task_id}}/builddata", TaskBuildDataResource(builddata)),
         (f"{P}/tasks/{{task_id}}/terminate", TaskTerminateResource(rt.service)),
         (f"{P}/nodefilter", NodeFilterResource(rt.loader.design, rt.nodes)),
         (f"{P}/nodes", NodesResource(rt.inventory)),
         (f"{P}/nodes/{{name}}", NodeResource(rt.inventory, rt.node_service,
                                              rt.bootactions)),
+        (f"{P}/nodes/{{name}}/builddata", NodeBuildDataResource(builddata)),
         (f"{P}/nodes/{{name}}/provide", NodeProvideResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),

@@ -18,6 +18,10 @@ def list_rules() -> list[policy.RuleDefault]:
              "GET"),
         rule("drydock:list_tasks", READER, "List tasks", f"{P}/tasks", "GET"),
         rule("drydock:get_task", READER, "Show a task", f"{P}/tasks/{{task_id}}", "GET"),
+        rule("drydock:delete_tasks", ADMIN, "Purge tasks that finished more than `days` days "
+             "ago (Airship's task retention)", f"{P}/tasks", "DELETE"),
+        rule("drydock:read_build_data", READER, "Build data of a node or of a task",
+             f"{P}/nodes/{{name}}/builddata", "GET"),
         rule("drydock:preview_task", READER, "What a task would do to each node (nothing "
              "is touched)", f"{P}/tasks/preview", "POST"),
         rule("drydock:terminate_task", ADMIN, "Terminate a task",

@@ -59,6 +59,7 @@ class MessageDetails(TypedDict):
 
 
 class TaskResult(TypedDict, total=False):
+    kind: str
     Kind: str
     apiVersion: str
     metadata: dict[str, Any]
@@ -75,6 +76,7 @@ class TaskResult(TypedDict, total=False):
 class Task(TypedDict):
     """GET /tasks/{task_id} (one task)."""
 
+    kind: NotRequired[str]
     Kind: NotRequired[str]
     apiVersion: NotRequired[str]
     task_id: str
@@ -114,6 +116,10 @@ class Node(TypedDict, total=False):
     maas_system_id: str | None
     maas_status: str | None
     status_name: str | None
+    memory: int | None
+    cpu_count: int | None
+    boot_mac: str | None
+    boot_ip: str | None
     maas_error: str | None
     power_state: str | None
     power_error: str | None

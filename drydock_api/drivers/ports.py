@@ -41,6 +41,10 @@ class Machine:
     power_state: str | None = None
     status_message: str | None = None
     mac: str | None = None
+    # As MAAS reports them (None when it does not): for node views (GET /nodes).
+    cpu_count: int | None = None
+    memory: int | None = None  # MiB
+    boot_ip: str | None = None  # the first address linked to the boot interface
 
 
 @dataclass(frozen=True)

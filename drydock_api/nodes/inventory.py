@@ -165,6 +165,11 @@ class Inventory:
             "maas_system_id": machine.system_id if machine else None,
             "maas_status": machine.status_name if machine else None,
             "status_name": machine.status_name if machine else None,
+            # Airship's node view, as MAAS reports the machine (null when it does not)
+            "memory": machine.memory if machine else None,
+            "cpu_count": machine.cpu_count if machine else None,
+            "boot_mac": machine.mac if machine else None,
+            "boot_ip": machine.boot_ip if machine else None,
             "maas_error": maas_error,
             "power_state": state,
             "power_error": power_error,

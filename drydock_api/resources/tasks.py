@@ -11,13 +11,21 @@ from common.api import API_PREFIX
 from common.body import read_json_object
 from common.clients.drydock import Task
 from common.encoded import send_json
-from common.errors import BadRequest, Forbidden, Unauthenticated, UnprocessableEntity
+from common.errors import (
+    BadRequest,
+    Forbidden,
+    MethodNotAllowed,
+    Unauthenticated,
+    UnprocessableEntity,
+)
 from common.httpclient import IDEMPOTENCY_HEADER
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize, check
 from drydock_api.resources.names import check_filter_names
 from drydock_api.tasks.actions import ALL_ACTIONS
+from drydock_api.tasks.builddata import BuildData
 from drydock_api.tasks.preview import TaskPreview
+from drydock_api.tasks.retention import TaskRetention, parse_days
 from drydock_api.tasks.service import TaskService
 
 MAX_LIMIT = 1000
@@ -45,9 +53,11 @@ def _differs(task: Task, body: dict[str, Any]) -> bool:
 
 class TasksResource:
     def __init__(self, service: TaskService,
-                 check_ref: Callable[[Any], str] | None = None) -> None:
+                 check_ref: Callable[[Any], str] | None = None,
+                 retention: TaskRetention | None = None) -> None:
         self._service = service
         self._check_ref = check_ref
+        self._retention = retention
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         ctx = req.context.berth
@@ -86,6 +96,13 @@ class TasksResource:
                              "next")
         resp.media = tasks
 
+    @authorize("drydock:delete_tasks")
+    def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """Airship's task purge: `days` (default 90) of finished tasks kept."""
+        if self._retention is None:
+            raise MethodNotAllowed("Task purge is not configured here")
+        resp.media = self._retention.purge(parse_days(req.get_param("days")))
+
 
 class TaskResource:
     """A task; `?wait=S&since=V` answers as soon as the task's version (header
@@ -93,10 +110,11 @@ class TaskResource:
     unchanged."""
 
     def __init__(self, service: TaskService, waiters: ChangeWaiters | None = None,
-                 max_wait: float = 0.0) -> None:
+                 max_wait: float = 0.0, builddata: BuildData | None = None) -> None:
         self._service = service
         self._waiters = waiters
         self._max_wait = max_wait
+        self._builddata = builddata
 
     @authorize("drydock:get_task")
     def on_get(self, req: falcon.Request, resp: falcon.Response, task_id: str) -> None:
@@ -109,6 +127,10 @@ class TaskResource:
             resp.set_header(WAITED_HEADER, woken.value)
             version = self._service.version(task_id)
         resp.set_header(VERSION_HEADER, version)
+        if req.get_param_as_bool("builddata") and self._builddata is not None and not layers:
+            body = self._service.get(task_id, subtask_errors=errors)
+            resp.media = {**body, "build_data": self._builddata.of_task(task_id)}
+            return
         data, packed = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
         send_json(req, resp, data, packed)
 

@@ -18,7 +18,8 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
               successes: list[str], failures: list[str],
               skipped: list[str] | None = None) -> Task:
     return {
-        "Kind": "Task",
+        "kind": "Task",  # as Airship's Task.to_dict() writes it
+        "Kind": "Task",  # as Airship's task document shows it (kept for earlier clients)
         "apiVersion": "v1.0",
         "task_id": row.id,
         "action": row.action,
@@ -28,6 +29,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
         "node": row.node,
         "step": row.step,
         "result": {
+            "kind": "Status",
             "Kind": "Status",
             "apiVersion": "v1.0",
             "metadata": {},

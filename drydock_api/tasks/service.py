@@ -26,6 +26,10 @@ from drydock_api.tasks.render import task_body
 from drydock_api.tasks.states import FINAL, TaskResult, TaskStatus
 
 BODY_FIELDS = ("action", "design_ref", "node_filter", "options", *budget.FIELDS)
+# A task document's envelope (Airship's task schema shows it; Drydock's answers carry it):
+# accepted when it names a Task of API v1 / v1.0, otherwise listed as a problem.
+ENVELOPE = {"kind": ("Task",), "Kind": ("Task",), "apiVersion": ("v1", "v1.0"),
+            "api_version": ("v1", "v1.0")}
 TREE_CACHE = 8  # encoded task trees kept per process
 
 
@@ -71,7 +75,10 @@ class TaskService:
         self.budgets: budget.TaskBudgets | None = None  # failure-domain slots of tasks
 
     def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
-        problems = [f"unknown field {k!r}" for k in body if k not in BODY_FIELDS]
+        problems = [f"unknown field {k!r}" for k in body
+                    if k not in BODY_FIELDS and k not in ENVELOPE]
+        problems += [f"{k} must be {' or '.join(ENVELOPE[k])}" for k in body
+                     if k in ENVELOPE and body[k] not in ENVELOPE[k]]
         action = body.get("action")
         if not isinstance(action, str) or action not in ALL_ACTIONS:
             problems.append(f"action must be one of {', '.join(ALL_ACTIONS)}")

@@ -29,12 +29,22 @@ def oauth_from_key(api_key: str) -> OAuth1:
                   signature_type="auth_header")
 
 
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def to_machine(body: dict[str, Any]) -> Machine:
+    boot = body.get("boot_interface") or {}
+    links = boot.get("links") or [] if isinstance(boot, dict) else []
+    first = links[0] if links and isinstance(links[0], dict) else {}
     return Machine(system_id=str(body["system_id"]), hostname=str(body.get("hostname")),
                    status_name=str(body.get("status_name")),
                    power_state=body.get("power_state"),
                    status_message=body.get("status_message"),
-                   mac=((body.get("boot_interface") or {}).get("mac_address")))
+                   mac=boot.get("mac_address") if isinstance(boot, dict) else None,
+                   cpu_count=_int_or_none(body.get("cpu_count")),
+                   memory=_int_or_none(body.get("memory")),
+                   boot_ip=first.get("ip_address") or None)
 
 
 def _fstype(body: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -306,7 +306,7 @@ def test_maas_outage_shows_in_extended_health_but_keeps_the_api_ready(
 
 def test_wrong_method_oversize_body_and_unknown_route(api, tmp_path):
     client, site = api
-    assert client.simulate_delete("/api/v1.0/tasks", headers=ADMIN).status_code == 405
+    assert client.simulate_put("/api/v1.0/tasks", headers=ADMIN).status_code == 405
     assert client.simulate_get("/api/v1.0/taskz", headers=ADMIN).status_code == 404
     limited = make_conf(tmp_path)
     limited.set_override("max_body_bytes", 100, group="api")
