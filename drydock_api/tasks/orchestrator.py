@@ -8,7 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from common.audit import current_actor, worker_actor
@@ -77,6 +77,7 @@ class _NodeRun:
     seen: Attempts = field(default_factory=lambda: Attempts(started=0.0))
     retake: bool = False  # resumed after take_budget_slot: hold the slots again first
     blocked: list[str] = field(default_factory=list)  # what the retake last waited for
+    waiting_since: float | None = None  # when the retake first found a domain full
 
 
 class DesignSource:
@@ -216,14 +217,10 @@ class Orchestrator:
             assert run.step is not None and run.row is not None and run.ctx is not None
             if run.seen.next_at is not None and run.seen.next_at > self.clock():
                 return run.seen.next_at  # resumed after a takeover: not due yet
-            if run.retake and self._ports.budgets is not None:
-                held = self._ports.budgets.retake(run.ctx, run.blocked)
-                if isinstance(held, Retry):
-                    return self.clock() + held.delay
-                if isinstance(held, Failed):
-                    self._record(row, run, held)
-                    return None
-                run.retake = False
+            if run.retake:
+                due, go_on = self._retake(row, run)
+                if not go_on:
+                    return due
             outcome, run.seen = self._engine.attempt(run.step, run.ctx, run.seen)
             if lease.lost.is_set():
                 return None
@@ -233,6 +230,29 @@ class Orchestrator:
             if not self._record(row, run, outcome):
                 self._release_slots(run)
                 return None
+
+    def _retake(self, row: TaskRow, run: _NodeRun) -> tuple[float | None, bool]:
+        """A node resumed after a takeover holds its failure-domain slots again before its
+        next step (tasks.budget): (when to come back, False) while another holder has a
+        domain, up to `release_timeout`; (None, False) when the node failed; (None, True)
+        to go on, the step's own time starting once the slots are held."""
+        assert run.ctx is not None
+        held = self._ports.budgets.retake(run.ctx, run.blocked) if self._ports.budgets \
+            else None
+        now = self.clock()
+        if isinstance(held, Retry):
+            run.waiting_since = run.waiting_since or now
+            if now - run.waiting_since <= self._settings.release_timeout:
+                return now + held.delay, False
+            held = Failed("BudgetExhausted", f"{held.note} (waited "
+                          f"{self._settings.release_timeout:g} s after a takeover)")
+        if isinstance(held, Failed):
+            self._record(row, run, held)
+            return None, False
+        if run.waiting_since is not None:
+            run.seen = replace(run.seen, started=now)
+        run.retake = False
+        return None, True
 
     def _release_slots(self, run: _NodeRun) -> None:
         """Give back the node's failure-domain slots taken by this task (tasks.budget)."""

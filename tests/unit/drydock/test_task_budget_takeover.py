@@ -91,3 +91,19 @@ def test_a_taken_over_refusing_task_fails_the_node_untouched(make_site: SiteFact
     assert failed and OTHER in failed[0]["message"], failed
     assert "after a takeover (its slots lapsed)" in failed[0]["message"]
     assert [h[0] for h in holders(site)] == [OTHER]
+
+
+def test_a_taken_over_task_waits_for_its_slot_no_longer_than_release_timeout(
+        make_site: SiteFactory) -> None:
+    clock = FakeClock()
+    site = make_site(["n1", "n2"], docs=budgeted_docs(), clock=clock,
+                     steps={"release_timeout": 10.0})
+    task_id = died_in_power_off(site, clock)
+    run(site, "second")  # the other holder keeps the rack
+    task = site.runtime.service.get(task_id)
+    assert task["result"]["status"] == "failure"
+    bmc = site.address("n1")
+    assert site.oob.calls[("graceful", bmc)] == 0 and site.oob.calls[("force_off", bmc)] == 0
+    failed = [m for m in node_messages(site, task_id, "n1") if m["error"]]
+    assert failed and "waited 10 s after a takeover" in failed[0]["message"], failed
+    assert OTHER in failed[0]["message"]
