@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -45,10 +46,11 @@ def _verdict(report: CheckReport) -> str:
 
 
 def _emit(report: CheckReport, output: str) -> None:
-    if output == "json":
+    if output in ("json", "yaml"):
         body: dict[str, Any] = {**asdict(report), "passed": report.passed,
                                 "counts": report.counts()}
-        click.echo(json.dumps(body, indent=2))
+        click.echo(json.dumps(body, indent=2) if output == "json"
+                   else yaml.safe_dump(body, sort_keys=False).rstrip())
         return
     Console(width=None if sys.stdout.isatty() else 200).print(_table(report))
     click.echo(_verdict(report))
@@ -71,7 +73,7 @@ def _emit(report: CheckReport, output: str) -> None:
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write the validator's HTML report and log here.")
 @click.pass_obj
-def check_bmc_command(obj: dict[str, Any], address: str, username: str, password: str,
+def check_bmc_command(obj: Any, address: str, username: str, password: str,
                       system: str | None, profile: Path | None, timeout: float,
                       report_dir: Path | None) -> None:
     """Check a Redfish BMC against what Drydock needs, before enrolling it.
@@ -88,7 +90,7 @@ def check_bmc_command(obj: dict[str, Any], address: str, username: str, password
     except BerthError as exc:
         click.echo(f"error: {exc.message}", err=True)
         raise SystemExit(EXIT_NOT_CHECKED) from exc
-    _emit(report, (obj or {}).get("output", "table"))
+    _emit(report, getattr(obj, "output", "table"))
     if not report.passed:
         raise SystemExit(EXIT_FAILED)
 

@@ -1,0 +1,111 @@
+"""The `drydock` CLI's connection to a Drydock API and its output rendering.
+
+Commands get a `Drydock` as `ctx.obj`: `request(...)` sends one API call and returns the
+decoded body (a failure prints the status body and exits 1); `emit(data, columns)` prints
+a table, JSON or YAML as `-o` asks (a command without a table form prints YAML).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+import requests
+import yaml
+from requests.adapters import HTTPAdapter
+from rich.console import Console
+from rich.table import Table
+from urllib3.util.retry import Retry
+
+from common.api import API_PREFIX
+
+OUTPUTS = ("table", "json", "yaml")
+
+
+def retrying_session() -> requests.Session:
+    """Idempotent calls whose connection dropped are sent again; a POST never is."""
+    retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.2,
+                  allowed_methods=frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}))
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    session.mount("https://", HTTPAdapter(max_retries=retry))
+    return session
+
+
+class Drydock:
+    """One Drydock API (its base URL and token) and the output settings of this run."""
+
+    def __init__(self, url: str, token: str | None, output: str,
+                 session: requests.Session | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.output = output
+        self.marker = str(uuid.uuid4())
+        self.session = session or retrying_session()
+        self.console = Console(width=None if sys.stdout.isatty() else 250)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One API call; a non-2xx answer prints its status body and exits with 1."""
+        headers = {"X-Context-Marker": self.marker, "Accept": "application/json"}
+        if self.token:
+            headers["X-Auth-Token"] = self.token
+        try:
+            resp = self.session.request(method, f"{self.url}{API_PREFIX}{path}",
+                                        headers=headers, timeout=120, **kwargs)
+        except requests.RequestException as exc:
+            raise click.ClickException(f"Cannot reach Drydock at {self.url}: {exc}") from exc
+        body = decode(resp)
+        if resp.status_code >= 400:
+            fail(resp.status_code, body)
+        return body
+
+    def emit(self, data: Any, columns: Sequence[tuple[str, str]] | None = None,
+             output: str | None = None) -> None:
+        """`data` as JSON, YAML, or (table) a table of `columns` (header, key)."""
+        how = output or self.output
+        if how == "json":
+            click.echo(json.dumps(data, indent=2))
+        elif how == "yaml" or columns is None:
+            click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
+        else:
+            self.console.print(table(data if isinstance(data, list) else [data], columns))
+
+
+def decode(resp: requests.Response) -> Any:
+    if not resp.content:
+        return None
+    try:
+        return resp.json()
+    except ValueError:
+        return resp.text
+
+
+def fail(code: int, body: Any) -> None:
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        lines = [f"Error {code} {body.get('reason')}: {body.get('message')}"]
+        lines += [f"- {m.get('message')}" for m in
+                  (body.get("details") or {}).get("messageList") or [] if m.get("error", True)]
+        text = "\n".join(lines)
+    else:
+        text = f"Error {code}: {body}"
+    click.echo(text, err=True)
+    raise SystemExit(1)
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> Table:
+    out = Table()
+    for header, _ in columns:
+        out.add_column(header)
+    for row in rows:
+        out.add_row(*("" if row.get(k) is None else str(row.get(k)) for _, k in columns))
+    return out
+
+
+def output_option(f: Any) -> Any:
+    """`-o` on a command too (as Airship's `node list -o json`); the group's when absent."""
+    return click.option("-o", "--output", "output", type=click.Choice(OUTPUTS), default=None,
+                        help="table, json or yaml (default: the drydock group's -o)")(f)
