@@ -29,18 +29,22 @@ def _canonical(doc: Document) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def by_collection(docs: Iterable[tuple[str, Document]]) -> dict[str, dict[tuple[str, str], str]]:
-    """collection → {(schema, name): canonical document}; empty collections do not appear."""
-    out: dict[str, dict[tuple[str, str], str]] = {}
+def by_collection(docs: Iterable[tuple[str, Document]]) -> dict[str, dict[tuple[str, ...], str]]:
+    """collection → {(schema, layer, name): canonical document}; empty collections do not
+    appear."""
+    out: dict[str, dict[tuple[str, ...], str]] = {}
     for collection, doc in docs:
-        key = (str(doc.get("schema")), str((doc.get("metadata") or {}).get("name")))
+        meta = doc.get("metadata") or {}
+        layer = (meta.get("layeringDefinition") or {}).get("layer") \
+            if isinstance(meta.get("layeringDefinition"), dict) else None
+        key = (str(doc.get("schema")), str(layer or ""), str(meta.get("name")))
         out.setdefault(collection, {})[key] = _canonical(doc)
     return out
 
 
 def collection_statuses(
-    base: Mapping[str, Mapping[tuple[str, str], str]],
-    new: Mapping[str, Mapping[tuple[str, str], str]],
+    base: Mapping[str, Mapping[tuple[str, ...], str]],
+    new: Mapping[str, Mapping[tuple[str, ...], str]],
 ) -> dict[str, CollectionStatus]:
     """The status of every collection of either side, going from `base` to `new`."""
     out: dict[str, CollectionStatus] = {}

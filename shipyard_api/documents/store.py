@@ -148,7 +148,7 @@ class DocumentStore:
         return {"schema": row.schema, "metadata": json.loads(row.metadata_json), "data": data}
 
     # ----- diffs ----------------------------------------------------------------------
-    def _contents(self, revision_id: int | None) -> dict[str, dict[tuple[str, str], str]]:
+    def _contents(self, revision_id: int | None) -> dict[str, dict[tuple[str, ...], str]]:
         return by_collection(self.pairs(revision_id)) if revision_id else {}
 
     def diff(self, base: str | Version, new: str | Version) -> list[dict[str, Any]]:
@@ -227,7 +227,8 @@ class DocumentStore:
         data = json.dumps(doc.get("data"), sort_keys=True)
         return DocumentRow(
             revision_id=revision_id, collection=collection, position=position,
-            schema=doc["schema"], name=meta["name"], metadata_json=json.dumps(meta),
+            schema=doc["schema"], name=meta["name"], layer=layer_of(doc),
+            metadata_json=json.dumps(meta),
             data=self._cipher.encrypt(data) if encrypted else data, encrypted=encrypted)
 
     # ----- tags -----------------------------------------------------------------------
@@ -338,7 +339,7 @@ def check_documents(docs: list[Document]) -> None:
     import jsonschema
 
     messages: list[Message] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     validator = jsonschema.Draft202012Validator(BASE_SCHEMA)
     for i, doc in enumerate(docs):
         ref = doc_ref(doc)
@@ -353,21 +354,32 @@ def check_documents(docs: list[Document]) -> None:
             messages.append(validation_message(
                 f"{ref['schema']} {ref['name']}: storagePolicy must be cleartext or encrypted",
                 name="DocumentStructure", documents=[ref]))
-        key = (ref["schema"], ref["name"])
+        key = (ref["schema"], layer_of(doc), ref["name"])
         if key in seen:
             messages.append(validation_message(
-                f"Duplicate document {ref['schema']} {ref['name']} in the collection",
-                name="DuplicateDocument", documents=[ref]))
+                f"Duplicate document {ref['schema']} {ref['name']} (layer {key[1] or 'none'}) "
+                "in the collection", name="DuplicateDocument", documents=[ref]))
         seen.add(key)
     if messages:
         raise ValidationFailed("Documents are malformed", messages=messages)
 
 
+def layer_of(doc: Document) -> str:
+    """A document's Deckhand layer ("" when it has none): with schema and name, its key."""
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    ld = (meta or {}).get("layeringDefinition")
+    layer = ld.get("layer") if isinstance(ld, dict) else None
+    return layer if isinstance(layer, str) else ""
+
+
+def _key(doc: Document) -> tuple[str, str, str]:
+    return doc_ref(doc)["schema"], layer_of(doc), doc_ref(doc)["name"]
+
+
 def _check_other_collections(collection: str, docs: list[Document],
                              base: list[Pair]) -> None:
-    owners = {(doc_ref(d)["schema"], doc_ref(d)["name"]): c for c, d in base if c != collection}
-    clashes = [(doc_ref(d), owners[k]) for d in docs
-               if (k := (doc_ref(d)["schema"], doc_ref(d)["name"])) in owners]
+    owners = {_key(d): c for c, d in base if c != collection}
+    clashes = [(doc_ref(d), owners[_key(d)]) for d in docs if _key(d) in owners]
     if clashes:
         raise Conflict(
             "Documents already exist in another collection",

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from common.errors import Conflict, ValidationFailed
+from shipyard_api.documents.diff import BufferMode
 from shipyard_api.documents.render import REDACTED, render
+from shipyard_api.documents.store import DocumentStore
 
 POLICY = {"schema": "deckhand/LayeringPolicy/v1",
           "metadata": {"schema": "metadata/Control/v1", "name": "layering-policy"},
@@ -288,3 +291,23 @@ def test_a_design_without_layering_renders_as_before() -> None:
     secret = passphrase("bmc", "pw")
     out, messages = render([secret, node])
     assert messages == [] and out == [secret, node]
+
+
+class TestStoredReplacement:
+    def test_a_replacement_and_its_parent_are_stored_and_rendered_as_one(
+            self, store: DocumentStore) -> None:
+        docs = TestReplacement().docs(replacement=True)
+        rev = store.put_collection("site", docs, BufferMode.REJECT_ON_CONTENTS).revision_id
+        assert len(store.documents(rev)) == 4
+        charts = [d for d in store.rendered_documents(rev) if d["metadata"]["name"] == "chart"]
+        assert [c["data"] for c in charts] == [{"debug": True, "image": "a:1"}]
+
+    def test_the_same_schema_name_and_layer_twice_is_still_refused(
+            self, store: DocumentStore) -> None:
+        one = doc("chart", {}, layer="global")
+        with pytest.raises(ValidationFailed) as err:
+            store.put_collection("site", [one, one], BufferMode.REJECT_ON_CONTENTS)
+        assert err.value.messages[0]["name"] == "DuplicateDocument"
+        store.put_collection("a", [one], BufferMode.REJECT_ON_CONTENTS)
+        with pytest.raises(Conflict):
+            store.put_collection("b", [one], BufferMode.APPEND)
