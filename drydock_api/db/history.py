@@ -18,6 +18,8 @@ class StepRecord:
 
     node: str
     task_id: str
+    parent_id: str | None  # the node subtask the step belongs to
+    root_id: str
     action: str
     step: str
     completed: float
@@ -53,7 +55,8 @@ class TaskHistory:
             roots = {r.root_id for r in rows}
             actions = {str(tid): str(action) for tid, action in s.execute(
                 select(TaskRow.id, TaskRow.action).where(TaskRow.id.in_(roots)))}
-        return [StepRecord(str(r.node), r.id, actions.get(r.root_id, r.action), str(r.step),
+        return [StepRecord(str(r.node), r.id, r.parent_id, r.root_id,
+                           actions.get(r.root_id, r.action), str(r.step),
                            float(r.completed or r.updated), dict(r.data))
                 for r in rows if isinstance(r.data, dict) and r.data]
 

@@ -127,12 +127,24 @@ class TaskResource:
             resp.set_header(WAITED_HEADER, woken.value)
             version = self._service.version(task_id)
         resp.set_header(VERSION_HEADER, version)
-        if req.get_param_as_bool("builddata") and self._builddata is not None and not layers:
-            body = self._service.get(task_id, subtask_errors=errors)
-            resp.media = {**body, "build_data": self._builddata.of_task(task_id)}
+        if req.get_param_as_bool("builddata") and self._builddata is not None:
+            resp.media = self._with_build_data(task_id, layers, errors)
             return
         data, packed = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
         send_json(req, resp, data, packed)
+
+
+    def _with_build_data(self, task_id: str, layers: int, errors: bool) -> dict[str, Any]:
+        """The task (or, with layers, each task of the tree) with its `build_data`."""
+        assert self._builddata is not None
+        if not layers:
+            body = self._service.get(task_id, subtask_errors=errors)
+            return {**body, "build_data": self._builddata.of_task(task_id)}
+        tree = self._service.get(task_id, layers=layers)
+        ids = [k for k in tree if k != "init_task_id"]
+        found = self._builddata.of_tree(ids, self._service.root_of(task_id))
+        return {k: v if k == "init_task_id" else {**v, "build_data": found[k]}
+                for k, v in tree.items()}
 
 
 class TaskTerminateResource:

@@ -58,6 +58,12 @@ class BuildData:
         """Collected by the task or a task below it (empty list: none; 404: no such task)."""
         return [item(r) for r in self._history.step_records(task_id=task_id)]
 
+    def of_tree(self, task_ids: list[str], root_id: str) -> dict[str, list[dict[str, Any]]]:
+        """`of_task` of each of `task_ids`, all of the tree `root_id`, in one query."""
+        records = self._history.step_records(task_id=root_id)
+        return {tid: [item(r) for r in records if tid in (r.task_id, r.parent_id, r.root_id)]
+                for tid in task_ids}
+
     def require_of_task(self, task_id: str) -> list[dict[str, Any]]:
         """`of_task`, with 404 NoBuildData when there is none (Airship's builddata route)."""
         items = self.of_task(task_id)

@@ -176,6 +176,10 @@ class TaskService:
             level = children if (layers < 0 or depth < layers) else []
         return tree
 
+    def root_of(self, task_id: str) -> str:
+        """The top-level task of the tree holding `task_id` (404: no such task)."""
+        return self._store.get(task_id).root_id
+
     def version(self, task_id: str) -> str:
         """What changes whenever the task or any task of its tree, or their messages, change
         (404: no such task); long-polls compare it with the caller's `since`."""

@@ -181,6 +181,14 @@ def test_task_build_data_route_and_builddata_parameter(dd):
     with_bd = get(client, f"/api/v1.0/tasks/{task['task_id']}", builddata="true").json
     assert with_bd["build_data"] == items and with_bd["task_id"] == task["task_id"]
     assert "build_data" not in get(client, f"/api/v1.0/tasks/{task['task_id']}").json
+    tree = get(client, f"/api/v1.0/tasks/{task['task_id']}", builddata="true",
+               layers="-1").json
+    assert tree["init_task_id"] == task["task_id"]
+    assert tree[task["task_id"]]["build_data"] == items
+    assert tree[node_task]["build_data"] == items
+    steps = [k for k in tree if k not in ("init_task_id", task["task_id"], node_task)]
+    assert sorted(i["task_id"] for i in items) == sorted(steps)
+    assert all([i["task_id"] for i in tree[s]["build_data"]] == [s] for s in steps)
     validate = run_task(client, site, action="validate_design", node_filter=None)
     assert get(client, f"/api/v1.0/tasks/{validate['task_id']}/builddata").status_code == 404
     assert get(client, "/api/v1.0/tasks/no-such-task/builddata").status_code == 404
