@@ -25,6 +25,11 @@ def task_changed(s: Session, task_id: str, old: str | None, new: str, at: float,
                  at=at, detail={k: v for k, v in detail.items() if v is not None})
 
 
+def task_purged(s: Session, task_id: str, status: str, at: float, **detail: Any) -> None:
+    """A finished top-level task was removed with its subtasks (DELETE /tasks?days=N)."""
+    audit.append(s, TASKS, f"task/{task_id}", "purged", status, None, at=at, detail=detail)
+
+
 def node_state(row: NodeRecord | None) -> dict[str, Any]:
     """The audited fields of a node record (a record not yet written: the defaults)."""
     if row is None:

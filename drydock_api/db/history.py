@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, or_, select
 
+from drydock_api.db import audit
 from drydock_api.db.models import MessageRow, TaskRow
 from drydock_api.db.store import TaskStore
 from drydock_api.tasks.states import FINAL, TaskStatus
@@ -66,13 +67,18 @@ class TaskHistory:
         however old."""
         finished_at = func.coalesce(TaskRow.completed, TaskRow.updated)
         with self._tasks.sessions.begin() as s:
-            roots = list(s.scalars(select(TaskRow.id).where(
+            found = list(s.execute(select(TaskRow.id, TaskRow.status, TaskRow.action).where(
                 TaskRow.parent_id.is_(None),
                 TaskRow.status.in_([st.value for st in FINAL]),
                 finished_at < older_than)))
-            if not roots:
+            if not found:
                 return Purged([], 0, 0)
+            roots = [str(r[0]) for r in found]
             messages = s.execute(delete(MessageRow).where(MessageRow.root_id.in_(roots)))
             rows = s.execute(delete(TaskRow).where(TaskRow.root_id.in_(roots)))
+            now = self._tasks.clock()
+            for tid, status, action in sorted(found):  # the audit's head lock last
+                audit.task_purged(s, str(tid), str(status), now, action=action,
+                                  older_than=older_than)
         return Purged(sorted(roots), int(getattr(rows, "rowcount", 0) or 0),
                       int(getattr(messages, "rowcount", 0) or 0))

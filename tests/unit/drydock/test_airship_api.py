@@ -128,6 +128,12 @@ def test_delete_tasks_purges_only_tasks_finished_more_than_days_ago(dd):
     assert everything.json["details"]["task_ids"] == [recent["task_id"]]
     listed = [t["task_id"] for t in get(client, "/api/v1.0/tasks").json]
     assert listed == [active["task_id"]]
+    entries = get(client, "/api/v1.0/audit", stream="drydock.tasks", limit="1000").json
+    purged = [(e["object"], e["user"], e["old"]) for e in entries["entries"]
+              if e["change"] == "purged"]
+    assert purged == [(f"task/{old['task_id']}", "admin", "complete"),
+                      (f"task/{recent['task_id']}", "admin", "complete")]
+    assert client.simulate_get("/api/v1.0/audit/verify", headers=ADMIN).status_code == 200
 
 
 @pytest.mark.parametrize("days", ["-1", "ten", "1.5", "99999"])
