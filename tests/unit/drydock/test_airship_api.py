@@ -17,9 +17,13 @@ from tests.unit.drydock.test_api import ADMIN, TOKENS, post, run_all
 DAY = 86400.0
 
 
-@pytest.fixture
-def dd(make_site: SiteFactory, tmp_path: Any) -> tuple[falcon.testing.TestClient, Site]:
-    site = make_site(["n1", "n2", "n3"], clock=FakeClock())
+@pytest.fixture(params=["sqlite", "postgresql"])
+def dd(request: pytest.FixtureRequest, make_site: SiteFactory,
+       tmp_path: Any) -> tuple[falcon.testing.TestClient, Site]:
+    """Drydock's API on fakes, its database SQLite or PostgreSQL (purge and build data are
+    queries of their own)."""
+    url = None if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
+    site = make_site(["n1", "n2", "n3"], clock=FakeClock(), url=url)
     app = create_app(make_conf(tmp_path), Deps(runtime=site.runtime))
     app.berth_spec.authenticator = TOKENS
     return falcon.testing.TestClient(app), site
