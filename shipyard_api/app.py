@@ -24,6 +24,7 @@ from shipyard_api.metrics import ShipyardMetrics
 from shipyard_api.plans.service import PlanService
 from shipyard_api.plans.store import PlanStore
 from shipyard_api.resources.actions import action_routes, site_status_routes
+from shipyard_api.resources.airship import airship_routes
 from shipyard_api.resources.documents import document_routes
 from shipyard_api.resources.plans import plan_routes
 from shipyard_api.resources.ui import cookie_auth, ui_routes
@@ -98,6 +99,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     routes = [*document_routes(deps.documents.store, deps.documents.validator),
               *action_routes(deps.actions, max_nodes, deps.waiters,
                             conf.api.long_poll_max_wait),
+              *airship_routes(deps.actions),
               *plan_routes(deps.plans, max_nodes),
               *site_status_routes(deps.site_statuses),
               *audit_routes(deps.actions.store.engine, config.SERVICE),

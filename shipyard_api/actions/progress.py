@@ -68,3 +68,9 @@ def progress_lines(step: Mapping[str, Any]) -> list[str]:
            f"{int(drain.get('removed') or 0)} removed)"
     return [head] + [f"{g.get('reason')}: {plural(int(g.get('count') or 0), 'pod')}"
                      for g in drain.get("groups") or [] if isinstance(g, dict)]
+
+
+def step_state(step: Mapping[str, Any]) -> Any:
+    """Berth's own state of a step view: `step_state` (`state` holds Airflow's name for it;
+    views from before both were shown have only `state`)."""
+    return step.get("step_state", step.get("state"))

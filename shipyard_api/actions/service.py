@@ -16,14 +16,29 @@ from common.audit import acting, request_actor
 from common.context import RequestContext
 from common.errors import BadRequest, Conflict, NotFound
 from shipyard_api.actions.disruption import allowed_by
+from shipyard_api.actions.params import canonical
 from shipyard_api.actions.ports import DocumentsPort
-from shipyard_api.actions.views import action_view, step_view
+from shipyard_api.actions.site import INTERMEDIATE_CHECKED
+from shipyard_api.actions.views import action_view, step_summary, step_view
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, plan
 from shipyard_api.workflow.models import ActionRow
 from shipyard_api.workflow.states import CONTROLS, ActionState
 from shipyard_api.workflow.store import ActionStore
 
+ALLOW = "allow-intermediate-commits"
 SHOWN_CACHED = 256  # encoded actions kept for GET /actions/{id}, the least recently read go
+
+
+# Airship's actions that Berth refuses, and why: both work on Armada's Helm releases.
+NOT_INCLUDED = {
+    "test_site": "it runs the Helm tests of the site's releases through Armada, and Berth "
+                 "includes no Armada and deploys no Helm releases (check the site with "
+                 "GET /api/v1.0/health/extended, Drydock's and Promenade's validatedesign, or "
+                 "a plan of deploy_site)",
+    "update_software": "it updates the site's software through Armada's Helm releases, and "
+                       "Berth includes no Armada (update_site redeploys the nodes the design "
+                       "changed)",
+}
 
 
 def new_ulid() -> str:
@@ -52,20 +67,30 @@ class ActionService:
         self._shown: OrderedDict[str, tuple[int, bytes, bytes]] = OrderedDict()
 
     def definition(self, name: Any) -> ActionDefinition:
+        if isinstance(name, str) and name in NOT_INCLUDED:
+            raise BadRequest(f"Action {name} is not included in Berth: {NOT_INCLUDED[name]}",
+                             reason="ActionNotIncluded")
         if not isinstance(name, str) or name not in self.definitions:
             raise BadRequest(f"Unknown action {name!r}; known actions: "
                              f"{', '.join(sorted(self.definitions))}", reason="UnknownAction")
         return self.definitions[name]
 
     def create(self, name: str, parameters: Any, ctx: RequestContext,
-               plan_id: Any = None) -> dict[str, Any]:
+               plan_id: Any = None, *, allow_intermediate_commits: bool = False,
+               ) -> dict[str, Any]:
         """Validate, check conflicts, and persist a pending action with its planned steps;
-        from a plan (`plan_id`), its steps re-check the facts the plan relied on."""
+        from a plan (`plan_id`), its steps re-check the facts the plan relied on.
+        `allow_intermediate_commits` (Airship's query parameter) sets that parameter of the
+        actions that check intermediate commits, and is ignored by the others, as there."""
         definition = self.definition(name)
         if parameters is None:
             parameters = {}
         if not isinstance(parameters, dict):
             raise BadRequest("parameters must be an object")
+        if allow_intermediate_commits and name in INTERMEDIATE_CHECKED:
+            parameters = {**{k: v for k, v in parameters.items()
+                             if not (isinstance(k, str) and canonical(k) == ALLOW)},
+                          ALLOW: True}
         prepared = definition.prepare(parameters, self.documents)
         if definition.admit is not None and self.services is not None:
             definition.admit(prepared, self.services, ctx)
@@ -91,7 +116,21 @@ class ActionService:
         return self.get(row.id)
 
     def list(self) -> list[dict[str, Any]]:
-        return [action_view(r) for r in self.store.all()]
+        """Every action with its steps' summary (Airship's `steps`; its notes at verbosity 1,
+        its steps' notes at 0, as Airship lists them)."""
+        summaries = self.store.step_summaries()
+        out = []
+        for r in self.store.all():
+            view = action_view(r)
+            steps = summaries.get(r.id, [])
+            view["steps"] = [step_summary(r.id, sid, state, failures, pos + 1)
+                             for sid, state, failures, pos in steps]
+            counts: dict[str, int] = {}
+            for _, state, _, _ in steps:
+                counts[state] = counts.get(state, 0) + 1
+            view["step_counts"] = counts
+            out.append(view)
+        return out
 
     def list_json(self) -> tuple[bytes, bytes]:
         """`list()` as JSON and gzipped JSON, encoded again only when an action was added or
@@ -107,8 +146,10 @@ class ActionService:
             self._listed = (key, data, packed)
         return data, packed
 
-    def get(self, action_id: str) -> dict[str, Any]:
-        return action_view(*self.store.with_details(action_id))
+    def get(self, action_id: str, verbosity: int | None = None) -> dict[str, Any]:
+        if verbosity is None:
+            return action_view(*self.store.with_details(action_id))
+        return action_view(*self.store.with_details(action_id), verbosity=verbosity)
 
     def get_json(self, action_id: str) -> tuple[int, bytes, bytes]:
         """The action's version, and `get()` as JSON and gzipped JSON, encoded again only
@@ -132,12 +173,14 @@ class ActionService:
                 self._shown.popitem(last=False)
         return entry
 
-    def step(self, action_id: str, sid: str) -> dict[str, Any]:
-        self.store.get(action_id)
+    def step(self, action_id: str, sid: str, verbosity: int | None = None) -> dict[str, Any]:
+        row = self.store.get(action_id)
         for s in self.store.steps(action_id):
             if s.step_id == sid:
-                return step_view(action_id, s)
-        raise NotFound(f"Action {action_id} has no step {sid}")
+                if verbosity is None:
+                    return step_view(action_id, s, action=row)
+                return step_view(action_id, s, action=row, verbosity=verbosity)
+        raise NotFound(f"Action {action_id} has no step {sid}", reason="StepNotFound")
 
     def control(self, action_id: str, verb: str, ctx: RequestContext) -> dict[str, Any]:
         if verb not in CONTROLS:

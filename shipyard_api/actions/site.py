@@ -15,6 +15,9 @@ from shipyard_api.actions.ports import DocumentsPort, services
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
 
 SITE_PARAMS = ("allow-intermediate-commits", site_budget.PARAM)
+# The actions that refuse intermediate commits unless allowed (Airship's validators also
+# check them for update_software, which Berth does not include).
+INTERMEDIATE_CHECKED = ("deploy_site", "update_site")
 
 
 def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:

@@ -11,6 +11,9 @@ from shipyard_api.actions.ports import DocumentsPort
 from shipyard_api.clients.ports import DrydockPort
 
 FILTERS = ("nodes-provision-status", "machines-power-state")
+# The keys Airship's server answers for each filter (its status_helper); Berth answers both.
+AIRSHIP_KEYS = {"nodes-provision-status": "nodes_provision_status",
+                "machines-power-state": "machines_powerstate"}
 
 
 class SiteStatuses:
@@ -20,7 +23,8 @@ class SiteStatuses:
         self._public_url = public_url
 
     def get(self, filters: Sequence[str], ctx: RequestContext) -> dict[str, Any]:
-        """Airship's shape: one list per filter (both when none is given)."""
+        """One list per filter (both when none is given), under the filter's name and under
+        the key Airship's server uses."""
         unknown = [f for f in filters if f not in FILTERS]
         if unknown:
             raise BadRequest(f"Unknown filter(s) {', '.join(unknown)}; use "
@@ -31,11 +35,11 @@ class SiteStatuses:
         nodes = self._drydock.nodes(ref, ctx=ctx)
         out: dict[str, Any] = {}
         if "nodes-provision-status" in chosen:
-            out["nodes-provision-status"] = [
+            out["nodes-provision-status"] = out[AIRSHIP_KEYS["nodes-provision-status"]] = [
                 {"hostname": n.get("hostname"), "status": n.get("maas_status") or "Absent",
                  "retired": bool(n.get("retired"))} for n in nodes]
         if "machines-power-state" in chosen:
-            out["machines-power-state"] = [
+            out["machines-power-state"] = out[AIRSHIP_KEYS["machines-power-state"]] = [
                 {"hostname": n.get("hostname"), "power_state": n.get("power_state") or "unknown",
                  "error": n.get("power_error")} for n in nodes]
         return out

@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from shipyard_api.actions.progress import progress_lines
+from shipyard_api.actions.progress import progress_lines, step_state
 from shipyard_api.cli.session import Shipyard
 from shipyard_api.workflow.states import StepState
 
@@ -39,13 +39,13 @@ def steps_table(action: dict[str, Any]) -> Table:
     for step in action.get("steps") or []:
         note = "\n".join([last_note(step), *progress_lines(step)]).strip()
         out.add_row(*("" if v is None else str(v) for v in (
-            step.get("id"), step.get("state"), step.get("attempts"), step.get("start"),
+            step.get("id"), step_state(step), step.get("attempts"), step.get("start"),
             step.get("end"), step.get("reason"), note)))
     return out
 
 
 def step_signature(step: dict[str, Any]) -> tuple[Any, ...]:
-    return (step.get("state"), step.get("attempts"), step.get("reason"), last_note(step),
+    return (step_state(step), step.get("attempts"), step.get("reason"), last_note(step),
             tuple(progress_lines(step)))
 
 
@@ -61,10 +61,10 @@ def changed_lines(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     for step in new.get("steps") or []:
         if before.get(step.get("id")) == step_signature(step):
             continue
-        if old is None and step.get("state") == StepState.PENDING:
+        if old is None and step_state(step) == StepState.PENDING:
             continue
         note = last_note(step)
-        lines.append(f"{stamp} {step.get('id')} {step.get('state')}"
+        lines.append(f"{stamp} {step.get('id')} {step_state(step)}"
                      + (f": {note}" if note else ""))
         lines += [f"    {line}" for line in progress_lines(step)]
     return lines

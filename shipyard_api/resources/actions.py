@@ -12,12 +12,27 @@ from common.errors import BadRequest
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
 from shipyard_api.actions import disruption
+from shipyard_api.actions.notes import MIN_VERBOSITY, parse_verbosity
 from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_targets
 from shipyard_api.actions.service import ActionService
 from shipyard_api.actions.statuses import SiteStatuses
 
 VERSION_HEADER = "X-Action-Version"
 WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answered at once)
+
+TRUE_WORDS = ("true", "t", "yes", "y", "1", "on", "")  # "" : the parameter named alone
+FALSE_WORDS = ("false", "f", "no", "n", "0", "off")
+
+
+def query_bool(raw: str | None, name: str) -> bool | None:
+    """A boolean query parameter read as Falcon reads one (Airship's server): 400 otherwise."""
+    if raw is None:
+        return None
+    word = raw.strip().lower()
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise BadRequest(f"{name} must be true or false, not {raw!r}", reason="InvalidParameter")
+
 
 class ActionsResource:
     def __init__(self, service: ActionService,
@@ -27,6 +42,9 @@ class ActionsResource:
 
     @authorize("shipyard:list_actions")
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if parse_verbosity(req.get_param("verbosity")) < MIN_VERBOSITY:
+            resp.media = [{**a, "notes": []} for a in self._service.list()]
+            return
         send_json(req, resp, *self._service.list_json())
 
     @authorize("shipyard:create_action")
@@ -40,8 +58,11 @@ class ActionsResource:
         if disruption.requested(body.get("parameters")):
             policy.check(req, disruption.RULE)
         parameters = check_targets(body.get("parameters"), self._max_targets)
+        allow = query_bool(req.get_param("allow-intermediate-commits"),
+                           "allow-intermediate-commits")
         view = self._service.create(definition.name, parameters, req.context.berth,
-                                    plan_id=body.get("plan_id"))
+                                    plan_id=body.get("plan_id"),
+                                    allow_intermediate_commits=bool(allow))
         resp.status = falcon.HTTP_201
         resp.location = f"{P}/actions/{view['id']}"
         resp.media = view
@@ -59,6 +80,10 @@ class ActionResource:
 
     @authorize("shipyard:get_action")
     def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str) -> None:
+        verbosity = req.get_param("verbosity")
+        if verbosity is not None:  # Airship's notes verbosity: the view is built, not cached
+            resp.media = self._service.get(action_id, parse_verbosity(verbosity))
+            return
         wait, since = wait_params(req.get_param("wait"), req.get_param("since"), self._max_wait)
         version, data, packed = self._service.get_json(action_id)
         if since == str(version) and wait > 0 and self._waiters is not None:
@@ -77,7 +102,8 @@ class ActionStepResource:
     @authorize("shipyard:get_action_step")
     def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str,
                step_id: str) -> None:
-        resp.media = self._service.step(action_id, step_id)
+        resp.media = self._service.step(action_id, step_id,
+                                        parse_verbosity(req.get_param("verbosity") or "5"))
 
 
 class ActionControlResource:

@@ -163,8 +163,10 @@ class ConfigDocsStatusResource:
                              reason="InvalidVersion")
         if versions:
             base, new = versions
-        resp.media = self._store.diff(base or Version.COMMITTED.value,
-                                      new or Version.BUFFER.value)
+        diff = self._store.diff(base or Version.COMMITTED.value, new or Version.BUFFER.value)
+        # Airship's base_status: whether the collection exists in the base version.
+        resp.media = [{**c, "base_status": "not present" if c["new_status"] == "created"
+                       else "present"} for c in diff]
 
 
 class RenderedConfigDocsResource:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from shipyard_api.actions.progress import progress_lines
+from shipyard_api.actions.progress import progress_lines, step_state
 from shipyard_api.ui.blockers import Finding, classify
 from shipyard_api.ui.graph import group_graph
 from shipyard_api.ui.html import Html, join, tag
@@ -105,7 +105,7 @@ def step_log(step: Mapping[str, Any]) -> Html:
     return tag("details", tag("summary", f"Log ({len(notes)})"),
                tag("ol", [tag("li", clock(n.get("at")), n.get("message")) for n in notes],
                    class_="log"),
-               id=f"log-{step.get('id')}", open=step.get("state") == S.FAILED)
+               id=f"log-{step.get('id')}", open=step_state(step) == S.FAILED)
 
 
 def blocking(steps: list[Mapping[str, Any]]) -> list[Finding]:
@@ -114,7 +114,7 @@ def blocking(steps: list[Mapping[str, Any]]) -> list[Finding]:
     out = []
     for s in steps:
         node = str(s["node"]) if s.get("node") else None
-        st = s.get("state")
+        st = step_state(s)
         if st in (S.RUNNING, S.WAITING):
             drain = details_of(s).get("drain")
             for g in (drain.get("groups") or []) if isinstance(drain, Mapping) else []:
@@ -143,15 +143,15 @@ def by_node(steps: list[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str,
 def node_progress(steps: list[Mapping[str, Any]]) -> Html:
     rows = []
     for node, mine in by_node(steps):
-        done = sum(1 for s in mine if s.get("state") in (S.SUCCESS, S.SKIPPED))
-        now = next((s for s in mine if s.get("state") in (S.RUNNING, S.WAITING, S.FAILED)),
+        done = sum(1 for s in mine if step_state(s) in (S.SUCCESS, S.SKIPPED))
+        now = next((s for s in mine if step_state(s) in (S.RUNNING, S.WAITING, S.FAILED)),
                    None)
-        chips = [tag("li", tag("span", s.get("name"), " ", tag("small", s.get("state")),
-                               class_=f"chip badge-chip tone-{tone(s.get('state'))} "
-                                      f"{s.get('state')}",
-                               data_step=s.get("id"), data_state=s.get("state")))
+        chips = [tag("li", tag("span", s.get("name"), " ", tag("small", step_state(s)),
+                               class_=f"chip badge-chip tone-{tone(step_state(s))} "
+                                      f"{step_state(s)}",
+                               data_step=s.get("id"), data_state=step_state(s)))
                  for s in mine]
-        current = [tag("div", tag("strong", now.get("name")), ": ", state(now.get("state")),
+        current = [tag("div", tag("strong", now.get("name")), ": ", state(step_state(now)),
                        tag("ul", [tag("li", x) for x in progress_lines(now)],
                            class_="progress") if progress_lines(now) else None)
                    ] if now else tag("span", "—", class_="muted")
@@ -177,10 +177,10 @@ def steps_table(steps: list[Mapping[str, Any]], now: dt.datetime) -> Html:
         "Step", "Node", "State", "Started", "Duration", "Attempts", "Reason", "Detail",
         "Log")]), [
         tag("tr", tag("td", s.get("name")), tag("td", s.get("node") or ""),
-            tag("td", state(s.get("state"))), tag("td", clock(s.get("start"))),
+            tag("td", state(step_state(s))), tag("td", clock(s.get("start"))),
             tag("td", duration(s, now)), tag("td", s.get("attempts")),
             tag("td", s.get("reason") or ""), tag("td", step_detail(s)),
-            tag("td", step_log(s)), data_step=s.get("id"), data_state=s.get("state"))
+            tag("td", step_log(s)), data_step=s.get("id"), data_state=step_state(s))
         for s in steps], class_="steps")
 
 
@@ -188,7 +188,7 @@ def live_section(action: Mapping[str, Any], now: dt.datetime | None = None) -> H
     """Everything on the action page that changes while it runs."""
     now = now or dt.datetime.now(dt.UTC)
     steps = [s for s in action.get("steps") or [] if isinstance(s, Mapping)]
-    done = sum(1 for s in steps if s.get("state") in (S.SUCCESS, S.SKIPPED))
+    done = sum(1 for s in steps if step_state(s) in (S.SUCCESS, S.SKIPPED))
     ended = action.get("state") in ENDED
     body: list[Any] = [
         tag("p", "State: ", state(action.get("state")),

@@ -9,6 +9,7 @@ from typing import Any
 from common.context import RequestContext
 from common.errors import BerthError, NotFound
 from common.longpoll import ChangeWaiters
+from shipyard_api.actions.progress import step_state
 from shipyard_api.actions.service import ActionService
 from shipyard_api.clients.ports import DrydockPort
 
@@ -18,7 +19,7 @@ LIVE = ("running", "waiting")
 def running_task(step: Mapping[str, Any]) -> str | None:
     """The id of the Drydock task a live step follows, unless it already holds its tree."""
     details = step.get("details")
-    if step.get("state") not in LIVE or not isinstance(details, Mapping) or "tree" in details:
+    if step_state(step) not in LIVE or not isinstance(details, Mapping) or "tree" in details:
         return None
     task = details.get("task")
     task_id = task.get("task_id") if isinstance(task, Mapping) else None

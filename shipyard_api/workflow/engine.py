@@ -121,8 +121,10 @@ def execute(defn: StepDef, ctx: StepContext) -> Outcome | BaseException:
         return exc
 
 
-def _note(now: float, message: str) -> dict[str, Any]:
-    return {"at": now, "message": message}
+def _note(now: float, message: str, step: StepRow) -> dict[str, Any]:
+    """A line of the step's log; `try` counts the step's failed attempts before it plus one
+    (a step that waits and polls again stays in the same try, as a rescheduled task does)."""
+    return {"at": now, "message": message, "try": step.failures + 1}
 
 
 class _Run:
@@ -242,7 +244,7 @@ class _Run:
     def _timeout(self, s: StepRow, policy: StepPolicy, now: float) -> None:
         msg = f"Step {s.step_id} did not finish within {policy.timeout:g} s"
         self.e.store.save_step(self.action_id, self.e.owner, s.step_id, S.FAILED, ended_at=now,
-                               reason="Timeout", notes=[*s.notes, _note(now, msg)])
+                               reason="Timeout", notes=[*s.notes, _note(now, msg, s)])
         s.state = S.FAILED.value
         self.e.step_ended(s, S.FAILED, now)
 
@@ -273,12 +275,14 @@ class _Run:
         LOG.log(logging.DEBUG if isinstance(result, Retry) else logging.INFO,
                 "Action %s step %s: %s", self.action_id, sid, _describe(result))
         if isinstance(result, Done):
-            notes = [*step.notes, _note(now, result.message)] if result.message else step.notes
+            notes = ([*step.notes, _note(now, result.message, step)] if result.message
+                     else step.notes)
             save(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now, output=result.output,
                  details=result.details, notes=notes, next_attempt_at=None)
             e.step_ended(step, S.SUCCESS, now)
         elif isinstance(result, Retry):
-            notes = [*step.notes, _note(now, result.note)][-50:] if result.note else step.notes
+            notes = ([*step.notes, _note(now, result.note, step)][-50:] if result.note
+                     else step.notes)
             memo = {k: v for k, v in {**(step.memo or {}), **result.memo}.items()
                     if k != FAILING_SINCE}
             save(self.action_id, e.owner, sid, S.WAITING, notes=notes,
@@ -287,7 +291,7 @@ class _Run:
         elif isinstance(result, Failed):
             save(self.action_id, e.owner, sid, S.FAILED, ended_at=now, reason=result.reason,
                  details={**result.details, "message": result.message},
-                 notes=[*step.notes, _note(now, f"{result.reason}: {result.message}")])
+                 notes=[*step.notes, _note(now, f"{result.reason}: {result.message}", step)])
             e.step_ended(step, S.FAILED, now)
         else:
             self._record_error(step, policy, result, now)
@@ -308,7 +312,8 @@ class _Run:
         if due is not None:
             delay = policy.backoff_for(failures)
             note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}; retrying in "
-                         f"{delay:g} s" + (f" (failing for {outage:.0f} s)" if outage else ""))
+                         f"{delay:g} s" + (f" (failing for {outage:.0f} s)" if outage else ""),
+                         step)
             e.store.save_step(self.action_id, e.owner, step.step_id, S.WAITING,
                               failures=failures, details=details, memo=memo,
                               next_attempt_at=due, notes=[*step.notes, note][-50:])
@@ -317,7 +322,7 @@ class _Run:
             if retry and outage:
                 cause += f" (failing for {outage:.0f} s, {failures} attempts)"
             details = {**details, "message": cause}
-            note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}")
+            note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}", step)
             e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED,
                               failures=failures, details=details, reason=reason, ended_at=now,
                               notes=[*step.notes, note][-50:])

@@ -115,10 +115,39 @@ class ActionStore:
             return list(s.scalars(select(ActionRow).order_by(ActionRow.created_at,
                                                              ActionRow.id)).all())
 
+    def created_between(self, low: float, high: float | None = None,
+                        name: str | None = None) -> list[ActionRow]:
+        """Actions created from `low` to `high` (seconds since the epoch), oldest first."""
+        query = select(ActionRow).where(ActionRow.created_at >= low)
+        if high is not None:
+            query = query.where(ActionRow.created_at <= high)
+        if name is not None:
+            query = query.where(ActionRow.name == name)
+        with self._sessions() as s:
+            return list(s.scalars(query.order_by(ActionRow.created_at, ActionRow.id)).all())
+
+    def alive_at(self, at: float, slack: float = 1.0) -> list[str]:
+        """Ids of the actions that existed and had not ended at `at` (± `slack` s)."""
+        with self._sessions() as s:
+            return list(s.scalars(select(ActionRow.id).where(
+                ActionRow.created_at <= at + slack,
+                (ActionRow.ended_at.is_(None)) | (ActionRow.ended_at >= at - slack))).all())
+
+    def step_summaries(self) -> dict[str, list[tuple[str, str, int, int]]]:
+        """Every action's steps as (step_id, state, failures, position), in order."""
+        query = select(StepRow.action_id, StepRow.step_id, StepRow.state, StepRow.failures,
+                       StepRow.position).order_by(StepRow.action_id, StepRow.position)
+        out: dict[str, list[tuple[str, str, int, int]]] = {}
+        with self._sessions() as s:
+            for action_id, sid, state, failures, pos in s.execute(query):
+                out.setdefault(action_id, []).append((sid, state, failures or 0, pos))
+        return out
+
     def list_key(self) -> tuple[int, int]:
         """(actions, sum of their `changes`): it changes whenever the list view does, since
         actions are never deleted and every write of a listed field goes through create,
-        transition or control, and the last two bump `changes`."""
+        transition, control or a step's change of state, and all but the first bump
+        `changes`."""
         row = self._list_key.one()
         assert row is not None  # an aggregate without GROUP BY has one row
         return int(row[0]), int(row[1])
@@ -252,7 +281,7 @@ class ActionStore:
             step.state = target.value
             for key, value in values.items():
                 setattr(step, key, value)
-            _bump(s, action_id)  # flushes the step: its row's lock, then the audit's head
+            _bump(s, action_id, listed=old != target.value)  # flushes the step first
             if old != target.value:
                 audit.step_changed(s, action_id, sid, old, target.value,
                                    values.get("ended_at") or time.time(),
@@ -283,7 +312,10 @@ class ActionStore:
                            reason=note)
 
 
-def _bump(s: Session, action_id: str) -> None:
-    """The action's view changed (a step or an audit entry): a new version."""
-    s.execute(update(ActionRow).where(ActionRow.id == action_id)
-              .values(version=ActionRow.version + 1))
+def _bump(s: Session, action_id: str, *, listed: bool = False) -> None:
+    """The action's view changed (a step or an audit entry): a new version; `listed`: a
+    step's state changed, which the action list shows too (its steps' summary)."""
+    values: dict[str, Any] = {"version": ActionRow.version + 1}
+    if listed:
+        values["changes"] = ActionRow.changes + 1
+    s.execute(update(ActionRow).where(ActionRow.id == action_id).values(**values))

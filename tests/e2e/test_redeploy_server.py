@@ -186,7 +186,7 @@ def test_paused_action_waits_and_unpause_runs_it(berth: Berth,
         berth.worker.start()
     time.sleep(1.5)  # a running worker must leave a paused action alone
     view = berth.api("GET", f"/actions/{action['id']}").json()
-    assert view["state"] == "paused" and {s["state"] for s in view["steps"]} == {"pending"}
+    assert view["state"] == "paused" and {s["step_state"] for s in view["steps"]} == {"pending"}
     assert berth.calls(node="node02") == touched
     assert berth.cli("unpause", f"action/{action['id']}").exit_code == 0
     view = berth.wait_action(action["id"])

@@ -186,7 +186,7 @@ def following(berth: Berth, step_url: str) -> bool:
     """The step created its Drydock task and follows it (by long-poll: mostly running, at
     times waiting)."""
     step = berth.api("GET", step_url).json()
-    return step["state"] in ("running", "waiting") and any(
+    return step["step_state"] in ("running", "waiting") and any(
         "created" in n["message"] for n in step["notes"])
 
 

@@ -19,11 +19,11 @@ def test_full_domain_makes_the_node_wait_naming_domain_and_holder(harness: Harne
     harness.drydock.slots[OTHER] = "node09"
     action = harness.create("redeploy_server", {"target_nodes": "node01"})
     harness.run_until(lambda: harness.step(action["id"], "take_budget_slot.node01")
-                      ["state"] == "waiting")
+                      ["step_state"] == "waiting")
     step = harness.step(action["id"], "take_budget_slot.node01")
     blocker = step["details"]["blocked"]["blockers"][0]
     assert blocker["domain"] == "rack:all" and blocker["holders"][0]["holder"] == OTHER
-    assert harness.step(action["id"], "fence_node.node01")["state"] == "pending"
+    assert harness.step(action["id"], "fence_node.node01")["step_state"] == "pending"
     assert not harness.promenade.effects  # nothing was taken out of service
     del harness.drydock.slots[OTHER]  # the other holder gives its slot back
     view = harness.drive(action["id"])
@@ -73,7 +73,7 @@ def test_live_actions_slots_are_renewed_and_a_dead_workers_are_not(harness: Harn
     action = harness.create("redeploy_server", {"target_nodes": "node01"})
     harness.run_until(lambda: harness.step(action["id"], "take_budget_slot.node01")
                       ["state"] == "success")
-    assert harness.step(action["id"], "release_budget_slot.node01")["state"] == "pending"
+    assert harness.step(action["id"], "release_budget_slot.node01")["step_state"] == "pending"
     renewer = SlotRenewer(harness.store, harness.services, clock=harness.clock)
     assert renewer.renew_once() == 1
     with harness.store._sessions.begin() as s:  # its worker died: lease owned, run out

@@ -148,5 +148,6 @@ def test_get_site_statuses_prints_both_tables(served: Any, harness: Harness) -> 
     assert "machines-power-state" in result.output
     only = run(served, "-o", "json", "get", "site-statuses", "--filter",
                "machines-power-state")
-    assert json.loads(only.output) == {"machines-power-state": [
-        {"hostname": "node01", "power_state": "on", "error": None}]}
+    power = [{"hostname": "node01", "power_state": "on", "error": None}]
+    assert json.loads(only.output) == {"machines-power-state": power,
+                                       "machines_powerstate": power}

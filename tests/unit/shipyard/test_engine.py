@@ -88,7 +88,7 @@ def test_pause_holds_before_the_next_step_and_unpause_resumes(harness: Harness) 
                                                                           ctx)
     view = harness.drive(action["id"], until=("paused",))
     assert view["state"] == "paused"
-    states = {s["id"]: s["state"] for s in view["steps"]}
+    states = {s["id"]: s["step_state"] for s in view["steps"]}
     assert states["decommission.node01"] == "success"
     assert states["destroy_nodes.node01"] == "pending"
     assert harness.engine("w2").run_once() is False  # a paused action is not claimed
@@ -105,7 +105,7 @@ def test_stop_ends_after_the_current_step_and_skips_the_rest(harness: Harness) -
     harness.promenade.on_decommission = lambda node: harness.api.control(action["id"], "stop",
                                                                           ctx)
     view = harness.drive(action["id"])
-    states = {s["id"]: s["state"] for s in view["steps"]}
+    states = {s["id"]: s["step_state"] for s in view["steps"]}
     assert view["state"] == "stopped"
     assert states["decommission.node01"] == "success"
     assert {states[k] for k in states if k.startswith(("destroy", "deploy"))} == {"skipped"}
@@ -207,4 +207,4 @@ def test_engine_hands_back_an_action_waiting_longer_than_hold(harness: Harness) 
     row = harness.store.get(action["id"])
     assert row.lease_owner is None
     assert row.next_run_at == pytest.approx(harness.clock.now + 60, abs=1)
-    assert harness.step(action["id"], "destroy_nodes.node01")["state"] == "waiting"
+    assert harness.step(action["id"], "destroy_nodes.node01")["step_state"] == "waiting"

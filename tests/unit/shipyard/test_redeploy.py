@@ -25,7 +25,8 @@ def test_redeploy_runs_every_step_in_order_for_the_target(harness: Harness) -> N
         "preflight", "resolve_design", "assess_node.node01", "take_budget_slot.node01",
         "fence_node.node01", "decommission.node01", "destroy_nodes.node01",
         "remove_from_cluster.node01", "prepare_nodes.node01", "deploy_nodes.node01",
-        "wait_node_ready.node01", "relabel_nodes.node01", "join_etcd.node01",
+        "wait_boot_actions.node01", "wait_node_ready.node01", "relabel_nodes.node01",
+        "join_etcd.node01",
         "release_budget_slot.node01"]
     assert {s["state"] for s in view["steps"]} == {"success"}
     assert harness.promenade.effects == [("decommission", "node01"),
@@ -272,7 +273,7 @@ def test_etcd_member_waits_while_another_action_decommissions_its_cluster_peer(
     harness.store.save_step(first["id"], "other", "decommission.node01", StepState.RUNNING,
                             memo={"exclusive": ["etcd:kubernetes"]})
     view = harness.drive(second["id"], rounds=20)
-    assert harness.step(second["id"], "decommission.node02")["state"] == "pending"
+    assert harness.step(second["id"], "decommission.node02")["step_state"] == "pending"
     assert view["state"] == "running" and release == []
     harness.store.save_step(first["id"], "other", "decommission.node01", StepState.SUCCESS)
     view = harness.drive(second["id"])

@@ -69,7 +69,7 @@ def step_context(h: Harness, action_id: str) -> StepContext:
 
 
 def step_state(h: Harness, action_id: str) -> str:
-    state: str = h.step(action_id, "baremetal")["state"]
+    state: str = h.step(action_id, "baremetal")["step_state"]
     return state
 
 
