@@ -10,6 +10,7 @@ from common.errors import BadGateway, BerthError, Conflict, NotFound, Validation
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import (
+    bootactions,
     budget,
     disruption,
     etcd_join,
@@ -277,6 +278,8 @@ def definition() -> ActionDefinition:
                 per_node=True, cancel=steps.terminate_task),
         StepDef("deploy_nodes", held(deploy_node), _timeout(pp, "deploy_timeout"),
                 per_node=True, cancel=steps.terminate_task),
+        StepDef("wait_boot_actions", held(bootactions.wait_boot_actions), bootactions.policy,
+                per_node=True),
         StepDef("wait_node_ready", held(wait_ready),
                 _timeout("kubernetes", "node_status_timeout"), per_node=True),
         StepDef("relabel_nodes", held(relabel), _timeout(pp, "relabel_nodes_timeout"),

@@ -18,7 +18,7 @@ def test_redeploy_completes_on_both_databases(any_harness: Harness) -> None:
     view = h.drive(action["id"])
     assert view["state"] == "complete"
     per_node = sum(1 for step in definition().steps if step.per_node)
-    assert per_node == 12 and len(view["steps"]) == 2 + per_node * 2
+    assert per_node == 13 and len(view["steps"]) == 2 + per_node * 2
 
 
 def test_only_one_of_many_concurrent_claimers_gets_the_action(any_harness: Harness) -> None:

@@ -1,0 +1,63 @@
+"""redeploy_server's wait_boot_actions: the redeployed node's boot action reports (Drydock),
+so the node joined by its own join script, not only that MAAS deployed it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from common.workflow import Outcome, StepPolicy, done, failed, retry_after
+from shipyard_api.actions import steps
+from shipyard_api.actions.ports import services
+from shipyard_api.workflow.definitions import StepContext
+
+SECTION, TIMEOUT, INTERVAL = "kubernetes", "node_status_timeout", "node_status_interval"
+
+
+def _names(actions: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{a.get('action_name')} ({a.get('action_id')})" for a in actions)
+
+
+def _errors(actions: Sequence[Mapping[str, Any]]) -> str:
+    texts = [str(d.get("message")) for a in actions for d in a.get("details") or []
+             if isinstance(d, dict) and d.get("error")]
+    return "; ".join(texts) or "no error message in the report"
+
+
+def wait_boot_actions(ctx: StepContext) -> Outcome:
+    """Done when every signaling boot action of the node's deploy reported success (or the
+    node has none); failed at a failure report (its messages are the reason) or when no
+    report came within kubernetes.node_status_timeout (naming the missing ones)."""
+    assert ctx.node is not None
+    node, svc = ctx.node, services(ctx)
+    view: Mapping[str, Any] = svc.drydock.node(node, str(steps.design(ctx)["design_ref"]),
+                                               ctx=ctx.request_context())
+    actions = [a for a in view.get("bootactions") or [] if isinstance(a, dict)]
+    details = {"bootactions": actions,
+               "bootaction_refusals": list(view.get("bootaction_refusals") or [])}
+    if not actions:
+        return done(details=details, note=f"No boot actions for {node} in the design")
+    bad = [a for a in actions if a.get("action_status") == "failure"]
+    if bad:
+        return failed("BootActionFailed", f"Boot action {_names(bad)} of {node} reported "
+                      f"failure: {_errors(bad)}", details)
+    waiting = [a for a in actions if a.get("action_status") == "incomplete"]
+    if not waiting:
+        return done(details=details, note=f"{node} reported its boot actions: "
+                    f"{_names(actions)} success")
+    since = float(ctx.memo.get("since") or ctx.now)
+    limit = steps.config_value(ctx, SECTION, TIMEOUT)
+    refused = details["bootaction_refusals"]
+    if ctx.now - since > limit:
+        why = f"; Drydock refused the node's requests: {refused[-1].get('reason')}" \
+            if refused else ""
+        return failed("BootActionReportMissing", f"No report of boot action "
+                      f"{_names(waiting)} from {node} within {limit:g} s{why}", details)
+    return retry_after(steps.config_value(ctx, SECTION, INTERVAL), memo={"since": since},
+                       details=details, note=f"Waiting for {node}'s report of boot action "
+                       f"{_names(waiting)}")
+
+
+def policy(ctx: StepContext) -> StepPolicy:
+    """The engine's bound is a minute past the step's own (which names the missing report)."""
+    return services(ctx).settings.policy(steps.config_value(ctx, SECTION, TIMEOUT) + 60)
