@@ -26,6 +26,7 @@ from shipyard_api.documents.diff import (
     check_buffer_mode,
     collection_statuses,
 )
+from shipyard_api.documents.layering import Doc, format_problems
 from shipyard_api.documents.lock import WriteLock
 from shipyard_api.documents.models import DocumentRow, RevisionRow, TagRow
 from shipyard_api.documents.render import REDACTED, render
@@ -335,7 +336,8 @@ def check_count(count: int, limit: int) -> None:
 
 
 def check_documents(docs: list[Document]) -> None:
-    """Structure, storage policy and uniqueness of staged documents; 400 listing every fault."""
+    """Structure (with Deckhand's layeringDefinition and substitutions), storage policy and
+    uniqueness of staged documents; 400 listing every fault."""
     import jsonschema
 
     messages: list[Message] = []
@@ -354,6 +356,7 @@ def check_documents(docs: list[Document]) -> None:
             messages.append(validation_message(
                 f"{ref['schema']} {ref['name']}: storagePolicy must be cleartext or encrypted",
                 name="DocumentStructure", documents=[ref]))
+        messages += format_problems(Doc(i, doc, doc.get("data")))
         key = (ref["schema"], layer_of(doc), ref["name"])
         if key in seen:
             messages.append(validation_message(

@@ -311,3 +311,13 @@ class TestStoredReplacement:
         store.put_collection("a", [one], BufferMode.REJECT_ON_CONTENTS)
         with pytest.raises(Conflict):
             store.put_collection("b", [one], BufferMode.APPEND)
+
+    def test_malformed_layering_metadata_is_refused_when_staged(
+            self, store: DocumentStore) -> None:
+        bad = doc("s", {}, selector={"a": "1"}, actions=[{"method": "append", "path": "."}])
+        bad["metadata"]["substitutions"] = [{"src": {"schema": "x/Y/v1"}, "dest": {}}]
+        with pytest.raises(ValidationFailed) as err:
+            store.put_collection("site", [POLICY, bad], BufferMode.REJECT_ON_CONTENTS)
+        found = [m["message"] for m in err.value.messages if m["name"] == "InvalidDocumentFormat"]
+        assert len(found) == 4, found  # the method, src.name, src.path, dest.path
+        assert store.revisions() == []
