@@ -50,6 +50,14 @@ OOB_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
                  help="Timeout of one Redfish BMC request (s); IPMI sessions keep pyghmi's "
                       "own retransmit timers (pyghmi's Command takes no timeout)."),
+    cfg.StrOpt("bmc_check", default="off", choices=["off", "warn", "refuse"],
+               help="Before enrolling a node unknown to MAAS (prepare_nodes' enlist step, "
+                    "before its BMC is asked to PXE boot it), hold its Redfish BMC to "
+                    "Drydock's interoperability profile (as `drydock node check-bmc` does): "
+                    "off; warn (a node message names each failed requirement, enrolment "
+                    "goes on); refuse (the node fails naming them, its BMC untouched). A "
+                    "BMC that cannot be checked counts as failing. IPMI BMCs are not "
+                    "checked."),
 ]
 INVENTORY_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("live_limit", default=100, min=0,

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from oslo_config import cfg
@@ -34,6 +35,7 @@ from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
 from drydock_api.drivers.promenade import PromenadeLabeller
+from drydock_api.drivers.redfish.check import against_profile
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.metrics import DrydockMetrics
 from drydock_api.nodes.domains import design_claims
@@ -147,7 +149,8 @@ def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
         enlist_timeout=conf.steps.enlist_timeout,
         commission_timeout=conf.steps.commission_timeout,
         deploy_timeout=conf.steps.deploy_timeout,
-        first_poll=conf.steps.first_poll_interval, poll_backoff=conf.steps.poll_backoff)
+        first_poll=conf.steps.first_poll_interval, poll_backoff=conf.steps.poll_backoff,
+        bmc_check=conf.oob.bmc_check)
 
 
 def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
@@ -184,7 +187,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                                         "bootactions/")
     ports = Ports(maas=maas, oob=oob,
                   labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
-                  retire=nodes.retire, records=nodes, bootactions=bootactions)
+                  retire=nodes.retire, records=nodes, bootactions=bootactions,
+                  bmc_check=partial(against_profile, timeout=conf.oob.request_timeout))
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()

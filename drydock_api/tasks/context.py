@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import OobDriver, Provisioner
-from drydock_api.nodes.design import NodeDef
+from drydock_api.nodes.design import BmcAccess, NodeDef
 
 
 class Labeller(Protocol):
@@ -66,6 +66,7 @@ class StepSettings:
     deploy_timeout: float = 3600.0
     first_poll: float = 0.1  # MAAS/BMC polls start this soon after a change (s) ...
     poll_backoff: float = 0.1  # ... then wait this fraction of the time since the change
+    bmc_check: str = "off"  # before enrolment: off | warn | refuse (tasks.bmccheck)
 
     def policy(self, timeout: float) -> StepPolicy:
         """A step's timeout, with the retries of transient driver errors these settings give."""
@@ -91,6 +92,8 @@ class Ports:
     records: NodeRecords | None = None
     budgets: Budgets | None = None  # failure-domain slots (tasks.budget)
     bootactions: BootActions | None = None  # records and keys of boot actions at deploy
+    # a Redfish BMC against Drydock's profile: the failed requirements ([]: it passes)
+    bmc_check: Callable[[BmcAccess], list[str]] | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ import yaml
 
 from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.drivers.ports import BlockDevice, Machine
+from drydock_api.tasks import bmccheck
 from drydock_api.tasks.context import NodeContext, NodeStep, node_step
 
 COMMISSIONED = ("Ready", "Allocated", "Deployed", "Deploying")
@@ -53,6 +54,9 @@ def enlist(ctx: NodeContext) -> Outcome:
         if bmc is None:
             return Failed("NoOobAccess", f"Node {node.name} is unknown to MAAS and has no usable "
                           f"oob access to PXE boot it")
+        refused = bmccheck.gate(ctx)
+        if refused is not None:
+            return refused
         oob = ctx.ports.oob
 
         def pxe_boot() -> None:

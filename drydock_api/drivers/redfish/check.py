@@ -22,6 +22,7 @@ from urllib3.exceptions import InsecureRequestWarning
 from drydock_api.drivers.ports import OobError
 from drydock_api.drivers.redfish import interop
 from drydock_api.drivers.redfish.interop import Finding
+from drydock_api.nodes.design import BmcAccess
 
 PROFILE_ENV = "DRYDOCK_BMC_PROFILE"
 SOURCE_PROFILE = Path(__file__).resolve().parents[3] / "etc" / "redfish" / "drydock-profile.json"
@@ -227,3 +228,12 @@ def check_bmc(address: str, username: str, password: str, *, profile: Path | Non
     except ValueError:
         stated = {}
     return CheckReport(address, str(path), tuple(systems), summarize(findings, stated))
+
+
+def against_profile(bmc: BmcAccess, timeout: float = 30.0) -> list[str]:
+    """A design's Redfish BMC against the profile, as Drydock's driver reaches it (http,
+    https on port 443): each failed requirement and why ([] when it passes)."""
+    scheme = "https" if bmc.port == 443 else "http"
+    report = check_bmc(f"{scheme}://{bmc.address}:{bmc.port}", bmc.account, bmc.credential,
+                       system=bmc.system_id, timeout=timeout)
+    return [f"{r.name} ({r.message})" if r.message else r.name for r in report.failed]

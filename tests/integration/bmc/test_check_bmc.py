@@ -152,3 +152,22 @@ def test_check_bmc_with_refused_credentials_exits_2(bmcs: Bmcs):
     done = check(bmcs.site.url, ("admin", "wrong"), "--system", bmcs.site.system("bmc-ok"))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "refused the credentials" in done.stderr
+
+
+def test_the_enrolment_check_names_what_a_design_bmc_lacks(bmcs: Bmcs):
+    """What Drydock's enlist step runs with [oob] bmc_check (the node's BMC as the design
+    has it): [] for the site's BMC, the missing SecureErase named for the other."""
+    from urllib.parse import urlsplit
+
+    from drydock_api.drivers.redfish.check import against_profile
+    from drydock_api.nodes.design import BmcAccess
+
+    port = int(urlsplit(bmcs.site.url).port or 0)
+
+    def access(node: str, account: tuple[str, str]) -> BmcAccess:
+        return BmcAccess("redfish", "127.0.0.1", port, account[0], account[1],
+                         system_id=bmcs.site.system(node))
+
+    assert against_profile(access("bmc-ok", OK)) == []
+    failed = against_profile(access("bmc-noerase", NOERASE))
+    assert len(failed) == 1 and failed[0].startswith("Drive /Actions/#Drive.SecureErase"), failed
