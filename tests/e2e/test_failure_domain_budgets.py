@@ -187,3 +187,32 @@ def test_refused_at_post_then_a_killed_holder_frees_its_slot_by_lease(
         berth.worker.start()
         view = berth.wait_action(first["id"], timeout=600)
     assert view["state"] == "complete", view["message"]
+
+
+def test_deploy_site_with_refuse_is_409_while_a_domain_of_its_nodes_is_full(
+        berth: Berth, budgeted: int) -> None:
+    """Another holder (a maintenance script, through Drydock's slot API) has rack02: a
+    deploy_site with budget=refuse is refused at POST naming the rack and that holder,
+    nothing created, no slot taken; once the slot is given back it would be admitted."""
+    url = f"{berth.procs['drydock'].url}/api/v1.0/budgets/slots"
+    headers = {"X-Auth-Token": berth.tokens["admin"]}
+    ref = f"deckhand+{berth.shipyard}/api/v1.0/revisions/{budgeted}/rendered-documents"
+    taken = requests.post(url, headers=headers, timeout=30, json={
+        "holder": "ops:rack02-maintenance", "node": "node05", "design_ref": ref,
+        "lease_seconds": 600, "description": "PDU swap"})
+    assert taken.status_code == 200, taken.text
+    try:
+        actions = len(berth.api("GET", "/actions").json())
+        params = {"budget": "refuse", "allow-intermediate-commits": True}
+        refused = berth.api("POST", "/actions", json={"name": "deploy_site",
+                                                      "parameters": params})
+        assert refused.status_code == 409, refused.text
+        body = refused.json()
+        assert body["reason"] == "BudgetExhausted"
+        assert "deploy_site refused (budget=refuse)" in body["message"]
+        assert "rack:rack02" in body["message"] and "ops:rack02-maintenance" in body["message"]
+        assert [b["domain"] for b in body["details"]["blockers"]] == ["rack:rack02"]
+        assert len(berth.api("GET", "/actions").json()) == actions  # nothing was created
+        assert [s["holder"] for s in slots(berth)] == ["ops:rack02-maintenance"]
+    finally:
+        requests.delete(f"{url}/ops:rack02-maintenance", headers=headers, timeout=30)
