@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from shipyard_api.cli import actions, audit, plans
+from shipyard_api.cli import actions, airship, audit, plans
 from shipyard_api.cli.session import Shipyard
 
 
@@ -94,7 +94,9 @@ def get() -> None:
 
 @cli.group(cls=SlashGroup)
 def describe() -> None:
-    """Show one action (action/<id>) or one step (step/<id>/<step>)."""
+    """Show one action (action/<id>), step (step/<id>/<step>), validation
+    (validation/<id>/<validation>), workflow (workflow/<id>) or note's details
+    (notedetails/<note id>)."""
 
 
 @cli.group()
@@ -103,6 +105,7 @@ def commit() -> None:
 
 
 actions.register(cli, create, get, describe)
+airship.register(cli, get, describe)
 plans.register(cli, describe)
 audit.register(cli)
 if importlib.util.find_spec("shipyard_api.cli.configdocs") is not None:
