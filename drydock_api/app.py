@@ -63,7 +63,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     rt = deps.runtime
     history = TaskHistory(rt.store)
-    builddata = BuildData(history)
+    builddata = BuildData(history, rt.ports.maas)
     routes: list[tuple[str, object]] = [
         (f"{P}/tasks", TasksResource(rt.service, rt.loader.check,
                                      TaskRetention(history, rt.store.clock))),

@@ -67,6 +67,16 @@ class BlockDevice:
 
 
 @dataclass(frozen=True)
+class ScriptResult:
+    """The result of one of MAAS's commissioning scripts on a machine, its output decoded."""
+
+    name: str
+    exit_status: int | None
+    updated: str | None  # as MAAS dates it
+    output: str
+
+
+@dataclass(frozen=True)
 class EraseStatus:
     """A BMC drive-erase task: `state` running, completed or failed, with the BMC's words."""
 
@@ -93,6 +103,11 @@ class NodeDriver(Protocol):
 
     def check(self) -> str:
         """Reachable and authorised? Returns a short description (raises otherwise)."""
+
+
+class MaasResults(Protocol):
+    def commissioning_results(self, system_id: str) -> list[ScriptResult]:
+        """The machine's commissioning script results (MAAS keeps its last commissioning's)."""
 
 
 class MaasStorage(Protocol):

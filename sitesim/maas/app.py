@@ -14,6 +14,7 @@ from sitesim.maas import render
 from sitesim.maas.machines import MaasError, MachineStore
 from sitesim.maas.oauth import verify
 from sitesim.maas.records import BlockDevice, Machine, Partition
+from sitesim.maas.results import CommissioningResults
 from sitesim.model import SiteModel
 
 API = render.API
@@ -30,6 +31,7 @@ URLS = Map([
     Rule(f"{API}/tags/", endpoint="tags"),
     Rule(f"{API}/tags/<name>/", endpoint="tag"),
     Rule(f"{API}/maas/", endpoint="maas"),
+    Rule(f"{API}/commissioning-results/", endpoint="commissioning_results"),
 ], strict_slashes=False)
 
 
@@ -40,6 +42,7 @@ class MaasApp:
         self._store = store
         self._model = model
         self._api_key = api_key
+        self._results = CommissioningResults()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:
@@ -96,6 +99,7 @@ class MaasApp:
         if request.method == "POST" and op is None:
             machine = self._store.enlist_by_request(request.values.get("hostname", ""),
                                                     request.values.getlist("mac_addresses"))
+            self._results.commissioning(machine.system_id, self._model.spec.timings.commission)
             self._count("create", machine)
             return self._json(machine)
         if request.method == "POST" and op == "allocate":
@@ -132,7 +136,21 @@ class MaasApp:
                         f"Unrecognised signature: method={request.method} op={op}")
 
     def _op_commission(self, request: Request, machine: Machine) -> Machine:
-        return self._store.commission(machine.system_id)
+        commissioned = self._store.commission(machine.system_id)
+        self._results.commissioning(machine.system_id, self._model.spec.timings.commission)
+        return commissioned
+
+    def _commissioning_results(self, request: Request) -> Any:
+        """GET /commissioning-results/?system_id=&name=&result_type= (MAAS 2.x)."""
+        self._require(request, "GET", None)
+        self._count("commissioning_results", None)
+        raw_type = request.args.get("result_type")
+        if raw_type is not None and not raw_type.isdigit():
+            raise MaasError(400, json.dumps({"result_type": ["Enter a whole number."]}))
+        ids = request.args.getlist("system_id")
+        names = request.args.getlist("name")
+        return [r for m in self._store.list([], [], ids)
+                for r in self._results.of(m, names, None if raw_type is None else int(raw_type))]
 
     def _op_deploy(self, request: Request, machine: Machine) -> Machine:
         return self._store.deploy(machine.system_id, request.values.get("distro_series", ""),

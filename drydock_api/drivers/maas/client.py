@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +13,13 @@ import requests
 from oauthlib.oauth1 import SIGNATURE_PLAINTEXT
 from requests_oauthlib import OAuth1
 
-from drydock_api.drivers.ports import BlockDevice, MaasError, Machine, PartitionInfo
+from drydock_api.drivers.ports import (
+    BlockDevice,
+    MaasError,
+    Machine,
+    PartitionInfo,
+    ScriptResult,
+)
 
 RETRY_CODES = frozenset({502, 503, 504})
 SAFE = frozenset({"GET", "DELETE"})
@@ -45,6 +53,19 @@ def to_machine(body: dict[str, Any]) -> Machine:
                    cpu_count=_int_or_none(body.get("cpu_count")),
                    memory=_int_or_none(body.get("memory")),
                    boot_ip=first.get("ip_address") or None)
+
+
+def to_script_result(body: dict[str, Any]) -> ScriptResult:
+    """A commissioning result; its base64 `data` decoded (undecodable: replaced characters)."""
+    try:
+        output = base64.b64decode(str(body.get("data") or "")).decode("utf-8", "replace")
+    except (ValueError, binascii.Error):
+        output = ""
+    status = body.get("script_result")
+    return ScriptResult(name=str(body.get("name")),
+                        exit_status=status if isinstance(status, int) else None,
+                        updated=str(body["updated"]) if body.get("updated") else None,
+                        output=output)
 
 
 def _fstype(body: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -191,6 +212,11 @@ class MaasClient:
         return [to_block_device(d) for d in
                 self._json("GET", f"/nodes/{system_id}/blockdevices/") or []
                 if d.get("type", "physical") == "physical"]
+
+    def commissioning_results(self, system_id: str) -> list[ScriptResult]:
+        found = self._json("GET", "/commissioning-results/",
+                           params={"system_id": system_id, "result_type": "0"})
+        return [to_script_result(r) for r in found or [] if isinstance(r, dict)]
 
     def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
         data = {"size": str(size)} if size else {}

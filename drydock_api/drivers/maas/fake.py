@@ -7,7 +7,13 @@ import dataclasses
 import threading
 from collections import Counter
 
-from drydock_api.drivers.ports import BlockDevice, MaasError, Machine, PartitionInfo
+from drydock_api.drivers.ports import (
+    BlockDevice,
+    MaasError,
+    Machine,
+    PartitionInfo,
+    ScriptResult,
+)
 
 DISKS = {"sda": 100 * 10**9, "sdb": 500 * 10**9}
 RELEASABLE = frozenset({"Allocated", "Deployed", "Deploying", "Failed deployment",
@@ -33,6 +39,7 @@ class FakeMaas:
         self.tag_names: set[str] = set()
         self.machine_tags: dict[str, set[str]] = {}
         self.config: dict[str, str] = {}
+        self.results: dict[str, list[ScriptResult]] = {}  # system id -> commissioning results
         self._settling: set[str] = set()
         self._next = 1000
         self._lock = threading.RLock()
@@ -67,6 +74,12 @@ class FakeMaas:
             self.calls[("find", hostname)] += 1
             self._settle()
             return next((m for m in self.machines.values() if m.hostname == hostname), None)
+
+    def commissioning_results(self, system_id: str) -> list[ScriptResult]:
+        with self._lock:
+            self.calls[("commissioning_results", system_id)] += 1
+            self._get(system_id)
+            return list(self.results.get(system_id, []))
 
     def find_by_mac(self, mac: str) -> Machine | None:
         with self._lock:

@@ -142,7 +142,17 @@ def test_airship_client_runs_a_task_and_reads_its_result_and_build_data(env: Env
     assert json.loads(maas["data_element"]) == {"maas_status": "Deployed"}
     oob = next(b for b in node_bd if b["generator"] == "verify_nodes:verify_oob")
     assert json.loads(oob["data_element"]) == {"power_state": "on"}
-    assert c.get("v1.0/nodes/as-rf-b/builddata?latest=True").status_code == 404
+    # what MAAS's commissioning scripts reported of the machine (the site started it
+    # commissioned: no Drydock task did, so no task_id)
+    disks = next(b for b in node_bd if b["generator"] == "commission:00-maas-07-block-devices")
+    assert disks["task_id"] is None and disks["data_format"] == "text/plain"
+    spec = next(n for n in env.site.spec.nodes if n.name == "as-rf-a")
+    assert [d["NAME"] for d in json.loads(disks["data_element"])] == [d.name for d in spec.disks]
+    nics = next(b for b in node_bd if b["generator"] == "commission:99-maas-03-network-interfaces")
+    assert f"link/ether {spec.mac}" in nics["data_element"]
+    untouched = c.get_node_build_data("as-rf-b")  # no task yet: MAAS's results only
+    assert {b["generator"] for b in untouched} == {"commission:00-maas-07-block-devices",
+                                                   "commission:99-maas-03-network-interfaces"}
 
 
 def test_airship_client_node_list_reads_maas_hardware_and_boot_interface(env: Env):
@@ -181,7 +191,8 @@ def test_airship_client_task_purge_keeps_recent_and_active_tasks(env: Env):
     purged = c.delete_tasks(days=0)
     assert purged.status_code == 200 and task["task_id"] in purged.json()["details"]["task_ids"]
     assert c.get(f"v1.0/tasks/{task['task_id']}").status_code == 404
-    assert c.get("v1.0/nodes/as-rf-b/builddata").status_code == 404  # went with its task
+    left = c.get_node_build_data("as-rf-b", latest=False)  # the steps' went with the task
+    assert all(b["generator"].startswith("commission:") for b in left)
 
 
 # --- the drydock CLI ----------------------------------------------------------------------
@@ -228,8 +239,9 @@ def test_cli_node_list_show_builddata(env: Env):
     shown = yaml.safe_load(env.drydock("node", "show", "as-ipmi-a", "-o", "yaml").output)
     assert shown["hostname"] == "as-ipmi-a" and shown["oob_type"] == "ipmi"
     bd = cli_json(env.drydock("node", "builddata", "as-ipmi-a", "-o", "json"))
-    assert {b["generator"] for b in bd} == {"verify_nodes:verify_oob",
-                                            "verify_nodes:verify_maas"}
+    assert {b["generator"] for b in bd} == {
+        "verify_nodes:verify_oob", "verify_nodes:verify_maas",
+        "commission:00-maas-07-block-devices", "commission:99-maas-03-network-interfaces"}
     assert all(b["node_name"] == "as-ipmi-a" for b in bd)
     everything = cli_json(env.drydock("node", "builddata", "as-ipmi-a", "--no-latest",
                                       "-o", "json"))

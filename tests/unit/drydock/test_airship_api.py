@@ -11,6 +11,7 @@ import falcon.testing
 import pytest
 
 from drydock_api.app import Deps, create_app
+from drydock_api.drivers.ports import MaasError, ScriptResult
 from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory, make_conf
 from tests.unit.drydock.test_api import ADMIN, TOKENS, post, run_all
 
@@ -178,6 +179,38 @@ def test_node_build_data_lists_what_each_step_recorded(dd):
                                                 "verify_nodes:verify_maas"]
     assert [i["task_id"] for i in latest] == [i["task_id"] for i in items[2:]]
     assert get(client, "/api/v1.0/nodes/n2/builddata").status_code == 404
+
+
+def test_node_build_data_carries_maas_commissioning_results(dd):
+    client, site = dd
+    sid = "id-n2"
+    site.maas.results[sid] = [ScriptResult("00-maas-07-block-devices", 0,
+                                           "2026-11-27T10:00:00.123", '[{"NAME": "sda"}]')]
+    items = get(client, "/api/v1.0/nodes/n2/builddata").json
+    assert [(i["generator"], i["task_id"], i["data_format"], i["collected_date"])
+            for i in items] == [("commission:00-maas-07-block-devices", None, "text/plain",
+                                 "2026-11-27T10:00:00.123000+00:00")]
+    assert items[0]["data_element"] == '[{"NAME": "sda"}]'
+    site.maas.machines[sid] = dataclasses.replace(site.maas.machines[sid],
+                                                  status_name="Ready")
+    task = run_task(client, site, action="prepare_nodes",
+                    node_filter={"filter_set": [{"node_names": ["n2"]}]})
+    assert task["result"]["status"] == "success", task["result"]
+    items = get(client, "/api/v1.0/nodes/n2/builddata").json
+    commission = next(i for i in items if i["generator"] == "prepare_nodes:commission")
+    script = next(i for i in items if i["generator"].startswith("commission:"))
+    assert script["task_id"] == commission["task_id"]
+    assert script in get(client, f"/api/v1.0/tasks/{task['task_id']}/builddata").json
+    tree = get(client, f"/api/v1.0/tasks/{task['task_id']}", builddata="true",
+               layers="-1").json
+    assert script in tree[commission["task_id"]]["build_data"]
+
+    def refuse(system_id: str) -> list[ScriptResult]:
+        raise MaasError("MAAS refused GET /commissioning-results/ (503)")
+
+    site.maas.commissioning_results = refuse  # type: ignore[method-assign]
+    left = get(client, "/api/v1.0/nodes/n2/builddata").json  # MAAS down: the steps' items
+    assert left and not any(i["generator"].startswith("commission:") for i in left)
 
 
 def test_task_build_data_route_and_builddata_parameter(dd):
