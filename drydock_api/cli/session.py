@@ -26,6 +26,18 @@ from common.api import API_PREFIX
 OUTPUTS = ("table", "json", "yaml")
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (build data's script output) as YAML literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str)
+
+
 def retrying_session() -> requests.Session:
     """Idempotent calls whose connection dropped are sent again; a POST never is."""
     retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.2,
@@ -70,7 +82,8 @@ class Drydock:
         if how == "json":
             click.echo(json.dumps(data, indent=2))
         elif how == "yaml" or columns is None:
-            click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip())
+            click.echo(yaml.dump(data, Dumper=_BlockDumper, sort_keys=False,
+                                 allow_unicode=True).rstrip())
         else:
             self.console.print(table(data if isinstance(data, list) else [data], columns))
 

@@ -243,6 +243,8 @@ def test_cli_node_list_show_builddata(env: Env):
         "verify_nodes:verify_oob", "verify_nodes:verify_maas",
         "commission:00-maas-07-block-devices", "commission:99-maas-03-network-interfaces"}
     assert all(b["node_name"] == "as-ipmi-a" for b in bd)
+    as_yaml = env.drydock("node", "builddata", "as-ipmi-a")  # script output as literal blocks
+    assert yaml.safe_load(as_yaml.output) == bd and "data_element: |" in as_yaml.output
     everything = cli_json(env.drydock("node", "builddata", "as-ipmi-a", "--no-latest",
                                       "-o", "json"))
     assert len(everything) >= len(bd)
