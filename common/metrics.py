@@ -1,5 +1,5 @@
 """Prometheus metrics of a service: request counts and latencies by route and code, and the
-helpers each service's own metrics module uses (timing proxies, scrape-time state counts).
+helpers each service's own metrics module uses (a call timer, scrape-time state counts).
 
 Each process has its own registry: under gunicorn with several workers a scrape reaches one
 worker, so request and event figures are that worker's (the default is one worker with threads
@@ -9,8 +9,8 @@ they are the same whichever process answers."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import falcon
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
@@ -76,30 +76,16 @@ def observer(histogram: Histogram, *fixed: str) -> Observe:
     return observe
 
 
-class TimedCalls:
-    """A proxy timing every public method call of `target`: observe(method, ok|error, s).
-
-    Wraps a driver or port at wiring time, so the code using it stays metric-free."""
-
-    def __init__(self, target: object, observe: Observe,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._target, self._observe, self._clock = target, observe, clock
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if name.startswith("_") or not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            started, outcome = self._clock(), "error"
-            try:
-                result = attr(*args, **kwargs)
-                outcome = "ok"
-                return result
-            finally:
-                self._observe(name, outcome, self._clock() - started)
-
-        return call
+@contextmanager
+def timer(histogram: Histogram, *labels: str,
+          clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+    """Time the block into `histogram` under `labels` + (ok|error), error when it raises."""
+    started, outcome = clock(), "error"
+    try:
+        yield
+        outcome = "ok"
+    finally:
+        histogram.labels(*labels, outcome).observe(clock() - started)
 
 
 class StateCounts(Collector):

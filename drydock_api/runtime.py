@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from oslo_config import cfg
 from sqlalchemy import text
@@ -53,7 +53,6 @@ from drydock_api.tasks.service import TaskService
 from drydock_api.tasks.worker import Worker, WorkerSettings, default_owner
 
 DEFAULT_DB = "sqlite:///drydock.db"
-T = TypeVar("T")
 
 
 @dataclass
@@ -177,7 +176,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
                                               RedfishDriver(timeout=conf.oob.request_timeout)),
                             "ipmi": _timed(metrics, "ipmi", IpmiDriver())})
-    maas = _timed(metrics, "maas", maas)
+    maas = metrics.timed_maas(maas) if metrics is not None else maas
     if metrics is not None:
         metrics.watch(store)
     bootactions = BootActionService(
@@ -235,8 +234,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     return runtime
 
 
-def _timed(metrics: DrydockMetrics | None, driver: str, target: T) -> T:
-    return metrics.timed(driver, target) if metrics is not None else target
+def _timed(metrics: DrydockMetrics | None, driver: str, target: OobDriver) -> OobDriver:
+    return metrics.timed_oob(driver, target) if metrics is not None else target
 
 
 def ignore(*_: Any) -> None:

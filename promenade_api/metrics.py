@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from common.metrics import BUCKETS, TimedCalls, observer
+from common.metrics import BUCKETS, observer, timer
+from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, Progress
 from promenade_api.etcd.port import EtcdPort
 
 
@@ -24,5 +25,40 @@ class PromenadeMetrics:
         self.operation = observer(self.operation_seconds)
 
     def timed_etcd(self, etcd: EtcdPort) -> EtcdPort:
-        proxy: EtcdPort = TimedCalls(etcd, observer(self.etcd_seconds))  # type: ignore[assignment]
-        return proxy
+        """`etcd` with every call timed into `etcd_seconds`."""
+        return TimedEtcd(etcd, self.etcd_seconds)
+
+
+class TimedEtcd:
+    """An EtcdPort timing each call of `inner`: (operation, ok|error) seconds."""
+
+    def __init__(self, inner: EtcdPort, seconds: Histogram) -> None:
+        self._inner, self._seconds = inner, seconds
+
+    def members(self, cluster: ClusterSpec) -> list[Member]:
+        with timer(self._seconds, "members"):
+            return self._inner.members(cluster)
+
+    def health(self, cluster: ClusterSpec, member: Member) -> MemberHealth:
+        with timer(self._seconds, "health"):
+            return self._inner.health(cluster, member)
+
+    def move_leader(self, cluster: ClusterSpec, leader: Member, target: Member) -> None:
+        with timer(self._seconds, "move_leader"):
+            self._inner.move_leader(cluster, leader, target)
+
+    def remove_member(self, cluster: ClusterSpec, member: Member) -> None:
+        with timer(self._seconds, "remove_member"):
+            self._inner.remove_member(cluster, member)
+
+    def progress(self, cluster: ClusterSpec, member: Member) -> Progress:
+        with timer(self._seconds, "progress"):
+            return self._inner.progress(cluster, member)
+
+    def add_learner(self, cluster: ClusterSpec, peer_url: str) -> Member:
+        with timer(self._seconds, "add_learner"):
+            return self._inner.add_learner(cluster, peer_url)
+
+    def promote(self, cluster: ClusterSpec, member: Member) -> None:
+        with timer(self._seconds, "promote"):
+            self._inner.promote(cluster, member)

@@ -25,7 +25,7 @@ from tests.unit.drydock.conftest import make_conf
 def wired(tmp_path: Path) -> Iterator[tuple[Runtime, DrydockMetrics, FakeMaas, str]]:
     metrics = DrydockMetrics()
     maas = FakeMaas(["n1", "n2"])
-    oob = OobRouter({"redfish": metrics.timed("redfish", FakeOob())})
+    oob = OobRouter({"redfish": metrics.timed_oob("redfish", FakeOob())})
     href = designs.write(tmp_path / "site.yaml", designs.simple_site(["n1", "n2"]))
     runtime = build_runtime(make_conf(tmp_path), maas=maas, oob=oob, labeller=FakeLabeller(),
                             metrics=metrics)
@@ -73,7 +73,7 @@ def test_a_failing_driver_call_is_counted_as_error(wired: Any) -> None:
         def power_on(self, bmc: Any) -> None:
             raise RuntimeError("BMC gone")
 
-    proxy = metrics.timed("ipmi", Broken())
+    proxy = metrics.timed_oob("ipmi", Broken())  # type: ignore[arg-type]
     with pytest.raises(RuntimeError):
         proxy.power_on(None)
     assert _value(metrics, "berth_drydock_driver_call_seconds_count", driver="ipmi",
