@@ -5,6 +5,7 @@ from __future__ import annotations
 from oslo_config import cfg
 
 from common import config
+from drydock_api.drivers.ironic.config import IRONIC_OPTS
 
 SERVICE = "drydock"
 
@@ -144,6 +145,7 @@ OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("maas", MAAS_OPTS), ("worker", WORKER_OPTS), ("oob", OOB_OPTS), ("steps", STEP_OPTS),
     ("reboot", REBOOT_OPTS), ("site_design", SITE_DESIGN_OPTS), ("inventory", INVENTORY_OPTS),
     ("database", DESIGN_STORE_OPTS), ("bootactions", BOOTACTION_OPTS),
+    ("ironic", IRONIC_OPTS),
 ]
 
 

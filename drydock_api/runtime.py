@@ -32,6 +32,7 @@ from drydock_api.db.nodes import NodeStore
 from drydock_api.db.progress import ProgressStore
 from drydock_api.db.store import CHANGES_CHANNEL, TASKS_CHANNEL, TaskStore
 from drydock_api.drivers.ipmi.driver import IpmiDriver
+from drydock_api.drivers.ironic.wiring import ironic_ports
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
 from drydock_api.drivers.promenade import PromenadeLabeller
@@ -171,6 +172,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                        retention=conf.database.design_retention)
     kept.check_key()
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf), kept=kept)
+    if maas is None and conf.ironic.url:  # Ironic is the provisioner (and powers nodes)
+        maas, oob = ironic_ports(conf, oob)
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",

@@ -59,6 +59,11 @@ class SiteSystems(AbstractSystemsDriver):  # type: ignore[misc]
     def set_boot_mode(self, identity: str, boot_mode: str) -> None:
         return None
 
+    def get_secure_boot(self, identity: str) -> bool:
+        # Secure boot off (the emulator's default answers 501, which Ironic's sushy retries
+        # ten times, 3 s apart, whenever it caches a node's boot mode).
+        return False
+
     def get_nics(self, identity: str) -> list[dict[str, str]]:
         node = _backend().node_of(identity)
         return [{"id": node.mac, "mac": node.mac}]

@@ -1,0 +1,1 @@
+"""Drydock's second provisioner: OpenStack Ironic, driven through openstacksdk."""

@@ -1,0 +1,83 @@
+"""Ironic behind Drydock's Provisioner and OobDriver ports (what the steps call), against a real
+Ironic and the site's BMCs: MAAS statuses read off Ironic's states, erase refused before any
+change, power through Ironic reaching the BMC."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drydock_api import config
+from drydock_api.drivers.ironic.client import IronicClient, IronicRefused
+from drydock_api.drivers.ironic.provisioner import IronicOob, IronicProvisioner
+from drydock_api.drivers.ironic.wiring import ironic_ports
+from drydock_api.drivers.ports import OobRouter
+from drydock_api.drivers.redfish.driver import RedfishDriver
+from sitesim.ironic.server import IronicServer
+from sitesim.site import Site
+from tests.integration.ironic.conftest import bmc_calls, design_node, fresh, site_power
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def settle(port: IronicProvisioner, name: str, status: str) -> None:
+    client = port.client
+    reach = {"Ready": {"available"}, "Deployed": {"active"}}[status]
+    client.wait_provision(name, reach)
+    machine = port.find_machine(name)
+    assert machine is not None and machine.status_name == status
+
+
+def test_the_provisioner_port_walks_a_node_through_ironic(client: IronicClient,
+                                                          site: Site) -> None:
+    fresh(client, site, "node05")
+    port = IronicProvisioner(client)
+    machine = port.find_machine("node05")
+    assert machine is not None and machine.status_name == "New"
+    assert port.commission(machine.system_id).status_name == "Ready"
+    assert port.allocate(machine.system_id).status_name == "Allocated"
+    mac = design_node(site, "node05").data["metadata"]["boot_mac"]
+    found = port.find_by_mac(mac)
+    assert found is not None and found.hostname == "node05"
+    port.deploy(machine.system_id, "jammy")
+    settle(port, "node05", "Deployed")
+    assert site_power(site, "node05") == "on"
+    with pytest.raises(IronicRefused, match="Ironic Python Agent"):
+        port.release(machine.system_id, "secure")
+    assert port.find_machine("node05").status_name == "Deployed"  # type: ignore[union-attr]
+    assert port.release(machine.system_id, None).status_name in ("Releasing", "Ready")
+    settle(port, "node05", "Ready")
+    assert site_power(site, "node05") == "off"
+    assert "Ironic API" in port.check()
+
+
+def test_power_through_ironic_reaches_the_bmc(client: IronicClient, site: Site) -> None:
+    fresh(client, site, "node04")
+    client.manage("node04")
+    oob = IronicOob(client, OobRouter({"redfish": RedfishDriver(timeout=5)}))
+    bmc = design_node(site, "node04").bmc
+    assert bmc is not None
+    oob.power_on(bmc)
+    client.wait_power("node04", "power on", 30)
+    assert oob.power_state(bmc) == "on" and site_power(site, "node04") == "on"
+    graceful = bmc_calls(site, "redfish", "graceful_shutdown", "node04")
+    oob.power_off(bmc, graceful=True)
+    client.wait_power("node04", "power off", 30)
+    assert site_power(site, "node04") == "off"
+    assert bmc_calls(site, "redfish", "graceful_shutdown", "node04") == graceful + 1
+    oob.power_cycle(bmc)  # off: powers on
+    client.wait_power("node04", "power on", 30)
+    assert site_power(site, "node04") == "on"
+    assert oob.erasable_drives(bmc)  # erase stays with the BMC (Drive.SecureErase)
+
+
+def test_drydock_configured_with_an_ironic_url_provisions_through_ironic(
+        ironic_server: IronicServer, tmp_path: Path) -> None:
+    conf_file = tmp_path / "drydock.conf"
+    conf_file.write_text(f"[ironic]\nurl = {ironic_server.url}\n")
+    conf = config.load(str(conf_file))
+    provisioner, oob = ironic_ports(conf)
+    assert isinstance(provisioner, IronicProvisioner) and isinstance(oob, IronicOob)
+    assert provisioner.check().startswith("Ironic API 1.")
+    assert isinstance(provisioner.list_machines(), list)
