@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -140,11 +141,25 @@ def problem(check: str, text: str, *docs: Doc, error: bool = True) -> Message:
                               level="Error" if error else "Info")
 
 
+_METADATA = jsonschema.Draft202012Validator(METADATA_SCHEMA)
+
+
+def _plain(meta: dict[str, Any]) -> bool:
+    """Metadata with nothing for the schema to refuse: a layer, maybe `abstract`, no layering
+    or substitution (most of a design; the JSON Schema is the slow path for the rest)."""
+    ld = meta.get("layeringDefinition")
+    return ("substitutions" not in meta and "replacement" not in meta
+            and isinstance(meta.get("labels", {}), dict) and isinstance(ld, dict)
+            and isinstance(ld.get("layer"), str) and set(ld) <= {"layer", "abstract"}
+            and isinstance(ld.get("abstract", False), bool))
+
+
 def format_problems(doc: Doc) -> list[Message]:
     """Deckhand's InvalidDocumentFormat for malformed layering or substitution metadata."""
-    if not str(doc.meta.get("schema") or "").startswith("metadata/Document"):
+    if not str(doc.meta.get("schema") or "").startswith("metadata/Document") \
+            or _plain(doc.meta):
         return []
-    validator = jsonschema.Draft202012Validator(METADATA_SCHEMA)
+    validator = _METADATA
     return [problem("InvalidDocumentFormat", f"{doc.shown()}: metadata/"
                     + "/".join(str(p) for p in err.absolute_path) + f": {err.message}", doc)
             for err in sorted(validator.iter_errors(doc.meta), key=lambda e: list(e.path))]
@@ -185,11 +200,17 @@ def select_parents(docs: list[Doc], order: list[str]) -> tuple[dict[int, Doc], l
     layers = [layer for layer in order if by_layer.get(layer)]
     rank = {layer: i for i, layer in enumerate(layers)}
     children = [d for d in docs if d.selector and d.layer in rank]
+    by_label: dict[tuple[str, str], list[Doc]] = {}
+    for child in children:
+        for pair in child.selector.items():
+            by_label.setdefault(_label(pair), []).append(child)
     parents: dict[int, Doc] = {}
     counts: Counter[int] = Counter()
     for layer in layers:
         for candidate in by_layer[layer]:
-            for child in children:
+            near = {c.index: c for pair in candidate.labels.items()
+                    for c in by_label.get(_label(pair), [])}
+            for child in (near[i] for i in sorted(near)):
                 if child is candidate or not all(
                         candidate.labels.get(k) == v for k, v in child.selector.items()):
                     continue
@@ -217,6 +238,10 @@ def select_parents(docs: list[Doc], order: list[str]) -> tuple[dict[int, Doc], l
                                  f"{child.shown()}; it is rendered from its own data only",
                                  child, error=False))
     return parents, found
+
+
+def _label(pair: tuple[Any, Any]) -> tuple[str, str]:
+    return str(pair[0]), json.dumps(pair[1], sort_keys=True, default=str)
 
 
 def _invalid_parent(parent: Doc, child: Doc, rank: dict[str, int]) -> str | None:

@@ -21,7 +21,10 @@ def substitute(doc: Doc, sources: Sources) -> None:
     """Apply `doc`'s metadata.substitutions in order; every failure is listed in its problems
     (Deckhand stops at the first) and leaves that destination unchanged."""
     for sub in doc.substitutions:
-        src, dest = sub.get("src") or {}, sub.get("dest") or {}
+        if not isinstance(sub, dict) or not isinstance(sub.get("src"), dict) \
+                or not isinstance(sub.get("dest"), (dict, list)):
+            continue  # malformed: reported as InvalidDocumentFormat
+        src, dest = sub["src"], sub["dest"]
         source = sources.get((str(src.get("schema")), str(src.get("name"))))
         if source is None:
             doc.problems.append(problem(
@@ -32,7 +35,8 @@ def substitute(doc: Doc, sources: Sources) -> None:
         try:
             value = source_value(source, src)
             for one in dest if isinstance(dest, list) else [dest]:
-                doc.data = inject(doc.data, value, one)
+                if isinstance(one, dict):
+                    doc.data = inject(doc.data, value, one)
         except _Failed as exc:
             doc.problems.append(problem(exc.check, f"{doc.shown()} substituting from "
                                         f"{source.shown()}: {exc}", doc, source))

@@ -227,6 +227,12 @@ class TestSubstitution:
                                     "SubstitutionSourceDataNotFound", "MissingDocumentPattern"]
         assert data_of(out, "d") == {"s": 5}
 
+    def test_malformed_substitutions_are_listed_and_rendering_goes_on(self) -> None:
+        dst = doc("d", {"a": 1}, subs=["nonsense", {"src": "x", "dest": {"path": ".a"}}])
+        out, messages = render([dst])
+        assert set(errors(messages)) == {"InvalidDocumentFormat"}
+        assert data_of(out, "d") == {"a": 1}
+
     def test_abstract_documents_are_no_substitution_source(self) -> None:
         src = doc("common", {"a": 1}, schema="x/Common/v1", abstract=True)
         dst = doc("d", {}, subs=[{"src": {"schema": "x/Common/v1", "name": "common",
