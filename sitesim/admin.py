@@ -15,7 +15,7 @@ from sitesim.bmc.ipmi import apply_chassis
 from sitesim.model import SiteModel, UnknownNode
 from sitesim.siteconfig import SiteConfigError
 
-SYSTEMS = ("maas", "redfish", "ipmi", "kube", "etcd")
+SYSTEMS = ("maas", "redfish", "ipmi", "kube", "etcd", "host")  # host: a server's own acts
 IPMI_DIRECTIVES = {"power_off": 0, "power_on": 1, "power_cycle": 2, "power_reset": 3,
                    "graceful_shutdown": 5}
 MAX_BODY = 64 * 1024

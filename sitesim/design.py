@@ -103,6 +103,52 @@ def default_strategy(spec: SiteSpec) -> dict[str, Any]:
     return {"groups": groups}
 
 
+PROMJOIN_UNIT = """\
+[Unit]
+Description=Join {{ node.hostname }} to Kubernetes with Promenade's join script
+After=network-online.target
+
+[Service]
+Type=oneshot
+EnvironmentFile=/etc/drydock/bootaction/promjoin.env
+ExecStart=/opt/promjoin.sh
+ExecStartPost=/bin/sh -c 'curl -sf -X POST -H "X-Bootaction-Key: $BOOTACTION_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d "{\\"status\\": \\"success\\", \\"details\\": []}" "$BOOTACTION_REPORT_URL"'
+
+[Install]
+WantedBy=multi-user.target
+"""
+PROMJOIN_ENV = """\
+BOOTACTION_ID={{ action.action_id }}
+BOOTACTION_KEY={{ action.action_key }}
+BOOTACTION_REPORT_URL={{ action.report_url }}{{ action.action_id }}
+"""
+# Drydock fetches the node's script from Promenade (the host part names the service).
+PROMJOIN_LOCATION = (
+    "promenade+http://promenade-api/api/v1.0/join-scripts?"
+    "design_ref={{ action.design_ref | urlencode }}&hostname={{ node.hostname }}"
+    "&ip={{ node.network.default.ip }}"
+    "{% for k, v in node.labels.items() %}&labels.dynamic={{ (k ~ '=' ~ v) | urlencode }}"
+    "{% endfor %}")
+
+
+def promjoin_boot_action() -> dict[str, Any]:
+    """Airship's promjoin boot action: a unit that runs Promenade's join script for the node
+    on its first boot and reports the result to Drydock."""
+    return document("drydock/BootAction/v1", "promjoin", {
+        "signaling": True,
+        "assets": [
+            {"path": "/lib/systemd/system/promjoin.service", "type": "unit",
+             "permissions": "444", "data": PROMJOIN_UNIT, "data_pipeline": ["template"]},
+            {"path": "/etc/drydock/bootaction/promjoin.env", "type": "file",
+             "permissions": "400", "data": PROMJOIN_ENV, "data_pipeline": ["template"]},
+            {"path": "/opt/promjoin.sh", "type": "file", "permissions": "555",
+             "location": PROMJOIN_LOCATION, "location_pipeline": ["template"],
+             "data_pipeline": ["utf8_decode"]},
+        ]})
+
+
 def design_documents(spec: SiteSpec, ends: SiteEndpoints) -> list[dict[str, Any]]:
     region: dict[str, Any] = {"tag_definitions": [], "repositories": {},
                               "authorized_keys": [], "site": spec.name}
@@ -118,6 +164,7 @@ def design_documents(spec: SiteSpec, ends: SiteEndpoints) -> list[dict[str, Any]
             "storage": storage_of(node), "platform": dict(PLATFORM),
             "metadata": {"owner_data": {}}}))
     docs += [baremetal_node(node, ends) for node in spec.nodes]
+    docs.append(promjoin_boot_action())
     docs += [document("deckhand/Passphrase/v1", f"{n.name}-oob-password", n.bmc.password,
                       encrypted=True) for n in spec.nodes]
     docs.append(document("promenade/EtcdClusters/v1", "etcd-clusters", {"clusters": [

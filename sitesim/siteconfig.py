@@ -16,6 +16,7 @@ INITIAL_STATES = ("deployed", "ready", "new", "absent")
 FAULT_OPERATIONS = (
     "maas.commission", "maas.deploy", "maas.release", "bmc.power", "bmc.erase",
     "kube.kubelet_shutdown", "kube.eviction", "etcd.member_down", "bmc.graceful_shutdown",
+    "host.bootaction_key", "host.join_script",
 )
 FAULT_EFFECTS = ("fail", "hang", "ignore")
 # bmc.graceful_shutdown takes only `ignore`: the host's OS ignores ACPI (the BMC accepts the

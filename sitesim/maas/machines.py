@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sitesim.firstboot import HostAgent, handed_over
 from sitesim.maas.disks import (
     UserDataError,
     apply_layout,
@@ -50,6 +51,7 @@ class MachineStore:
                                        "default_distro_series": "focal",
                                        "commissioning_distro_series": "focal"}
         self._hung: list[tuple[Machine, Operation, int]] = []  # waiting for a fault to clear
+        self.host = HostAgent(model)  # deployed machines' first boots
         model.on_fault_change(lambda _fault: self._resume_hung())
 
     def enlist(self, node: NodeSpec) -> Machine | None:
@@ -292,7 +294,11 @@ class MachineStore:
             self._model.set_power(name, False)
         elif op.name == "deploy":
             apply_layout(self._model, machine)
-            self._join_kubernetes(name)
+            handed = handed_over(machine.tags, machine.user_data, name)
+            if handed is not None:  # the host joins by its boot actions (Airship's way)
+                self.host.boot(name, *handed)
+            else:  # deployed without boot actions (no Drydock design has them): as before
+                self._join_kubernetes(name)
         elif op.name == "erase":
             erase_disks(self._model, machine)
         if op.name in ("release", "erase"):
