@@ -17,12 +17,12 @@ redirects are never followed."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +30,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import requests
 import urllib3
+from cachetools import TLRUCache
 from oslo_config import cfg
 
 from common.api import API_PREFIX
@@ -220,13 +221,12 @@ class DesignResolver:
     ) -> None:
         self.policy = policy
         self._max_bytes = max_bytes
-        self._cache_size = cache_size
-        self._ttl = cache_ttl
         self._timeout = timeout
         self._token = token
         self._session = session or requests.Session()
-        self._clock = clock
-        self._cache: OrderedDict[str, tuple[float, list[Document]]] = OrderedDict()
+        self._ttl = cache_ttl
+        self._cache: TLRUCache[str, list[Document]] | None = TLRUCache(
+            maxsize=cache_size, ttu=self._expires, timer=clock) if cache_size > 0 else None
         self._lock = threading.Lock()
 
     @classmethod
@@ -274,25 +274,21 @@ class DesignResolver:
         self._store(href, docs)
         return docs
 
+    def _expires(self, href: str, _: list[Document], now: float) -> float:
+        """A committed revision's rendered documents never change (revisions are immutable),
+        so those stay until evicted by size; anything else is kept `cache_ttl` seconds."""
+        return math.inf if IMMUTABLE.search(urlsplit(href).path) else now + self._ttl
+
     def _cached(self, href: str) -> list[Document] | None:
-        """A cached answer younger than the TTL; a committed revision's rendered documents
-        never change (revisions are immutable), so those stay until evicted by size."""
+        if self._cache is None:
+            return None
         with self._lock:
-            hit = self._cache.get(href)
-            if hit is None or (self._clock() - hit[0] > self._ttl
-                               and not IMMUTABLE.search(urlsplit(href).path)):
-                return None
-            self._cache.move_to_end(href)
-            return hit[1]
+            return self._cache.get(href)
 
     def _store(self, href: str, docs: list[Document]) -> None:
-        if self._cache_size <= 0:
-            return
-        with self._lock:
-            self._cache[href] = (self._clock(), docs)
-            self._cache.move_to_end(href)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        if self._cache is not None:
+            with self._lock:
+                self._cache[href] = docs
 
     def _read_file(self, href: str, path: str) -> bytes:
         try:

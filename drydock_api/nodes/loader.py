@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from typing import Any
+
+from cachetools import LRUCache
 
 from common.context import RequestContext
 from common.designref import DesignResolver, href_of
@@ -29,13 +30,12 @@ class DesignLoader:
     def __init__(self, resolver: DesignResolver, cache_size: int = 8,
                  kept: DesignStore | None = None) -> None:
         self._resolver = resolver
-        self._cache_size = cache_size
         self._kept = kept
-        self._parsed: OrderedDict[tuple[str, str], tuple[list[Document], Design]] = \
-            OrderedDict()
+        self._parsed: LRUCache[tuple[str, str], tuple[list[Document], Design]] = \
+            LRUCache(cache_size)
         # href -> the documents last kept and their digest
-        self._admitted: dict[str, tuple[list[Document], str]] = {}
-        self._read: OrderedDict[str, list[Document]] = OrderedDict()  # digest -> documents
+        self._admitted: LRUCache[str, tuple[list[Document], str]] = LRUCache(cache_size)
+        self._read: LRUCache[str, list[Document]] = LRUCache(cache_size)  # digest -> documents
         self._lock = threading.Lock()
 
     def check(self, ref: Any) -> str:
@@ -62,8 +62,6 @@ class DesignLoader:
             digest = self._kept.keep(href, docs, known)
             with self._lock:
                 self._admitted[href] = (docs, digest)
-                while len(self._admitted) > self._cache_size:
-                    self._admitted.pop(next(iter(self._admitted)))
         return self._parse("fetched", href, docs), digest
 
     def kept_documents(self, ref: Any, ctx: RequestContext | None = None,
@@ -102,9 +100,6 @@ class DesignLoader:
     def _remember(self, digest: str, docs: list[Document]) -> list[Document]:
         with self._lock:
             self._read[digest] = docs
-            self._read.move_to_end(digest)
-            while len(self._read) > self._cache_size:
-                self._read.popitem(last=False)
         return docs
 
     def _parse(self, source: str, href: str, docs: list[Document]) -> Design:
@@ -112,12 +107,8 @@ class DesignLoader:
         with self._lock:
             hit = self._parsed.get(key)
             if hit is not None and hit[0] is docs:
-                self._parsed.move_to_end(key)
                 return hit[1]
         design = parse_design(docs)
         with self._lock:  # one design per href: a fetched-again design replaces the old one
             self._parsed[key] = (docs, design)
-            self._parsed.move_to_end(key)
-            while len(self._parsed) > self._cache_size:
-                self._parsed.popitem(last=False)
         return design

@@ -14,11 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cachetools import TTLCache
+
 from common.clients.shipyard import ShipyardClient, design_ref
 from common.context import RequestContext
 from common.errors import BerthError
 
 LOG = logging.getLogger(__name__)
+_MISS = object()
 
 
 class SiteDesign:
@@ -30,23 +33,21 @@ class SiteDesign:
         self._shipyard = shipyard
         self._base = shipyard_url.rstrip("/")
         self._fallback = fallback
-        self._ttl = ttl
-        self._clock = clock
         self._lock = threading.Lock()
-        self._cached: tuple[float, str | None] | None = None
+        self._cached: TTLCache[str, str | None] = TTLCache(maxsize=1, ttl=ttl, timer=clock)
         self.error: str | None = None
 
     def committed(self) -> str | None:
         """Shipyard's committed revision as a design reference (cached), or None."""
         if self._shipyard is None:
             return None
-        now = self._clock()
         with self._lock:
-            if self._cached is not None and now - self._cached[0] < self._ttl:
-                return self._cached[1]
+            hit = self._cached.get("committed", _MISS)
+        if hit is not _MISS:
+            return hit  # type: ignore[return-value]
         ref, error = self._ask()
         with self._lock:
-            self._cached, self.error = (now, ref), error
+            self._cached["committed"], self.error = ref, error
         return ref
 
     def _ask(self) -> tuple[str | None, str | None]:

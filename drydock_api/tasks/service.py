@@ -5,10 +5,11 @@ from __future__ import annotations
 import gzip
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
+
+from cachetools import LRUCache
 
 from common.clients.drydock import Task
 from common.context import RequestContext
@@ -69,7 +70,7 @@ class TaskService:
         self._progress = progress
         self._actions = actions
         self._designs = designs
-        self._trees: OrderedDict[tuple[str, int], tuple[Any, bytes, bytes]] = OrderedDict()
+        self._trees: LRUCache[tuple[str, int], tuple[Any, bytes, bytes]] = LRUCache(TREE_CACHE)
         self._trees_lock = threading.Lock()
         self.on_created: Callable[[], None] = lambda: None  # wakes this process's workers
         self.budgets: budget.TaskBudgets | None = None  # failure-domain slots of tasks
@@ -197,14 +198,11 @@ class TaskService:
         with self._trees_lock:
             hit = self._trees.get((task_id, layers))
             if hit is not None and hit[0] == key:
-                self._trees.move_to_end((task_id, layers))
                 return hit[1], hit[2]
         data = _encode(self.get(task_id, layers=layers))
         packed = gzip.compress(data, compresslevel=6, mtime=0)
         with self._trees_lock:
             self._trees[(task_id, layers)] = (key, data, packed)
-            while len(self._trees) > TREE_CACHE:
-                self._trees.popitem(last=False)
         return data, packed
 
     def _subtask_errors(self, row: TaskRow) -> dict[str, Any]:

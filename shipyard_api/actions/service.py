@@ -6,10 +6,10 @@ import gzip
 import json
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from cachetools import LRUCache
 from ulid import ULID
 
 from common.audit import acting, request_actor
@@ -64,7 +64,7 @@ class ActionService:
         self.plans: PlanCheck | None = None  # set when plans are stored (actions from a plan)
         self._listed: tuple[tuple[int, int], bytes, bytes] | None = None
         self._listed_lock = threading.Lock()
-        self._shown: OrderedDict[str, tuple[int, bytes, bytes]] = OrderedDict()
+        self._shown: LRUCache[str, tuple[int, bytes, bytes]] = LRUCache(SHOWN_CACHED)
 
     def definition(self, name: Any) -> ActionDefinition:
         if isinstance(name, str) and name in NOT_INCLUDED:
@@ -162,15 +162,11 @@ class ActionService:
         with self._listed_lock:
             hit = self._shown.get(action_id)
             if hit is not None and hit[0] == version:
-                self._shown.move_to_end(action_id)
                 return hit
         data = json.dumps(self.get(action_id), ensure_ascii=False).encode()
         entry = (version, data, gzip.compress(data, compresslevel=6, mtime=0))
         with self._listed_lock:
             self._shown[action_id] = entry
-            self._shown.move_to_end(action_id)
-            while len(self._shown) > SHOWN_CACHED:
-                self._shown.popitem(last=False)
         return entry
 
     def step(self, action_id: str, sid: str, verbosity: int | None = None) -> dict[str, Any]:
