@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from common.context import RequestContext
 from common.errors import BY_CODE, BadGateway, BerthError, ServiceUnavailable, Timeout
@@ -22,6 +24,51 @@ from common.status import is_status_body, simple_message
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_CODES = frozenset({502, 503, 504})
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+RETRY_AFTER_MAX = 60.0  # a peer's Retry-After is honoured up to this many seconds
+
+
+class PeerRetry(Retry):
+    """urllib3's Retry with Berth's schedule: backoff * 2^(n-1) * (1 + jitter) before retry n
+    (a Retry-After header instead, when the answer has one), and no retry at all of a method
+    it does not allow, even when the connection was refused."""
+
+    def __init__(self, *args: Any, pause: Callable[[float], None] = time.sleep,
+                 jitter: Callable[[], float] = lambda: 0.0, **kwargs: Any) -> None:
+        kwargs.setdefault("retry_after_max", RETRY_AFTER_MAX)
+        super().__init__(*args, **kwargs)
+        self.pause, self.jitter = pause, jitter
+
+    def new(self, **kw: Any) -> PeerRetry:
+        kw.setdefault("pause", self.pause)
+        kw.setdefault("jitter", self.jitter)
+        return super().new(**kw)
+
+    def get_backoff_time(self) -> float:
+        n = len(self.history)
+        return 0.0 if n == 0 else min(self.backoff_max,
+                                      self.backoff_factor * 2 ** (n - 1) * (1 + self.jitter()))
+
+    def sleep(self, response: Any = None) -> None:
+        after = (self.get_retry_after(response)
+                 if self.respect_retry_after_header and response is not None else None)
+        delay = after if after else self.get_backoff_time()
+        if delay > 0:
+            self.pause(delay)
+
+    def increment(self, method: str | None = None, url: str | None = None,
+                  *args: Any, **kwargs: Any) -> PeerRetry:
+        if method is not None and not self._is_method_retryable(method):
+            return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
+        return super().increment(method, url, *args, **kwargs)
+
+
+def retrying_session(retry: Retry) -> requests.Session:
+    """A session whose HTTP and HTTPS connections retry as `retry` says."""
+    session = requests.Session()
+    adapter = HTTPAdapter(max_retries=retry)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
 
 
 class ServiceClient:

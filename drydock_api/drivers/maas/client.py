@@ -13,6 +13,7 @@ import requests
 from oauthlib.oauth1 import SIGNATURE_PLAINTEXT
 from requests_oauthlib import OAuth1
 
+from common.httpclient import PeerRetry, retrying_session
 from drydock_api.drivers.ports import (
     BlockDevice,
     MaasError,
@@ -90,31 +91,20 @@ class MaasClient:
         self._api = url.rstrip("/") + "/api/2.0"
         self._auth = oauth_from_key(api_key) if api_key else None
         self._timeout = timeout
-        self._retries = retries
-        self._backoff = backoff
-        self._session = session or requests.Session()
-        self._sleep = sleep
+        # GET and DELETE are retried (connection errors, 502/503/504) by the session itself;
+        # a session given by the caller retries as the caller set it up
+        self._session = session or retrying_session(PeerRetry(
+            total=retries, allowed_methods=SAFE, status_forcelist=RETRY_CODES,
+            backoff_factor=backoff, raise_on_status=False, redirect=False, pause=sleep))
 
     def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
               data: dict[str, Any] | None = None, stream: bool = False) -> requests.Response:
-        url = f"{self._api}{path}"
-        attempts = 1 + (self._retries if method in SAFE else 0)
-        for attempt in range(attempts):
-            if attempt:
-                self._sleep(self._backoff * 2 ** (attempt - 1))
-            try:
-                resp = self._session.request(method, url, params=params, data=data,
-                                             auth=self._auth, timeout=self._timeout,
-                                             stream=stream)
-            except requests.RequestException as exc:
-                if attempt + 1 < attempts:
-                    continue
-                raise MaasError(f"MAAS unreachable for {method} {path}: {exc}",
-                                transient=True) from exc
-            if resp.status_code in RETRY_CODES and attempt + 1 < attempts:
-                continue
-            return resp
-        raise MaasError(f"MAAS gave no answer to {method} {path}", transient=True)
+        try:
+            return self._session.request(method, f"{self._api}{path}", params=params, data=data,
+                                         auth=self._auth, timeout=self._timeout, stream=stream)
+        except requests.RequestException as exc:
+            raise MaasError(f"MAAS unreachable for {method} {path}: {exc}",
+                            transient=True) from exc
 
     @staticmethod
     def _check(resp: requests.Response, method: str, path: str) -> None:
