@@ -103,7 +103,7 @@ class ActionStepResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response, action_id: str,
                step_id: str) -> None:
         resp.media = self._service.step(action_id, step_id,
-                                        parse_verbosity(req.get_param("verbosity") or "5"))
+                                        parse_verbosity(req.get_param("verbosity")))
 
 
 class ActionControlResource:
