@@ -85,6 +85,10 @@ SITE_SECTIONS: dict[str, dict[str, dict[str, Any]]] = {
         # backing off to the intervals ([steps] first_poll_interval, poll_backoff).
         "oob": {"graceful_timeout": 10, "request_timeout": 5},
         "database": {"design_key_file": lambda s: s["berth_dir"] + "/drydock-designs.key"},
+        # An Ironic site (provisioner: ironic): Drydock provisions and powers through Ironic.
+        "ironic": {"url": lambda s: s.get("ironic", ""),
+                   "kernel_url": lambda s: s.get("ironic_kernel", ""),
+                   "ramdisk_url": lambda s: s.get("ironic_ramdisk", ""), "poll_interval": 0.5},
     },
     "shipyard": {
         "documents": {"secret_key_file": lambda s: s["berth_dir"] + "/shipyard-documents.key",

@@ -44,7 +44,7 @@ class PortLayout:
         std = SitePorts.standard()
         return SitePorts(admin=std.admin + self.offset, kube=std.kube + self.offset,
                          maas=std.maas + self.offset, redfish=std.redfish + self.offset,
-                         ipmi_base=std.ipmi_base + self.offset)
+                         ipmi_base=std.ipmi_base + self.offset, ironic=std.ironic + self.offset)
 
     def tcp(self) -> dict[str, int]:
         """What listens on each TCP port, by name."""

@@ -57,6 +57,8 @@ def running_summary(site: Site, services: dict[str, int]) -> list[str]:
              f"Redfish (sushy-tools emulator) {site.urls['redfish']}"]
     if ipmi:
         lines.append(f"IPMI BMCs           {ipmi}")
+    if "ironic" in site.urls:
+        lines.append(f"Ironic (provisioner) {site.urls['ironic']} (standalone, no auth)")
     for name, endpoints in site.endpoints().etcd_endpoints.items():
         lines.append(f"etcd {name:<14} {', '.join(endpoints)}")
     lines += [f"{name:<19} http://127.0.0.1:{port}" for name, port in services.items()]
@@ -101,6 +103,8 @@ def write_site_files(site: Site, berth_dir: Path, ports: dict[str, int] = SERVIC
                MAAS_URL=site.urls["maas"], MAAS_API_KEY=site.spec.maas_api_key,
                REDFISH_URL=site.urls["redfish"], SITESIM_URL=site.urls["sitesim"],
                ETCD_ENDPOINTS=",".join(endpoints), DESIGN_REF=f"file://{design.resolve()}")
+    if "ironic" in site.urls:  # an Ironic site: its API, for curl and openstack baremetal
+        env["IRONIC_URL"] = site.urls["ironic"]
     return env
 
 

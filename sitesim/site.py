@@ -7,6 +7,7 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -42,10 +43,11 @@ class SitePorts:
     maas: int = 0
     redfish: int = 0
     ipmi_base: int = 0
+    ironic: int = 0
 
     @classmethod
     def standard(cls) -> SitePorts:
-        return cls(admin=7000, kube=6443, maas=5240, redfish=8000, ipmi_base=6230)
+        return cls(admin=7000, kube=6443, maas=5240, redfish=8000, ipmi_base=6230, ironic=6385)
 
 
 PLANE_TIMINGS = ("node_lease_duration_s", "node_monitor_period_s", "node_monitor_grace_period_s",
@@ -152,6 +154,25 @@ class Site:
         maas = self._serve("maas", MaasApp(store, self.model, self.spec.maas_api_key),
                            self.ports.maas)
         self.urls["maas"] = f"{maas.url}/MAAS"
+        if self.spec.provisioner == "ironic":
+            self._start_ironic()
+
+    def _start_ironic(self) -> None:
+        """A real Ironic with every node of the site enrolled against the site's BMCs."""
+        from sitesim.ironic.enroll import IronicEnroller
+        from sitesim.ironic.server import IronicServer
+
+        server = IronicServer(self.dir / "ironic", port=self.ports.ironic)
+        self._stops.append(server.stop)
+        server.start()
+        self.urls["ironic"] = server.url
+        boot = {name: f"file://{server.images / name}" for name in ("kernel", "ramdisk")}
+        self.urls.update({f"ironic_{name}": url for name, url in boot.items()})
+        enroller = IronicEnroller(server.url, boot)
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="ironic-enroll") as pool:
+            for done in [pool.submit(enroller.enroll, node, self.model.node(node.name).bmc)
+                         for node in self.spec.nodes]:
+                done.result()
 
     def _start_bmcs(self) -> None:
         from sitesim.bmc.sushy_drivers import install_drivers  # sushy-tools: imported late
@@ -228,7 +249,11 @@ class Site:
                              for name, c in (self.etcd.clusters.items() if self.etcd else [])})
 
     def design_documents(self) -> list[dict[str, Any]]:
-        return design_documents(self.spec, self.endpoints())
+        docs = design_documents(self.spec, self.endpoints())
+        for doc in docs:  # the design names the site's provisioner (drydock/Region/v1)
+            if doc.get("schema") == "drydock/Region/v1" and self.spec.provisioner != "maas":
+                doc["data"]["provisioner"] = self.spec.provisioner
+        return docs
 
     def design_yaml(self) -> str:
         return dump_documents(self.design_documents())

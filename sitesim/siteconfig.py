@@ -24,6 +24,7 @@ FAULT_EFFECTS = ("fail", "hang", "ignore")
 IGNORED_ONLY = "bmc.graceful_shutdown"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_KEY = "sitesim-consumer:sitesim-token:sitesim-secret"
+PROVISIONERS = ("maas", "ironic")
 
 
 class SiteConfigError(Exception):
@@ -120,6 +121,8 @@ class SiteSpec:
     source: str = ""
     # drydock/Region/v1 failure_domains, as given (the design's schema checks them)
     failure_domains: tuple[Mapping[str, Any], ...] = ()
+    # Who provisions the site's nodes: its MAAS, or a real Ironic started with the site.
+    provisioner: str = "maas"
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:
@@ -145,7 +148,8 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
         raise SiteConfigError(["the site YAML must be a mapping"])
     _check_keys(raw, {"site", "region", "defaults", "nodes", "etcd", "faults", "timings",
                       "maas", "workloads", "deployment_configuration",
-                      "deployment_strategy", "failure_domains"}, "top level", problems)
+                      "deployment_strategy", "failure_domains", "provisioner"}, "top level",
+                problems)
     name = raw.get("site")
     if not isinstance(name, str) or not NAME_RE.match(name):
         problems.append("site: a lowercase name is required")
@@ -175,6 +179,9 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
     if not isinstance(domains, list) or not all(isinstance(d, dict) for d in domains):
         problems.append("failure_domains: must be a list of mappings (name, by, budget)")
         domains = []
+    provisioner = raw.get("provisioner", "maas")
+    if provisioner not in PROVISIONERS:
+        problems.append(f"provisioner: must be one of {', '.join(PROVISIONERS)}")
     if problems:
         raise SiteConfigError(problems)
     return SiteSpec(
@@ -182,6 +189,7 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
         etcd=tuple(etcd), faults=tuple(faults), timings=timings, maas_api_key=str(key),
         workloads=bool(raw.get("workloads", True)), deployment=deployment,
         strategy=strategy, source=source, failure_domains=tuple(domains),
+        provisioner=str(provisioner),
     )
 
 
