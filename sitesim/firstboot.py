@@ -154,7 +154,8 @@ class HostAgent:
         base = api.rstrip("/")
         try:
             units = self._download(record, f"{base}/nodes/{name}/units", key)
-            files = self._download(record, f"{base}/nodes/{name}/files", key)
+            files = None if units is None else \
+                self._download(record, f"{base}/nodes/{name}/files", key)
         except requests.RequestException as exc:
             self._note(record, f"Drydock unreachable: {exc}")
             return

@@ -53,9 +53,10 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
             if refused else ""
         return failed("BootActionReportMissing", f"No report of boot action "
                       f"{_names(waiting)} from {node} within {limit:g} s{why}", details)
+    seen = f" (Drydock refused the node: {refused[-1].get('reason')})" if refused else ""
     return retry_after(steps.config_value(ctx, SECTION, INTERVAL), memo={"since": since},
                        details=details, note=f"Waiting for {node}'s report of boot action "
-                       f"{_names(waiting)}")
+                       f"{_names(waiting)}{seen}")
 
 
 def policy(ctx: StepContext) -> StepPolicy:
