@@ -150,7 +150,9 @@ def test_update_site_after_two_commits_needs_allow_intermediate_commits(
             if doc["schema"] == "shipyard/DeploymentConfiguration/v1":
                 doc["data"]["physical_provisioner"]["verify_timeout"] = 60 + n
         revisions.append(b.commit_design(yaml.safe_dump_all(docs, sort_keys=False)))
-    resp = b.api("POST", "/actions", json={"name": "update_site", "parameters": {}})
+    # As Airship's shipyard client sends it: the query parameter always, False by default.
+    resp = b.api("POST", "/actions", params={"allow-intermediate-commits": False},
+                 json={"name": "update_site", "parameters": {}})
     assert resp.status_code == 409 and resp.json()["reason"] == "IntermediateCommits"
     view, step = deploy_site(b, "update_site", **{"allow-intermediate-commits": "true"})
     assert view["state"] == "complete", b.logs()
