@@ -1,8 +1,9 @@
 """Service-to-service HTTP: one session per peer, timeouts, bounded retries, context forwarding.
 
-Retries (exponential backoff with jitter) apply to connection errors and 502/503/504 for
-idempotent methods, and to POST only when the call carries an Idempotency-Key. A peer's
-status body becomes one of our errors; a peer that never answers becomes BadGateway.
+Retries are urllib3's, mounted on the session (exponential backoff with jitter, or the peer's
+Retry-After): connection errors and 502/503/504 for idempotent methods, and POST only when the
+call carries an Idempotency-Key. A peer's status body becomes one of our errors; a peer that
+never answers becomes BadGateway (Timeout when it was reached but did not answer in time).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from common.context import RequestContext
-from common.errors import BY_CODE, BadGateway, BerthError, ServiceUnavailable, Timeout
+from common.errors import BY_CODE, BadGateway, BerthError, Timeout
 from common.status import is_status_body, simple_message
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -62,6 +64,15 @@ class PeerRetry(Retry):
         return super().increment(method, url, *args, **kwargs)
 
 
+def timed_out(exc: requests.RequestException) -> bool:
+    """Whether the call failed by a timeout (a read timeout that exhausted the retries reaches
+    requests as a ConnectionError carrying urllib3's reason)."""
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(exc, requests.Timeout) or (
+        isinstance(reason, urllib3.exceptions.TimeoutError)
+        and not isinstance(reason, urllib3.exceptions.NewConnectionError))  # refused: no timeout
+
+
 def retrying_session(retry: Retry) -> requests.Session:
     """A session whose HTTP and HTTPS connections retry as `retry` says."""
     session = requests.Session()
@@ -92,11 +103,14 @@ class ServiceClient:
         self.name = name
         self._token = token
         self._timeouts = (connect_timeout, read_timeout)
-        self._retries = retries
-        self._backoff = backoff
-        self._session = session or requests.Session()
-        self._sleep = sleep
-        self._jitter = jitter
+        # every method is retried by the session `_retrying`; a call that may not be repeated
+        # (POST without an Idempotency-Key) goes through `_once`. A session given by the
+        # caller serves both and retries as the caller set it up.
+        self._retrying = session or retrying_session(PeerRetry(
+            total=retries, allowed_methods=None, status_forcelist=RETRY_CODES,
+            backoff_factor=backoff, raise_on_status=False, redirect=False,
+            pause=sleep, jitter=jitter))
+        self._once = session or requests.Session()
 
     def request(
         self,
@@ -150,29 +164,16 @@ class ServiceClient:
             data = json.dumps(json_body)
             all_headers["Content-Type"] = "application/json"
         retryable = method in IDEMPOTENT or IDEMPOTENCY_HEADER in all_headers
-        attempts = 1 + (self._retries if retryable else 0)
+        session = self._retrying if retryable else self._once
         timeouts = (self._timeouts[0], read_timeout or self._timeouts[1])
-        url = f"{self.base_url}{path}"
-        last_error: BerthError | None = None
-        for attempt in range(attempts):
-            if attempt:
-                self._sleep(self._backoff * (2 ** (attempt - 1)) * (1 + self._jitter()))
-            try:
-                response = self._session.request(method, url, data=data, params=params,
-                                                 headers=all_headers, timeout=timeouts)
-            except requests.Timeout as exc:
-                last_error = Timeout(f"{self.name} did not answer {method} {path} in time: {exc}")
-                if method not in IDEMPOTENT and IDEMPOTENCY_HEADER not in all_headers:
-                    break
-                continue
-            except requests.RequestException as exc:
-                last_error = BadGateway(f"{self.name} unreachable for {method} {path}: {exc}")
-                continue
-            if response.status_code in RETRY_CODES and attempt + 1 < attempts:
-                continue
-            return response
-        assert last_error is not None or attempts == 0
-        raise last_error or ServiceUnavailable(f"{self.name} gave no answer")
+        try:
+            return session.request(method, f"{self.base_url}{path}", data=data, params=params,
+                                   headers=all_headers, timeout=timeouts)
+        except requests.RequestException as exc:
+            if timed_out(exc):
+                raise Timeout(f"{self.name} did not answer {method} {path} in time: "
+                              f"{exc}") from exc
+            raise BadGateway(f"{self.name} unreachable for {method} {path}: {exc}") from exc
 
     def error(self, response: requests.Response) -> BerthError:
         """The error a non-2xx answer of `raw` stands for (as `request` raises it)."""
