@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
@@ -19,6 +20,14 @@ from drydock_api.db.models import TaskRow
 from drydock_api.nodes.design import Design, parse_design
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class Kept:
+    """The documents kept under one digest, and the design parsed from them once asked."""
+
+    docs: list[Document]
+    design: Design | None = None
 
 
 class DesignLoader:
@@ -35,7 +44,7 @@ class DesignLoader:
             LRUCache(cache_size)
         # href -> the documents last kept and their digest
         self._admitted: LRUCache[str, tuple[list[Document], str]] = LRUCache(cache_size)
-        self._read: LRUCache[str, list[Document]] = LRUCache(cache_size)  # digest -> documents
+        self._by_digest: LRUCache[str, Kept] = LRUCache(cache_size)  # one entry per digest
         self._lock = threading.Lock()
 
     def check(self, ref: Any) -> str:
@@ -79,27 +88,40 @@ class DesignLoader:
                          "fetching it once", href_of(ref))
                 docs = self.documents(ref, ctx)
                 return self._remember(self._kept.keep(href_of(ref), docs), docs)
+        return self._kept_by_digest(digest).docs
+
+    def _kept_by_digest(self, digest: str) -> Kept:
         with self._lock:
-            hit = self._read.get(digest)
+            hit = self._by_digest.get(digest)
         if hit is not None:
             return hit
+        assert self._kept is not None
         docs_kept = self._kept.documents(digest)
         if docs_kept is None:
             raise NotFound(f"The design this task was admitted with (digest {digest[:12]}) "
                            "is no longer kept", reason="DesignNotKept")
-        return self._remember(digest, docs_kept)
+        self._remember(digest, docs_kept)
+        with self._lock:
+            return self._by_digest.get(digest) or Kept(docs_kept)
 
     def task_documents(self, task: TaskRow, ctx: RequestContext) -> list[Document]:
         """A task's design documents, as admitted (what the orchestrator reads)."""
         return self.kept_documents(task.design_ref, ctx, task.design_digest)
 
     def task_design(self, task: TaskRow, ctx: RequestContext) -> Design:
-        docs = self.task_documents(task, ctx)
-        return self._parse("kept", task.design_digest or href_of(task.design_ref), docs)
+        """The design parsed once per digest from the documents kept under it."""
+        if self._kept is None or not task.design_digest:
+            docs = self.task_documents(task, ctx)
+            return self._parse("kept", href_of(task.design_ref), docs)
+        kept = self._kept_by_digest(task.design_digest)
+        if kept.design is None:
+            kept.design = parse_design(kept.docs)  # two threads may both parse: same design
+        return kept.design
 
     def _remember(self, digest: str, docs: list[Document]) -> list[Document]:
         with self._lock:
-            self._read[digest] = docs
+            if digest not in self._by_digest:
+                self._by_digest[digest] = Kept(docs)
         return docs
 
     def _parse(self, source: str, href: str, docs: list[Document]) -> Design:
