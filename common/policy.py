@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import falcon
+from cachetools import TTLCache
 from oslo_config import cfg
 from oslo_policy import policy
 
@@ -42,23 +43,20 @@ class Policy:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._enforcer = policy.Enforcer(conf)
         self._enforcer.register_defaults(list(defaults))
-        self._clock = clock
-        self._decisions: dict[Decision, tuple[bool, float]] = {}
+        self._decisions: TTLCache[Decision, bool] = TTLCache(
+            maxsize=DECISIONS_KEPT, ttl=DECISION_SECONDS, timer=clock)
         self._lock = threading.Lock()
 
     def allows(self, rule_name: str, user: str | None, roles: Iterable[str]) -> bool:
         key = (rule_name, user, tuple(sorted(roles)))
-        now = self._clock()
         with self._lock:
             kept = self._decisions.get(key)
-        if kept is not None and kept[1] > now:
-            return kept[0]
+        if kept is not None:
+            return kept
         creds = {"user_id": user, "roles": list(key[2])}
         allowed = bool(self._enforcer.enforce(rule_name, {}, creds, do_raise=False))
         with self._lock:
-            if len(self._decisions) >= DECISIONS_KEPT:
-                self._decisions.clear()
-            self._decisions[key] = (allowed, now + DECISION_SECONDS)
+            self._decisions[key] = allowed
         return allowed
 
     def authorize(self, rule_name: str, user: str | None, roles: Iterable[str]) -> None:
