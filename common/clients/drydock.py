@@ -76,7 +76,7 @@ class TaskResult(TypedDict, total=False):
 class Task(TypedDict):
     """GET /tasks/{task_id} (one task)."""
 
-    kind: NotRequired[str]
+    kind: str
     Kind: NotRequired[str]
     apiVersion: NotRequired[str]
     task_id: str
