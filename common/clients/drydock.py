@@ -131,6 +131,8 @@ class Node(TypedDict, total=False):
     last_powered_on: str | None
     last_task_id: str | None
     reboot_error: str | None
+    bootactions: list[dict[str, Any]]  # GET /nodes/{name}: boot actions of its last deploy
+    bootaction_refusals: list[dict[str, Any]]  # the last boot action requests refused
 
 
 def node_names_filter(nodes: list[str]) -> NodeFilter:
