@@ -123,7 +123,7 @@ class BootActionService:
         node_ctx = render.node_context(node, docs)
         ref = href_of(found.design_ref)
         out: list[render.Rendered] = []
-        for row in self._store.actions(node=hostname, task_id=found.task_id):
+        for row in self._store.actions(context=found):
             action = by_name.get(row.name)
             if action is None:
                 continue
@@ -165,7 +165,7 @@ class BootActionService:
         found = self._store.context(hostname)
         if found is None:
             return {"bootactions": [], "bootaction_refusals": []}
-        rows = self._store.actions(node=hostname, task_id=found.task_id)
+        rows = self._store.actions(context=found)
         return {"bootactions": [action_view(r) for r in rows],
                 "bootaction_refusals": found.refusals}
 

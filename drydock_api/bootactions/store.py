@@ -90,9 +90,13 @@ class BootActionStore:
                 s.expunge(row)
             return row
 
-    def actions(self, *, node: str | None = None, task_id: str | None = None
-                ) -> list[BootActionRow]:
+    def actions(self, *, node: str | None = None, task_id: str | None = None,
+                context: Context | None = None) -> list[BootActionRow]:
+        """Boot actions of a node, a task, or one deploy's context (its key)."""
         query = select(BootActionRow).order_by(BootActionRow.created, BootActionRow.name)
+        if context is not None:
+            query = query.where(BootActionRow.node == context.node,
+                                BootActionRow.key_hash == context.key_hash)
         if node is not None:
             query = query.where(BootActionRow.node == node)
         if task_id is not None:

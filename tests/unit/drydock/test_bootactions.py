@@ -169,3 +169,17 @@ def test_an_asset_that_cannot_be_fetched_fails_its_boot_action(make_site: SiteFa
     assert view["action_status"] == "failure"
     assert "Promenade unreachable" in view["details"][0]["message"]
     assert "hostname=n1" in view["details"][0]["message"]
+
+
+def test_a_new_deploy_supersedes_the_earlier_key(deployed):
+    client, site = deployed
+    old = key_of(site)
+    task_id = site.runtime.bootactions.node_view("n1")["bootactions"][0]["task_id"]
+    begun = site.runtime.bootactions.begin("n1", task_id, site.href, None)
+    assert begun is not None and begun[0] != old
+    refused = client.simulate_get(f"{B}/nodes/n1/units", headers={"X-Bootaction-Key": old})
+    assert refused.status_code == 403
+    assert client.simulate_get(f"{B}/nodes/n1/units",
+                               headers={"X-Bootaction-Key": begun[0]}).status_code == 200
+    assert [a["action_id"] for a in site.runtime.bootactions.node_view("n1")["bootactions"]] \
+        == [begun[1][0]["action_id"]]
