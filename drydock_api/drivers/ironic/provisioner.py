@@ -55,7 +55,16 @@ class IronicProvisioner:
         return to_machine(self.client.undeploy(system_id, mode, wait=False))
 
     def delete_machine(self, system_id: str) -> None:
-        self.client.delete(system_id)
+        """Ironic discovers no machine by itself (MAAS enlists one that PXE boots), and the
+        port carries no BMC credentials to enroll it again: a torn-down node stays enrolled,
+        `manageable`, unreserved, until prepare_nodes provides it again."""
+        node = self.client.node(system_id)
+        if node is None:
+            return
+        if node.instance_uuid:
+            node = self.client.set_instance(system_id, None)
+        if node.provision_state == st.AVAILABLE:
+            self.client.manage(system_id)
 
     def check(self) -> str:
         return self.client.check()

@@ -49,6 +49,11 @@ def test_the_provisioner_port_walks_a_node_through_ironic(client: IronicClient,
     assert port.release(machine.system_id, None).status_name in ("Releasing", "Ready")
     settle(port, "node05", "Ready")
     assert site_power(site, "node05") == "off"
+    port.delete_machine(machine.system_id)  # stays enrolled (Ironic discovers nothing)
+    kept = port.find_machine("node05")
+    assert kept is not None and kept.status_name == "New"
+    assert client.get("node05").provision_state == "manageable"
+    assert port.commission(kept.system_id).status_name == "Ready"  # prepare_nodes again
     assert "Ironic API" in port.check()
 
 
