@@ -71,9 +71,9 @@ class IdempotencyMiddleware:
         scope = scope_of(str(ctx.user), req.method, req.path, key)
         try:
             saved = self._store.begin(scope, _fingerprint(req, body))
-        except RequestInProgress as exc:
-            resp.set_header("Retry-After", str(exc.retry_after))
-            raise
+        except RequestInProgress as exc:  # raised once routed, unless the resource joins it
+            req.context.idempotency_busy = exc
+            return
         if saved is None:
             req.context.idempotency_scope = scope
             return
@@ -84,6 +84,17 @@ class IdempotencyMiddleware:
             resp.set_header(name, value)
         resp.set_header(REPLAYED_HEADER, "true")
         resp.complete = True
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object,
+                         params: dict[str, object]) -> None:
+        """A repeat of a running request gets 409 RequestInProgress, unless its resource
+        joins the running request itself (`joins_running_requests`: Promenade's durable
+        decommission waits for the same run's answer)."""
+        busy = getattr(req.context, "idempotency_busy", None)
+        if busy is None or getattr(resource, "joins_running_requests", False):
+            return
+        resp.set_header("Retry-After", str(busy.retry_after))
+        raise busy
 
     def process_response(self, req: falcon.Request, resp: falcon.Response, resource: object,
                          req_succeeded: bool) -> None:

@@ -13,6 +13,7 @@ from common.idempotency import SqlIdempotencyStore
 from common.longpoll import ChangeWaiters
 from common.nodepaths import NodePathSink, node_paths
 from promenade_api import config, policy
+from promenade_api.db.runs import RunStore
 from promenade_api.metrics import PromenadeMetrics
 from promenade_api.resources.etcd import (
     EtcdHealthResource,
@@ -44,22 +45,24 @@ class Deps:
     health_checks: list[HealthCheck] = field(default_factory=list)
     metrics: PromenadeMetrics = field(default_factory=PromenadeMetrics)
     idempotency: SqlIdempotencyStore | None = None  # Idempotency-Key entries (the database)
+    runs: RunStore | None = None  # decommission runs (the database; in memory when None)
 
 
 def build_deps(conf: cfg.ConfigOpts) -> Deps:
     metrics = PromenadeMetrics()
     runtime = build_runtime(conf, metrics)
     return Deps(promenade=runtime.promenade, health_checks=runtime.health_checks,
-                metrics=metrics, idempotency=runtime.idempotency)
+                metrics=metrics, idempotency=runtime.idempotency, runs=runtime.runs)
 
 
-def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str, object]]:
+def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None,
+           runs: RunStore | None = None) -> list[tuple[str, object]]:
     node = f"{API_PREFIX}/nodes/{{node_id}}"
     waiters = None if conf is None else ChangeWaiters(
         max_waiters=conf.api.long_poll_waiters, recheck=conf.api.long_poll_recheck)
     return [
         (node, NodeResource(svc, waiters, conf.api.long_poll_max_wait if conf else 0.0)),
-        (f"{node}/decommission", DecommissionResource(svc)),
+        (f"{node}/decommission", DecommissionResource(svc, runs)),
         (f"{node}/decommission/cancel", DecommissionCancelResource(svc)),
         (f"{node}/decommission/preview", DecommissionPreviewResource(svc)),
         (f"{node}/drain", DrainResource(svc)),
@@ -77,7 +80,8 @@ def routes(svc: Promenade, conf: cfg.ConfigOpts | None = None) -> list[tuple[str
 
 def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
-    app = create_service_app(service_spec(conf, config.SERVICE, routes(deps.promenade, conf),
+    app = create_service_app(service_spec(conf, config.SERVICE,
+                                          routes(deps.promenade, conf, deps.runs),
                                           policy.list_rules(), deps.health_checks,
                                           registry=deps.metrics.registry,
                                           idempotency=deps.idempotency))

@@ -109,6 +109,13 @@ FENCE_OPTS: list[cfg.Opt] = [
                       "taints that are due (0: no sweep; node status reads still remove "
                       "them)."),
 ]
+DECOMMISSION_OPTS: list[cfg.Opt] = [
+    cfg.FloatOpt("run_lease", default=30.0, min=1.0,
+                 help="Seconds a decommission run stays held by the Promenade process "
+                      "running it without a heartbeat (renewed every third of it): after a "
+                      "crash or restart, a replay of the request takes the run over and "
+                      "resumes it once this has passed."),
+]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("kubernetes", KUBERNETES_OPTS),
     ("drain", DRAIN_OPTS),
@@ -116,6 +123,7 @@ OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("etcd", ETCD_OPTS),
     ("kubelet", KUBELET_OPTS),
     ("fence", FENCE_OPTS),
+    ("decommission", DECOMMISSION_OPTS),
 ]
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from common.disruption import Leave
 from common.errors import BerthError, NotFound
@@ -148,47 +148,96 @@ def current_node(svc: Promenade, node: str, fenced: bool, known: bool) -> Node |
     return current
 
 
+class Journal(Protocol):
+    """Where the phases' progress is kept (a durable run: decommission_run.RunJournal)."""
+
+    def recorded(self, name: str) -> list[Message] | None: ...
+
+    def started(self, name: str) -> list[Message]: ...
+
+    def ended(self, name: str, state: str, outcome: str, messages: list[Message]) -> None: ...
+
+
+class NoJournal:
+    """Progress kept only in the call itself."""
+
+    def recorded(self, name: str) -> list[Message] | None:
+        return None
+
+    def started(self, name: str) -> list[Message]:
+        return []
+
+    def ended(self, name: str, state: str, outcome: str, messages: list[Message]) -> None:
+        return None
+
+
 def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
-                 params: DecommissionParams, design_nodes: Collection[str] = ()) -> list[Message]:
-    """Run every phase in order; a failing phase (but the kubelet's) stops with 500."""
+                 params: DecommissionParams, design_nodes: Collection[str] = (), *,
+                 journal: Journal | None = None, started: float | None = None
+                 ) -> list[Message]:
+    """Run every phase in order; a failing phase (but the kubelet's) stops with 500. With a
+    `journal`, a phase it has an outcome for is not run again, and each phase's start is kept
+    before its effect and its outcome after; `started`: when the run began (cancellations)."""
+    journal = journal or NoJournal()
     known = node in design_nodes or any(
         node in c.members or node in c.members.values() for c in clusters)
     current = current_node(svc, node, params.fenced, known)
-    cancel = Cancellation(svc.kube, node, svc.wall())
+    cancel = Cancellation(svc.kube, node, svc.wall() if started is None else started)
     messages: list[Message] = []
     for name, run, fatal in phases(svc, node, current, clusters, params, cancel):
+        done = journal.recorded(name)
+        if done is not None:
+            messages += done
+            continue
         if isinstance(run, str):
             messages.append(simple_message(f"{name}: {run}", error=False, step=name))
+            journal.ended(name, "skipped", run, messages[-1:])
             continue
         LOG.info("decommission %s: step %s", node, name)
-        try:
-            cancel.check()
-            result = run()
-        except OperationCancelled as exc:
-            LOG.warning("decommission %s: cancelled before or during %s", node, name)
-            raise OperationCancelled(exc.message, messages=messages + [simple_message(
-                f"{name}: cancelled", step=name)], details={"node": node, "phase": name}) \
-                from exc
-        except BerthError as exc:
-            messages += _failure(name, exc, fatal)
-            if fatal:
-                LOG.warning("decommission %s: step %s failed: %s", node, name, exc.message)
-                raise DisassociateStepFailure(
-                    f"Decommission of {node} failed at step {name}: {exc.headline()}",
-                    messages=messages, details={"node": node, "failed_step": name}) from exc
-            LOG.warning("decommission %s: %s failed (not fatal): %s", node, name, exc.message)
-            continue
-        messages.append(simple_message(f"{name}: succeeded", error=False, step=name))
-        if isinstance(result, list):  # remove-etcd says what it did per cluster
-            messages += [{**m, "error": False, "step": name} for m in result]
-        if isinstance(result, DrainReport):  # what was evicted, what was skipped and why
-            messages += drain_messages(name, result)
-        elif name == "fence" and isinstance(result, dict):  # what the taint removed
-            messages.append(simple_message(
-                f"{name}: {len(result.get('removed') or [])} pod(s) removed by the "
-                f"{result.get('taint')} taint, {len(result.get('tolerating') or [])} "
-                "tolerating it left", error=False, step=name, report=result))
+        mark = len(messages)
+        messages += journal.started(name)
+        _run_phase(node, name, run, fatal, cancel, messages, mark, journal)
     LOG.info("decommission %s: done", node)
+    return messages
+
+
+def _run_phase(node: str, name: str, run: Callable[[], Any], fatal: bool, cancel: Cancellation,
+               messages: list[Message], mark: int, journal: Journal) -> None:
+    try:
+        cancel.check()
+        result = run()
+    except OperationCancelled as exc:
+        LOG.warning("decommission %s: cancelled before or during %s", node, name)
+        messages.append(simple_message(f"{name}: cancelled", step=name))
+        journal.ended(name, "failed", "cancelled", messages[mark:])
+        raise OperationCancelled(exc.message, messages=list(messages),
+                                 details={"node": node, "phase": name}) from exc
+    except BerthError as exc:
+        messages += _failure(name, exc, fatal)
+        journal.ended(name, "failed" if fatal else "failed-not-fatal", exc.headline(),
+                      messages[mark:])
+        if fatal:
+            LOG.warning("decommission %s: step %s failed: %s", node, name, exc.message)
+            raise DisassociateStepFailure(
+                f"Decommission of {node} failed at step {name}: {exc.headline()}",
+                messages=messages, details={"node": node, "failed_step": name}) from exc
+        LOG.warning("decommission %s: %s failed (not fatal): %s", node, name, exc.message)
+        return
+    messages += _result_messages(name, result)
+    journal.ended(name, "succeeded", "succeeded", messages[mark:])
+
+
+def _result_messages(name: str, result: Any) -> list[Message]:
+    messages = [simple_message(f"{name}: succeeded", error=False, step=name)]
+    if isinstance(result, list):  # remove-etcd says what it did per cluster
+        messages += [{**m, "error": False, "step": name} for m in result]
+    if isinstance(result, DrainReport):  # what was evicted, what was skipped and why
+        messages += drain_messages(name, result)
+    elif name == "fence" and isinstance(result, dict):  # what the taint removed
+        messages.append(simple_message(
+            f"{name}: {len(result.get('removed') or [])} pod(s) removed by the "
+            f"{result.get('taint')} taint, {len(result.get('tolerating') or [])} "
+            "tolerating it left", error=False, step=name, report=result))
     return messages
 
 

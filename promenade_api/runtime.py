@@ -16,6 +16,7 @@ from common.health import callable_check
 from common.idempotency_store import SqlIdempotencyStore
 from common.status import health_message
 from promenade_api import db
+from promenade_api.db.runs import RunStore
 from promenade_api.etcd.client import Etcd3Port
 from promenade_api.kube.client import KubeClient, load_api_client
 from promenade_api.metrics import PromenadeMetrics
@@ -28,6 +29,7 @@ class Runtime:
     health_checks: list[HealthCheck]
     idempotency: SqlIdempotencyStore | None = None
     taint_sweep: threading.Event | None = None  # set it to stop the sweep
+    runs: RunStore | None = None  # decommission runs
 
 
 def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
@@ -47,9 +49,10 @@ def kubernetes_check(kube: KubeClient) -> HealthCheck:
     return callable_check("kubernetes", lambda: f"Kubernetes API {kube.ping()} reachable")
 
 
-def build_store(conf: cfg.ConfigOpts) -> tuple[SqlIdempotencyStore, HealthCheck]:
+def build_store(conf: cfg.ConfigOpts) -> tuple[SqlIdempotencyStore, HealthCheck, RunStore]:
     """Migrate `[database] connection` (promenade.db in the working directory when unset) to
-    head, and the Idempotency-Key store on it with its health check."""
+    head, and the Idempotency-Key store on it with its health check, and the decommission
+    runs on it."""
     url = conf.database.connection or db.DEFAULT_DB
     db.upgrade(url)
     engine = db.make_engine(url)
@@ -59,17 +62,18 @@ def build_store(conf: cfg.ConfigOpts) -> tuple[SqlIdempotencyStore, HealthCheck]
             conn.execute(text("SELECT 1"))
         return "database reachable"
 
-    return SqlIdempotencyStore.from_conf(engine, conf), callable_check("database", database)
+    return (SqlIdempotencyStore.from_conf(engine, conf), callable_check("database", database),
+            RunStore(engine, lease=conf.decommission.run_lease))
 
 
 def build_runtime(conf: cfg.ConfigOpts, metrics: PromenadeMetrics) -> Runtime:
-    store, database = build_store(conf)
+    store, database, runs = build_store(conf)
     kube = build_kube(conf)
     resolver = DesignResolver.from_conf(conf)
     svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
                     settings_from_conf(conf), observe=metrics.operation)
     sweep = start_taint_sweep(svc) if kube.configured else None
-    return Runtime(svc, [database, kubernetes_check(kube)], store, sweep)
+    return Runtime(svc, [database, kubernetes_check(kube)], store, sweep, runs)
 
 
 def start_taint_sweep(svc: Promenade) -> threading.Event | None:

@@ -11,11 +11,20 @@ import falcon
 
 from common import disruption, policy
 from common.body import read_json
-from common.errors import BadRequest
+from common.errors import BadRequest, NotFound
+from common.idempotency_store import HEADER
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
 from common.status import Message, simple_message, status_body
-from promenade_api.decommission import DecommissionParams, decommission, request_cancel
+from promenade_api.db.runs import RunStore
+from promenade_api.decommission import DecommissionParams, request_cancel
+from promenade_api.decommission_run import (
+    DurableDecommission,
+    RunRequest,
+    fingerprint_of,
+    memory_store,
+    request_timeout,
+)
 from promenade_api.preview import PreviewParams, preview
 from promenade_api.resources.params import (
     Query,
@@ -176,11 +185,25 @@ class RemoveFromClusterResource:
 
 
 class DecommissionResource:
+    """POST: a decommission as a durable run (a replay of the same request joins the active
+    run, a request after a restart takes it over); GET: the node's active or latest run."""
+
     PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
               "remove-etcd-timeout", "etcd-ready-timeout")
+    joins_running_requests = True  # a keyed replay reaches the run while the first still runs
 
-    def __init__(self, svc: Promenade) -> None:
+    def __init__(self, svc: Promenade, runs: RunStore | None = None) -> None:
         self._svc = svc
+        self._runs = DurableDecommission(svc, runs or memory_store())
+
+    @authorize("promenade:get_decommission")
+    @checked_node
+    def on_get(self, req: falcon.Request, resp: falcon.Response, node_id: str) -> None:
+        Query(req, []).check()
+        run = self._runs.store.latest(node_id)
+        if run is None:
+            raise NotFound(f"No decommission of {node_id} is recorded")
+        resp.media = run
 
     @authorize("promenade:decommission_node")
     @checked_node
@@ -194,9 +217,16 @@ class DecommissionResource:
         leave, operator = _leave(req, self._svc, leave)
         params = DecommissionParams(t[0], t[1], t[2], t[3], t[4], fenced=fenced, leave=leave,
                                     operator=operator)
-        clusters, nodes = self._svc.decommission_inputs(design_ref_body(req), req.context.berth)
-        messages = decommission(self._svc, node_id, clusters, params, nodes)
-        render(resp, f"Decommissioned {node_id}", messages, {"node": node_id})
+        ref, ctx = design_ref_body(req), req.context.berth
+        key = req.get_header(HEADER)
+        wire = {"query": dict(req.params), "design_ref": ref, "keyed": key is not None}
+        mine = None if key is None else f"{ctx.user}\0{key}"  # keys are the caller's own
+        run = RunRequest(node_id, params, wire, fingerprint_of(node_id, req.params, ref, mine),
+                         str(ctx.user), request_timeout(self._svc, params))
+        code, body = self._runs.answer(run, lambda: self._svc.decommission_inputs(ref, ctx))
+        resp.status = falcon.code_to_http_status(code)
+        resp.content_type = falcon.MEDIA_JSON
+        resp.text = json.dumps(body)
 
 
 class DecommissionPreviewResource:

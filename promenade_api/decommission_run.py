@@ -1,0 +1,216 @@
+"""A decommission as a durable run: the synchronous HTTP call keeps the spec's contract, but
+the phases' progress lives in Promenade's database, so a restarted Promenade resumes the same
+run and a replayed request joins it instead of starting another.
+
+The request that admits a run executes it, holding the run's lease (renewed by a heartbeat
+thread). Each phase's start is written before its effect and its outcome after; a phase with
+an outcome is never run again, and a phase that started without one (its process died) is run
+again from what is true at the cluster (every phase is idempotent against it: see
+docs/guide/decommission-durable.md). A replay of the same request waits for the run's answer;
+once the run's lease lapses (its process died) the replay takes the run over."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import create_engine
+from sqlalchemy.pool import StaticPool
+
+from common.errors import BerthError, InternalError
+from common.status import Message, simple_message, status_body
+from promenade_api.db.models import Base
+from promenade_api.db.runs import (
+    FAILED,
+    JOIN,
+    PHASE_SUCCEEDED,
+    RUNNING,
+    SUCCEEDED,
+    TAKEOVER,
+    RunLost,
+    RunStore,
+    busy,
+)
+from promenade_api.decommission import DecommissionParams, decommission
+from promenade_api.etcd.model import ClusterSpec
+from promenade_api.service import Promenade
+
+LOG = logging.getLogger(__name__)
+Inputs = Callable[[], tuple[list[ClusterSpec], Collection[str]]]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One POST .../decommission: its node and parameters, what makes it the same request
+    as another (`fingerprint`), and how long a replay waits for the active run (`wait`)."""
+
+    node: str
+    params: DecommissionParams
+    wire: dict[str, Any]  # the query parameters and the design reference, as sent
+    fingerprint: str
+    user: str
+    wait: float
+
+
+def fingerprint_of(node: str, query: Mapping[str, Any], design_ref: Any,
+                   idempotency_key: str | None) -> str:
+    """Two requests are the same decommission when node, parameters, design reference and
+    the caller's Idempotency-Key (or its absence) are the same."""
+    doc = json.dumps([node, sorted((k, str(v)) for k, v in query.items()), design_ref,
+                      idempotency_key], sort_keys=True, default=str)
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def request_timeout(svc: Promenade, p: DecommissionParams) -> float:
+    """The longest the request runs: the sum of its phases' timeouts."""
+    s = svc.settings
+    drain = s.drain_timeout if p.drain_timeout is None else p.drain_timeout
+    return float(2 * drain + (s.clear_labels_timeout if p.clear_labels_timeout is None
+                              else p.clear_labels_timeout)
+                 + (s.remove_etcd_timeout if p.remove_etcd_timeout is None
+                    else p.remove_etcd_timeout)
+                 + (s.etcd_ready_timeout if p.etcd_ready_timeout is None
+                    else p.etcd_ready_timeout) + s.kubelet_timeout)
+
+
+def memory_store() -> RunStore:
+    """A store of its own (tests and apps built without a database)."""
+    engine = create_engine("sqlite://", poolclass=StaticPool,
+                           connect_args={"check_same_thread": False})
+    Base.metadata.create_all(engine)
+    return RunStore(engine)
+
+
+@dataclass
+class RunJournal:
+    """The decommission loop's hooks, writing the run's phases."""
+
+    store: RunStore
+    run_id: str
+    recorded_phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def recorded(self, name: str) -> list[Message] | None:
+        """The messages of a phase that already has its outcome (not run again)."""
+        rec = self.recorded_phases.get(name)
+        if rec is None or rec.get("state") != PHASE_SUCCEEDED:
+            return None
+        return [*(rec.get("messages") or []), simple_message(
+            f"{name}: recorded before a takeover, not run again", error=False, step=name)]
+
+    def started(self, name: str) -> list[Message]:
+        before = self.store.phase_started(self.run_id, name)
+        if before is None or before.get("ended_at") is not None:
+            return []
+        LOG.warning("decommission run %s: %s started without an outcome (attempt %s); running "
+                    "it again from the cluster's state", self.run_id, name, before["attempts"])
+        return [simple_message(f"{name}: started by an earlier attempt without an outcome; "
+                               "re-checked against the cluster and run again", error=False,
+                               step=name)]
+
+    def ended(self, name: str, state: str, outcome: str, messages: list[Message]) -> None:
+        self.store.phase_ended(self.run_id, name, state, outcome, list(messages))
+
+
+class Heartbeat:
+    """Renews the run's lease every third of it while the request runs the phases."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self._store, self._run_id = store, run_id
+        self._stop = threading.Event()
+        self.lost = False
+        self._thread = threading.Thread(target=self._beat, daemon=True,
+                                        name=f"decommission-{run_id[:8]}")
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(max(0.05, self._store.lease / 3)):
+            try:
+                if not self._store.renew(self._run_id):
+                    self.lost = True
+                    LOG.warning("decommission run %s: lease lost", self._run_id)
+                    return
+            except Exception:  # the database is away: the next beat tries again
+                LOG.warning("decommission run %s: lease renewal failed", self._run_id,
+                            exc_info=True)
+
+
+class DurableDecommission:
+    """Admits, joins, takes over and executes decommission runs."""
+
+    def __init__(self, svc: Promenade, store: RunStore, poll: float = 0.25) -> None:
+        self.svc, self.store, self.poll = svc, store, poll
+
+    def answer(self, req: RunRequest, inputs: Inputs) -> tuple[int, dict[str, Any]]:
+        """The run's answer (status code, status body): executed here, or the one of the
+        active run of the same request, waited for at most `req.wait` seconds (409 with the
+        run's phase after that). An executed run's failure is raised as its error."""
+        deadline = time.monotonic() + req.wait
+        last = self.store.latest(req.node)
+        if last is not None and last["state"] == SUCCEEDED and last["fingerprint"] == \
+                req.fingerprint and req.wire.get("keyed"):
+            return 200, dict(last["result"] or {})  # the keyed request's run already ended
+        wire = {**req.wire, "started": self.svc.wall()}
+        admission = self.store.admit(req.node, req.fingerprint, wire, req.user)
+        run, kind = admission.run, admission.kind
+        while kind == JOIN:
+            run, kind = self._wait(run, deadline)
+            if kind == "over":
+                return int(run["status_code"] or 500), dict(run["result"] or {})
+        return self._execute(run, req, inputs, taken_over=kind == TAKEOVER)
+
+    def _wait(self, run: dict[str, Any], deadline: float) -> tuple[dict[str, Any], str]:
+        """Wait for the run to be over ("over"), or take it over once its lease lapsed."""
+        LOG.info("decommission of %s: joining run %s", run["node"], run["id"])
+        while True:
+            current = self.store.get(run["id"]) or run
+            if current["state"] != RUNNING:
+                return current, "over"
+            if float(current["lease_expires"] or 0) < self.store.clock() \
+                    and self.store.take(run["id"]):
+                return self.store.get(run["id"]) or current, TAKEOVER
+            if time.monotonic() >= deadline:
+                raise busy(current, f"The decommission of {current['node']} (run "
+                           f"{current['id']}) is still running, at phase {current['phase']}; "
+                           "ask again to keep waiting for it")
+            time.sleep(self.poll)
+
+    def _execute(self, run: dict[str, Any], req: RunRequest, inputs: Inputs, *,
+                 taken_over: bool) -> tuple[int, dict[str, Any]]:
+        run_id, node = run["id"], req.node
+        if taken_over:
+            LOG.warning("decommission of %s: taking over run %s (its process stopped) at "
+                        "phase %s", node, run_id, run["phase"])
+        journal = RunJournal(self.store, run_id, {p["name"]: p for p in run["phases"]})
+        started = float(run["params"].get("started") or self.svc.wall())
+        try:
+            with Heartbeat(self.store, run_id):
+                clusters, nodes = inputs()
+                messages = decommission(self.svc, node, clusters, req.params, nodes,
+                                        journal=journal, started=started)
+        except RunLost:
+            raise
+        except BerthError as exc:
+            exc.details.setdefault("run", run_id)
+            self.store.finish(run_id, FAILED, exc.code, exc.to_status())
+            raise
+        except Exception as exc:
+            self.store.finish(run_id, FAILED, 500, InternalError(
+                f"Decommission of {node} failed: {exc}", details={"node": node,
+                                                                   "run": run_id}).to_status())
+            raise
+        body = status_body(200, f"Decommissioned {node}", messages=messages,
+                           extra={"node": node, "run": run_id})
+        self.store.finish(run_id, SUCCEEDED, 200, body)
+        return 200, body
