@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,7 @@ from promenade_api.etcd.model import ClusterSpec
 from promenade_api.service import Promenade
 
 LOG = logging.getLogger(__name__)
-Inputs = Callable[[], tuple[list[ClusterSpec], Collection[str]]]
+Inputs = tuple[list[ClusterSpec], Collection[str]]  # the design's etcd clusters and nodes
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ class DurableDecommission:
         started = float(run["params"].get("started") or self.svc.wall())
         try:
             with Heartbeat(self.store, run_id):
-                clusters, nodes = inputs()
+                clusters, nodes = inputs
                 messages = decommission(self.svc, node, clusters, req.params, nodes,
                                         journal=journal, started=started)
         except RunLost:

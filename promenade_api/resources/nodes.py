@@ -223,7 +223,7 @@ class DecommissionResource:
         mine = None if key is None else f"{ctx.user}\0{key}"  # keys are the caller's own
         run = RunRequest(node_id, params, wire, fingerprint_of(node_id, req.params, ref, mine),
                          str(ctx.user), request_timeout(self._svc, params))
-        code, body = self._runs.answer(run, lambda: self._svc.decommission_inputs(ref, ctx))
+        code, body = self._runs.answer(run, self._svc.decommission_inputs(ref, ctx))
         resp.status = falcon.code_to_http_status(code)
         resp.content_type = falcon.MEDIA_JSON
         resp.text = json.dumps(body)

@@ -60,7 +60,7 @@ def request(node: str = "node01", query: dict | None = None, wait: float = 5.0) 
 
 def inputs():
     clusters = load_clusters([etcd_doc([kubernetes_cluster(2)])])
-    return lambda: (clusters, {"node01", "node02", "node03"})
+    return clusters, {"node01", "node02", "node03"}
 
 
 def runs_of(engine) -> int:
