@@ -112,7 +112,7 @@ def node_routes() -> list[tuple[str, str]]:
 
 
 def test_every_node_route_is_exercised() -> None:
-    assert len(node_routes()) == 11  # a new route taking a node name is exercised here too
+    assert len(node_routes()) == 12  # a new route taking a node name is exercised here too
 
 
 def _send(client: falcon.testing.TestClient, headers: dict[str, str], method: str,
