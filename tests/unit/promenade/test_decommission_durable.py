@@ -1,7 +1,8 @@
-"""A decommission as a durable run (fakes for Kubernetes and etcd, the runs in SQLite): each
-phase's start and outcome are recorded; a run whose process died is taken over by a replay and
-resumed from its first unfinished phase without repeating a recorded effect; a replay while it
-runs joins it; another decommission of the busy node is refused with the run named."""
+"""A decommission as a durable run (fakes for Kubernetes and etcd, the runs in SQLite and
+PostgreSQL): each phase's start and outcome are recorded; a run whose process died is taken
+over by a replay and resumed from its first unfinished phase without repeating a recorded
+effect; a replay while it runs joins it; another decommission of the busy node is refused
+with the run named."""
 
 from __future__ import annotations
 
@@ -36,11 +37,14 @@ class StoreClock:
         return self.now
 
 
-@pytest.fixture
-def engine(tmp_path: Path):
-    url = f"sqlite:///{tmp_path}/promenade.db"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path):
+    url = (f"sqlite:///{tmp_path}/promenade.db" if request.param == "sqlite"
+           else request.getfixturevalue("postgres_url"))
     db.upgrade(url)
-    return db.make_engine(url)
+    engine = db.make_engine(url)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture
