@@ -172,8 +172,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                        retention=conf.database.design_retention)
     kept.check_key()
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf), kept=kept)
+    provisioner = "MAAS"
     if maas is None and conf.ironic.url:  # Ironic is the provisioner (and powers nodes)
         maas, oob = ironic_ports(conf, oob)
+        provisioner = "Ironic"
     maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
                               retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
     oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
@@ -190,7 +192,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     ports = Ports(maas=maas, oob=oob,
                   labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
                   retire=nodes.retire, records=nodes, bootactions=bootactions,
-                  bmc_check=partial(against_profile, timeout=conf.oob.request_timeout))
+                  bmc_check=partial(against_profile, timeout=conf.oob.request_timeout),
+                  provisioner=provisioner)
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()

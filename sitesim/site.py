@@ -160,6 +160,7 @@ class Site:
     def _start_ironic(self) -> None:
         """A real Ironic with every node of the site enrolled against the site's BMCs."""
         from sitesim.ironic.enroll import IronicEnroller
+        from sitesim.ironic.hosts import IronicHosts
         from sitesim.ironic.server import IronicServer
 
         server = IronicServer(self.dir / "ironic", port=self.ports.ironic)
@@ -168,6 +169,9 @@ class Site:
         self.urls["ironic"] = server.url
         boot = {name: f"file://{server.images / name}" for name in ("kernel", "ramdisk")}
         self.urls.update({f"ironic_{name}": url for name, url in boot.items()})
+        hosts = IronicHosts(self.model, server.workdir / "http",
+                            {n.name: n.mac for n in self.spec.nodes})
+        self.model.on_power_change(hosts.on_power)  # deployed machines boot Ironic's iPXE
         enroller = IronicEnroller(server.url, boot)
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="ironic-enroll") as pool:
             for done in [pool.submit(enroller.enroll, node, self.model.node(node.name).bmc)

@@ -94,6 +94,7 @@ class Ports:
     bootactions: BootActions | None = None  # records and keys of boot actions at deploy
     # a Redfish BMC against Drydock's profile: the failed requirements ([]: it passes)
     bmc_check: Callable[[BmcAccess], list[str]] | None = None
+    provisioner: str = "MAAS"  # the provisioner's name in step messages (MAAS or Ironic)
 
 
 @dataclass

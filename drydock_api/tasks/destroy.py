@@ -238,19 +238,21 @@ def release(ctx: NodeContext) -> Outcome:
     if machine is None:
         if planned_erase:
             return _wipe_not_possible(name, "its machine left MAAS before MAAS erased it", None)
-        return Done("Not in MAAS: nothing to release", output={"absent": True})
+        return Done(f"Not in {ctx.ports.provisioner}: nothing to release",
+                    output={"absent": True})
     status = machine.status_name
     if NodeContext.unanswered(state.get("release")):  # the release may have been accepted
         state["requested"] = status not in wipe.RELEASE_ERASES
     if status in FAILED and state.get("requested"):
         detail = machine.status_message if machine.status_message != status else None
-        return Failed("ReleaseFailed", f"MAAS failed to release {name}: {status}"
+        return Failed("ReleaseFailed", f"{ctx.ports.provisioner} failed to release {name}: "
+                      f"{status}"
                       + (f": {detail}" if detail else ""), details={"maas_status": status})
     if status in IN_PROGRESS:
         if status == "Disk erasing":  # seen erasing: true even when another worker asked
             state["erase"] = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
             state["requested"] = True
-        return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
+        return Retry(ctx.settings.maas_poll, f"{ctx.ports.provisioner} status {status}")
     if status in NOTHING_TO_RELEASE:
         requested = bool(state.get("requested"))
         if planned_erase and not requested:
@@ -259,9 +261,9 @@ def release(ctx: NodeContext) -> Outcome:
         erase = state.get("erase")
         if erase:
             how += f" after its {erase} erase of every disk"
-        return Done(f"MAAS: {how}", output={"status": status, "requested": requested,
-                                          "erase": erase, "at": ctx.clock(),
-                                          "acquired": bool(state.get("acquired"))})
+        return Done(f"{ctx.ports.provisioner}: {how}",
+                    output={"status": status, "requested": requested, "erase": erase,
+                            "at": ctx.clock(), "acquired": bool(state.get("acquired"))})
     erase = planned_erase
     state["erase"] = erase
     answer = ctx.ask("release", "release", lambda: maas.release(machine.system_id, erase),
@@ -295,10 +297,13 @@ def _acquire(ctx: NodeContext, system_id: str, status: str) -> Outcome:
 
 
 def delete(ctx: NodeContext) -> Outcome:
-    machine = ctx.ports.maas.find_machine(ctx.node.name)
+    machine, who = ctx.ports.maas.find_machine(ctx.node.name), ctx.ports.provisioner
     if machine is None:
-        return Done("Not in MAAS: nothing to delete")
+        return Done(f"Not in {who}: nothing to delete")
     ctx.ports.maas.delete_machine(machine.system_id)
+    if who == "Ironic":  # Ironic discovers no machine: the node stays enrolled
+        return Done(f"Ironic: node {machine.system_id} unreserved and kept enrolled "
+                    "(manageable) for prepare_nodes")
     return Done(f"Deleted machine {machine.system_id} from MAAS")
 
 

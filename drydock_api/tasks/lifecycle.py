@@ -40,19 +40,22 @@ def enlist(ctx: NodeContext) -> Outcome:
     machine = _machine(ctx)
     if machine is not None:
         how = "enlisted after PXE boot" if state.get("pxe_at") else "already known"
-        return Done(f"MAAS {how}: {machine.system_id} ({machine.status_name})",
+        return Done(f"{ctx.ports.provisioner} {how}: {machine.system_id} "
+                    f"({machine.status_name})",
                     output={"system_id": machine.system_id, "pxe": bool(state.get("pxe_at"))})
     mac = _boot_mac(ctx)
     found = maas.find_by_mac(mac) if mac else None
     if found is not None:
         renamed = maas.rename(found.system_id, node.name)
-        return Done(f"MAAS knew boot MAC {mac} as {found.hostname}: renamed to {node.name}",
+        return Done(f"{ctx.ports.provisioner} knew boot MAC {mac} as {found.hostname}: "
+                    f"renamed to {node.name}",
                     output={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
     asked = state.get("pxe")
     if asked is None or "error" in asked:  # never asked, or the BMC refused: ask (again)
         bmc = node.bmc
         if bmc is None:
-            return Failed("NoOobAccess", f"Node {node.name} is unknown to MAAS and has no usable "
+            return Failed("NoOobAccess", f"Node {node.name} is unknown to "
+                          f"{ctx.ports.provisioner} and has no usable "
                           f"oob access to PXE boot it")
         refused = bmccheck.gate(ctx)
         if refused is not None:
@@ -66,31 +69,32 @@ def enlist(ctx: NodeContext) -> Outcome:
         ctx.ask("pxe", "PXE boot and power cycle", pxe_boot, bmc=bmc.describe())
         state["pxe_at"] = ctx.clock()
         return Retry(ctx.settings.maas_poll, "PXE boot and power cycle requested")
-    return Retry(ctx.settings.maas_poll, "waiting for MAAS to enlist the machine")
+    return Retry(ctx.settings.maas_poll,
+                 f"waiting for {ctx.ports.provisioner} to enlist the machine")
 
 
 def commission(ctx: NodeContext) -> Outcome:
     """New or Failed commissioning → commission (once) and wait for Ready."""
-    maas, state = ctx.ports.maas, ctx.state
+    maas, state, who = ctx.ports.maas, ctx.state, ctx.ports.provisioner
     machine = _machine(ctx)
     if machine is None:
-        return Failed("MachineGone", "MAAS no longer knows the machine")
+        return Failed("MachineGone", f"{who} no longer knows the machine")
     status = machine.status_name
     if status in COMMISSIONED:
         how = "commissioned" if state.get("requested") else f"{status}, no commissioning needed"
-        return Done(f"MAAS: {how}", output={"status": status})
+        return Done(f"{who}: {how}", output={"status": status})
     if status == "Failed commissioning" and state.get("requested"):
         return Failed("CommissioningFailed",
-                      f"MAAS failed to commission {ctx.node.name}: {_detail(machine)}",
+                      f"{who} failed to commission {ctx.node.name}: {_detail(machine)}",
                       details={"maas_status": status})
     if status in COMMISSIONABLE:
         maas.commission(machine.system_id)
         state["requested"] = True
         return Retry(ctx.settings.maas_poll, "commissioning requested")
     if status in BUSY:
-        return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
+        return Retry(ctx.settings.maas_poll, f"{who} status {status}")
     return Failed("NotCommissionable",
-                  f"MAAS status {status}: cannot commission; release or fix the machine first",
+                  f"{who} status {status}: cannot commission; release or fix the machine first",
                   details={"maas_status": status})
 
 
@@ -192,7 +196,8 @@ def hand_over_boot_actions(ctx: NodeContext, system_id: str) -> str | None:
     maas.tag_machine(tag, system_id)
     ctx.state["bootactions"] = actions
     ctx.message({"message": f"Boot actions {', '.join(a['action_name'] for a in actions)} "
-                 f"for {name}; key handed over in its MAAS tag {name}{KEY_TAG}…",
+                 f"for {name}; key handed over in its {ctx.ports.provisioner} tag "
+                 f"{name}{KEY_TAG}…",
                  "error": False, "kind": "SimpleMessage", "node": name,
                  "bootactions": actions})
     return port.report_url
@@ -204,7 +209,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
     layout (unpartitioned, unformatted): deploy mounts their existing filesystems instead."""
     machine = _machine(ctx)
     if machine is None:
-        return Failed("MachineGone", "MAAS no longer knows the machine")
+        return Failed("MachineGone", f"{ctx.ports.provisioner} no longer knows the machine")
     if machine.status_name in ("Deployed", "Deploying"):
         return Done(f"{machine.status_name}: storage left as it is")
     storage = ctx.node.data.get("storage")
@@ -212,7 +217,8 @@ def apply_storage(ctx: NodeContext) -> Outcome:
     have = {d.name: d for d in ctx.ports.maas.block_devices(machine.system_id)}
     missing = sorted(n for n in devices if n not in have)
     if missing:
-        return Failed("DiskMissing", f"MAAS found no disk {', '.join(missing)} on {ctx.node.name} "
+        return Failed("DiskMissing", f"{ctx.ports.provisioner} found no disk "
+                      f"{', '.join(missing)} on {ctx.node.name} "
                       f"(found: {', '.join(sorted(have)) or 'none'})")
     changed, kept, preserved = [], [], []
     keep = set(_kept(ctx))
@@ -243,20 +249,21 @@ def _platform(ctx: NodeContext, key: str) -> str:
 
 def deploy(ctx: NodeContext) -> Outcome:
     """Allocate and deploy with the design's image (once); wait for Deployed."""
-    maas, state = ctx.ports.maas, ctx.state
+    maas, state, who = ctx.ports.maas, ctx.state, ctx.ports.provisioner
     machine = _machine(ctx)
     if machine is None:
-        return Failed("MachineUnknown", "MAAS does not know the machine: run prepare_nodes first")
+        return Failed("MachineUnknown", f"{who} does not know the machine: run prepare_nodes "
+                      "first")
     status = machine.status_name
     if status == "Deployed":
         how = "deployed" if state.get("requested") else "already deployed, left untouched"
-        return Done(f"MAAS: {how}", output={"already": not state.get("requested")})
+        return Done(f"{who}: {how}", output={"already": not state.get("requested")})
     if status == "Failed deployment" and state.get("requested"):
         return Failed("DeploymentFailed",
-                      f"MAAS failed to deploy {ctx.node.name}: {_detail(machine)}",
+                      f"{who} failed to deploy {ctx.node.name}: {_detail(machine)}",
                       details={"maas_status": status})
     if status in BUSY:
-        return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
+        return Retry(ctx.settings.maas_poll, f"{who} status {status}")
     if status == "Ready":
         maas.allocate(machine.system_id)
         status = "Allocated"
@@ -271,7 +278,7 @@ def deploy(ctx: NodeContext) -> Outcome:
         return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}"
                      + (f"; mounting kept {mounts}" if mounts else ""))
     return Failed("NotDeployable",
-                  f"MAAS status {status}: not ready to deploy (prepare_nodes first)",
+                  f"{who} status {status}: not ready to deploy (prepare_nodes first)",
                   details={"maas_status": status})
 
 

@@ -74,6 +74,13 @@ class SiteSystems(AbstractSystemsDriver):  # type: ignore[misc]
     def get_total_cpus(self, identity: str) -> int:
         return 8
 
+    def get_processors(self, identity: str) -> list[dict[str, Any]]:
+        """One x86-64 socket (the emulator's fake driver has none to serve): Redfish
+        inspection (Ironic's `redfish` inspect interface) reads the CPU architecture here."""
+        _backend().node_of(identity)
+        return [{"id": "CPU0", "Id": "CPU0", "socket": "CPU 0", "vendor": "Sitesim",
+                 "model": "Sitesim x86-64", "cores": 8, "threads": 8}]
+
 class SiteStorage(storage.StaticDriver):  # type: ignore[misc]
     def get_storage_col(self, identity: str) -> list[dict[str, Any]]:
         return _backend().storage(identity)

@@ -21,7 +21,7 @@ TARGETS = {"deployed": "active", "ready": "available", "new": "manageable"}
 def driver_fields(node: NodeSpec, bmc: Mapping[str, Any]) -> dict[str, Any]:
     if node.bmc.type == "redfish":
         return {"driver": "redfish", "power_interface": "redfish",
-                "management_interface": "redfish",
+                "management_interface": "redfish", "inspect_interface": "redfish",
                 "driver_info": {"redfish_address": f"http://127.0.0.1:{bmc['port']}",
                                 "redfish_system_id": f"/redfish/v1/Systems/{bmc['system_id']}",
                                 "redfish_username": node.bmc.user,

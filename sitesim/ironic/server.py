@@ -25,14 +25,16 @@ API_VERSION = "1.61"  # retired / retired_reason (the newest Drydock relies on)
 #   redfish/ipmi types keep their own power and management and use `ipxe` boot with the
 #   `ramdisk` deploy, which needs no Ironic Python Agent (it writes the iPXE config and powers
 #   the node on; the kernel and ramdisk are files on this machine);
-# - network/inspect/raid/... `noop`/`no-*`: there is no Neutron, no inspector, no RAID.
+# - inspect `redfish` on redfish nodes (out of band: CPU, memory and the drives the BMC's
+#   Storage lists, kept as the node's inventory), `no-inspect` on ipmi nodes;
+# - network/raid/... `noop`/`no-*`: there is no Neutron, no RAID.
 ENABLED = {
     "hardware_types": "redfish,ipmi,fake-hardware",
     "power_interfaces": "redfish,ipmitool,fake",
     "management_interfaces": "redfish,ipmitool,fake,noop",
     "boot_interfaces": "ipxe,fake",
     "deploy_interfaces": "ramdisk,fake",
-    "inspect_interfaces": "no-inspect",
+    "inspect_interfaces": "redfish,no-inspect",
     "network_interfaces": "noop",
     "raid_interfaces": "no-raid",
     "rescue_interfaces": "no-rescue",

@@ -17,6 +17,7 @@ from drydock_api.nodes.design import BmcAccess
 
 API_VERSION = "1.61"  # `retired`/`retired_reason` (1.61), `automated_clean` (1.47)
 LOCKED = "is locked by host"  # Ironic's NodeLocked message (409, like other conflicts)
+INVENTORY_VERSION = "1.81"  # GET /v1/nodes/{node}/inventory
 OS_DISK_STEP = "erase_devices_metadata"  # the agent's metadata-only erase (OS-disk mode)
 FULL_ERASE_STEP = "erase_devices"  # the agent's full erase of every disk
 
@@ -65,7 +66,7 @@ def driver_fields(bmc: BmcAccess) -> dict[str, Any]:
     if bmc.type == "redfish":
         system = bmc.system_id or ""
         return {"driver": "redfish", "power_interface": "redfish",
-                "management_interface": "redfish",
+                "management_interface": "redfish", "inspect_interface": "redfish",
                 "driver_info": {"redfish_address": f"http://{bmc.address}:{bmc.port}",
                                 "redfish_system_id": system if system.startswith("/")
                                 else f"/redfish/v1/Systems/{system}",
@@ -92,13 +93,14 @@ class IronicClient:
         self.lock_waits = 0  # 409 NodeLocked answers retried so far (observable in tests)
 
     # --- one request ----------------------------------------------------------------------
-    def _request(self, method: str, path: str, body: Any = None) -> Any:
+    def _request(self, method: str, path: str, body: Any = None,
+                 microversion: str | None = None) -> Any:
         from openstack import exceptions
 
         delay = self.settings.lock_backoff
         for attempt in range(self.settings.lock_retries + 1):
             response = self.bm.request(path, method, json=body,
-                                       microversion=self.settings.api_version,
+                                       microversion=microversion or self.settings.api_version,
                                        raise_exc=False, retriable_status_codes=[])
             text = response.text or ""
             if response.status_code == 409 and LOCKED in text:
@@ -164,7 +166,9 @@ class IronicClient:
                 "instance_info": self._boot_files()})
         else:
             self._request("PATCH", f"/nodes/{name}", [
-                {"op": "add", "path": "/driver_info", "value": fields["driver_info"]}])
+                {"op": "add", "path": "/driver_info", "value": fields["driver_info"]}]
+                + [{"op": "add", "path": "/inspect_interface", "value": fields[key]}
+                   for key in ("inspect_interface",) if key in fields])
         node = self.get(name)
         if mac and not self._request("GET", f"/ports?address={mac}")["ports"]:
             self._request("POST", "/ports", {"node_uuid": node.uuid, "address": mac})
@@ -198,6 +202,26 @@ class IronicClient:
         if node.provision_state != st.MANAGEABLE:
             self.manage(name)
         return self.provision(name, "provide", reach={st.AVAILABLE})
+
+    def inspect(self, name: str) -> IronicNode:
+        """manageable → inspecting → manageable: out-of-band inspection (the `redfish`
+        inspect interface reads CPU, memory and disks from the BMC into the node's
+        properties and inventory); `inspect failed` ends the wait with Ironic's cause."""
+        self.manage(name)
+        return self.provision(name, "inspect", reach={st.MANAGEABLE})
+
+    def inventory(self, name: str) -> dict[str, Any] | None:
+        """The hardware inventory Ironic stored at the node's last inspection (None: never
+        inspected: Ironic answers 404)."""
+        try:
+            body = self._request("GET", f"/nodes/{name}/inventory",
+                                 microversion=INVENTORY_VERSION)
+        except IronicRefused as exc:
+            if "(404)" in exc.message:
+                return None
+            raise
+        inventory = (body or {}).get("inventory")
+        return inventory if isinstance(inventory, dict) else None
 
     def deploy(self, name: str, *, wait: bool = True) -> IronicNode:
         """available → active with the ramdisk deploy (boots the boot files, powers on)."""

@@ -17,6 +17,13 @@ from drydock_api.nodes.design import BmcAccess
 ERASE_MODES = {"secure": "full", "zero": "full", "quick": "os-disk"}
 
 
+def boot_arguments(tags: list[str], user_data: str | None) -> str:
+    """The kernel arguments a deployed node boots with: its tags and its (base64) user data,
+    as MAAS hands them to a machine it deploys."""
+    args = [f"berth.tags={','.join(tags)}"] if tags else []
+    return " ".join(args + ([f"berth.user_data={user_data}"] if user_data else []))
+
+
 def to_machine(node: IronicNode) -> Machine:
     power = {st.POWER_ON: "on", st.POWER_OFF: "off"}.get(node.power_state or "")
     return Machine(system_id=node.uuid, hostname=node.name, status_name=node.maas_status,
@@ -79,10 +86,13 @@ class IronicProvisioner:
         return to_machine(self.client.get(system_id))
 
     def commission(self, system_id: str) -> Machine:
-        """enroll → manageable (Ironic verifies the BMC) → provide → available, waited for:
-        Ironic's cleaning on the way reads as MAAS's Releasing, which a commissioning caller
-        would not expect."""
-        self.client.manage(system_id)
+        """enroll → manageable (Ironic verifies the BMC) → inspect (where the node has an
+        inspect interface: its disks come from there, as MAAS's commissioning finds a
+        machine's disks) → provide → available, waited for: Ironic's cleaning on the way
+        reads as MAAS's Releasing, which a commissioning caller would not expect."""
+        node = self.client.manage(system_id)
+        if node.inspect_interface not in ("", "no-inspect"):
+            self.client.inspect(system_id)
         return to_machine(self.client.provide(system_id))
 
     def allocate(self, system_id: str) -> Machine:
@@ -95,16 +105,37 @@ class IronicProvisioner:
     def deploy(self, system_id: str, distro_series: str, hwe_kernel: str | None = None,
                user_data: str | None = None) -> Machine:
         """The ramdisk deploy: Ironic boots the configured kernel and ramdisk (no image is
-        written; `distro_series` is kept in the node's `extra` for the operator)."""
+        written; `distro_series` is kept in the node's `extra` for the operator). What MAAS
+        hands a machine in its tags and cloud-init user data (the boot action key and
+        Drydock's boot action API) reaches the booted host on its kernel command line
+        (`instance_info/ramdisk_kernel_arguments`, written into the iPXE script): the ramdisk
+        deploy ignores a config drive."""
+        # Ironic empties instance_info at undeploy: the boot files are given at each deploy.
+        boot = [{"op": "add", "path": f"/instance_info/{key}", "value": url}
+                for key, url in self.client._boot_files().items()]
         self.client._request("PATCH", f"/nodes/{system_id}", [
-            {"op": "add", "path": "/extra/distro_series", "value": distro_series}])
+            {"op": "add", "path": "/extra/distro_series", "value": distro_series},
+            {"op": "add", "path": "/instance_info/ramdisk_kernel_arguments",
+             "value": boot_arguments(self._tags_of(system_id), user_data)}, *boot])
         return to_machine(self.client.deploy(system_id, wait=False))
 
-    # Ironic keeps no storage layout, tags or settings for Drydock: these are accepted and
-    # change nothing (the ramdisk deploy writes no disk).
     def block_devices(self, system_id: str) -> list[BlockDevice]:
-        return []
+        """The disks of the node's hardware inventory, stored by Ironic's last inspection
+        (`GET /v1/nodes/{node}/inventory`, its `disks`). A node never inspected has none to
+        report: refused with that cause, never read as a machine without disks."""
+        inventory = self.client.inventory(system_id)
+        if inventory is None:
+            node = self.client.get(system_id)
+            raise IronicRefused(
+                f"Ironic has no hardware inventory for {node.name}: it was never inspected "
+                f"(inspect interface {node.inspect_interface or 'none'}), so its disks are "
+                "unknown. Inspect it (redfish inspection) or commission it again")
+        disks = inventory.get("disks") or []
+        return [BlockDevice(id=index, name=str(disk.get("name")), size=int(disk.get("size") or 0))
+                for index, disk in enumerate(disks, start=1) if disk.get("name")]
 
+    # Ironic keeps no storage layout or settings for Drydock: these are accepted and change
+    # nothing (the ramdisk deploy writes no disk).
     def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
         return 0
 
@@ -118,17 +149,37 @@ class IronicProvisioner:
     def unformat_device(self, system_id: str, device_id: int) -> None:
         return None
 
+    # Tags (the boot action key's carrier): Ironic has no tag registry; a tag lives in the
+    # node's free-form `extra/tags` list, and exists while a node carries it.
+    def _tags_of(self, system_id: str) -> list[str]:
+        tags = self.client.get(system_id).extra.get("tags")
+        return [str(t) for t in tags] if isinstance(tags, list) else []
+
+    def _set_tags(self, system_id: str, tags: list[str]) -> None:
+        self.client._request("PATCH", f"/nodes/{system_id}",
+                             [{"op": "add", "path": "/extra/tags", "value": tags}])
+
     def tags(self) -> list[str]:
-        return []
+        found: set[str] = set()
+        for node in self.client.nodes():
+            tags = node.extra.get("tags")
+            if isinstance(tags, list):
+                found.update(str(t) for t in tags)
+        return sorted(found)
 
     def create_tag(self, name: str, comment: str) -> None:
         return None
 
     def tag_machine(self, tag: str, system_id: str) -> None:
-        return None
+        tags = self._tags_of(system_id)
+        if tag not in tags:
+            self._set_tags(system_id, tags + [tag])
 
     def delete_tag(self, name: str) -> None:
-        return None
+        for node in self.client.nodes():
+            tags = node.extra.get("tags")
+            if isinstance(tags, list) and name in tags:
+                self._set_tags(node.uuid, [t for t in tags if t != name])
 
     def get_config(self, name: str) -> str | None:
         return None

@@ -22,6 +22,7 @@ REBOOT, SOFT_REBOOT = "rebooting", "soft rebooting"
 # Ironic states as MAAS status names, for the Provisioner port's Machine (its callers know those).
 AS_MAAS_STATUS = {
     ENROLL: "New", VERIFYING: "Commissioning", MANAGEABLE: "New", "inspecting": "Commissioning",
+    "inspect wait": "Commissioning",
     AVAILABLE: "Ready", DEPLOYING: "Deploying", DEPLOY_WAIT: "Deploying", ACTIVE: "Deployed",
     DELETING: "Releasing", CLEANING: "Releasing", CLEAN_WAIT: "Releasing",
     DEPLOY_FAILED: "Failed deployment", CLEAN_FAILED: "Failed releasing",
@@ -46,6 +47,7 @@ class IronicNode:
     retired_reason: str | None = None
     driver: str = ""
     deploy_interface: str = ""
+    inspect_interface: str = ""
     instance_uuid: str | None = None
     automated_clean: bool | None = None
     reservation: str | None = None
@@ -87,7 +89,8 @@ def from_sdk(node: Any) -> IronicNode:
         maintenance=bool(node.is_maintenance), maintenance_reason=node.maintenance_reason,
         last_error=node.last_error, retired=bool(node.is_retired),
         retired_reason=node.retired_reason, driver=str(node.driver or ""),
-        deploy_interface=str(node.deploy_interface or ""), instance_uuid=node.instance_id,
+        deploy_interface=str(node.deploy_interface or ""),
+        inspect_interface=str(node.inspect_interface or ""), instance_uuid=node.instance_id,
         automated_clean=node.is_automated_clean_enabled, reservation=node.reservation,
         has_agent_ramdisk=bool(info.get("deploy_ramdisk") and info.get("deploy_kernel")),
         extra=dict(node.extra or {}))

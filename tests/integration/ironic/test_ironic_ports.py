@@ -86,3 +86,32 @@ def test_drydock_configured_with_an_ironic_url_provisions_through_ironic(
     assert isinstance(provisioner, IronicProvisioner) and isinstance(oob, IronicOob)
     assert provisioner.check().startswith("Ironic API 1.")
     assert isinstance(provisioner.list_machines(), list)
+
+
+def test_commissioning_inspects_a_redfish_node_and_its_disks_come_from_ironic(
+        client: IronicClient, site: Site) -> None:
+    """MAAS finds a machine's disks by commissioning it; Ironic by inspecting it: the redfish
+    inspect interface reads the BMC's Processors, memory and Storage drives, and the
+    provisioner reads the disks from the inventory Ironic stored."""
+    fresh(client, site, "node04")
+    port = IronicProvisioner(client)
+    machine = port.find_machine("node04")
+    assert machine is not None
+    with pytest.raises(IronicRefused, match="never inspected"):
+        port.block_devices(machine.system_id)  # unknown disks are not "no disks"
+    assert port.commission(machine.system_id).status_name == "Ready"
+    node = client.bm.get_node("node04")
+    assert node.properties["cpu_arch"] == "x86_64" and node.properties["memory_mb"] == 32768
+    designed = {d.name: d.size_gb * 10**9 for d in site.spec.node("node04").disks}
+    assert {d.name: d.size for d in port.block_devices(machine.system_id)} == designed
+
+
+def test_a_node_without_inspection_reports_why_its_disks_are_unknown(
+        client: IronicClient, site: Site) -> None:
+    fresh(client, site, "node03")  # ipmi: no out-of-band inspection
+    port = IronicProvisioner(client)
+    machine = port.find_machine("node03")
+    assert machine is not None
+    assert port.commission(machine.system_id).status_name == "Ready"
+    with pytest.raises(IronicRefused, match="node03: it was never inspected"):
+        port.block_devices(machine.system_id)
