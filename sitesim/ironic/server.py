@@ -114,6 +114,11 @@ command_retry_timeout = 10
 connection_attempts = 2
 connection_retry_interval = 1
 
+[inspector]
+# Redfish inspection cannot tell which NIC boots from the network: without this, its `ports`
+# hook marks every port pxe_enabled false, and Ironic links no iPXE script to the boot MAC.
+update_pxe_enabled = false
+
 [oslo_concurrency]
 lock_path = {workdir / 'locks'}
 """

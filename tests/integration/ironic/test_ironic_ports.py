@@ -104,6 +104,8 @@ def test_commissioning_inspects_a_redfish_node_and_its_disks_come_from_ironic(
     assert node.properties["cpu_arch"] == "x86_64" and node.properties["memory_mb"] == 32768
     designed = {d.name: d.size_gb * 10**9 for d in site.spec.node("node04").disks}
     assert {d.name: d.size for d in port.block_devices(machine.system_id)} == designed
+    ports = client._request("GET", "/ports?node=node04&fields=address,pxe_enabled")["ports"]
+    assert [p["pxe_enabled"] for p in ports] == [True]  # inspection kept it PXE booting
 
 
 def test_a_node_without_inspection_reports_why_its_disks_are_unknown(
