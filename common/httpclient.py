@@ -73,6 +73,12 @@ def timed_out(exc: requests.RequestException) -> bool:
         and not isinstance(reason, urllib3.exceptions.NewConnectionError))  # refused: no timeout
 
 
+# The CLIs' calls: an idempotent call whose connection dropped (a server may close an idle
+# keep-alive connection just as the next poll is sent) is sent again; a POST never is.
+CLI_RETRY = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.2,
+                  allowed_methods=frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}))
+
+
 def retrying_session(retry: Retry) -> requests.Session:
     """A session whose HTTP and HTTPS connections retry as `retry` says."""
     session = requests.Session()

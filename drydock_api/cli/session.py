@@ -16,12 +16,11 @@ from typing import Any
 import click
 import requests
 import yaml
-from requests.adapters import HTTPAdapter
 from rich.console import Console
 from rich.table import Table
-from urllib3.util.retry import Retry
 
 from common.api import API_PREFIX
+from common.httpclient import CLI_RETRY, retrying_session
 
 OUTPUTS = ("table", "json", "yaml")
 
@@ -38,16 +37,6 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _BlockDumper.add_representer(str, _str)
 
 
-def retrying_session() -> requests.Session:
-    """Idempotent calls whose connection dropped are sent again; a POST never is."""
-    retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.2,
-                  allowed_methods=frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}))
-    session = requests.Session()
-    session.mount("http://", HTTPAdapter(max_retries=retry))
-    session.mount("https://", HTTPAdapter(max_retries=retry))
-    return session
-
-
 class Drydock:
     """One Drydock API (its base URL and token) and the output settings of this run."""
 
@@ -57,7 +46,7 @@ class Drydock:
         self.token = token
         self.output = output
         self.marker = str(uuid.uuid4())
-        self.session = session or retrying_session()
+        self.session = session or retrying_session(CLI_RETRY)
         self.console = Console(width=None if sys.stdout.isatty() else 250)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:

@@ -16,26 +16,14 @@ from typing import Any
 import click
 import requests
 import yaml
-from requests.adapters import HTTPAdapter
 from rich.console import Console
 from rich.table import Table
-from urllib3.util.retry import Retry
 
 from common.api import API_PREFIX
+from common.httpclient import CLI_RETRY, retrying_session
 
 VERSION_HEADER = "X-Action-Version"  # of GET /actions/{id}, for its long-poll
 WAITED_HEADER = "X-Long-Poll"
-
-
-def retrying_session() -> requests.Session:
-    """A session that retries idempotent calls whose connection dropped (a server may close
-    an idle keep-alive connection just as the next poll is sent); POSTs are never resent."""
-    retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.2,
-                  allowed_methods=frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}))
-    session = requests.Session()
-    session.mount("http://", HTTPAdapter(max_retries=retry))
-    session.mount("https://", HTTPAdapter(max_retries=retry))
-    return session
 
 
 class Shipyard:
@@ -47,7 +35,7 @@ class Shipyard:
         self.token = token
         self.output = output
         self.marker = marker or str(uuid.uuid4())
-        self.session = session or retrying_session()
+        self.session = session or retrying_session(CLI_RETRY)
         # Pipes and files get wide tables rather than truncated cells.
         self.console = Console(width=None if sys.stdout.isatty() else 250)
 
