@@ -14,17 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import tempfile
 import threading
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-
-from sqlalchemy import create_engine
-from sqlalchemy.pool import StaticPool
 
 from common.errors import BerthError, InternalError
 from common.status import Message, simple_message, status_body
+from promenade_api.db import make_engine
 from promenade_api.db.models import Base
 from promenade_api.db.runs import (
     FAILED,
@@ -79,10 +79,11 @@ def request_timeout(svc: Promenade, p: DecommissionParams) -> float:
                     else p.etcd_ready_timeout) + s.kubelet_timeout)
 
 
-def memory_store() -> RunStore:
-    """A store of its own (tests and apps built without a database)."""
-    engine = create_engine("sqlite://", poolclass=StaticPool,
-                           connect_args={"check_same_thread": False})
+def scratch_store() -> RunStore:
+    """A store of its own in a temporary SQLite file (tests and apps built without a
+    database): concurrent requests get a connection each, as on the service's database (one
+    in-memory connection shared by two requests' transactions breaks both)."""
+    engine = make_engine(f"sqlite:///{Path(tempfile.mkdtemp(prefix='promenade-runs-'))}/runs.db")
     Base.metadata.create_all(engine)
     return RunStore(engine)
 

@@ -22,8 +22,8 @@ from promenade_api.decommission_run import (
     DurableDecommission,
     RunRequest,
     fingerprint_of,
-    memory_store,
     request_timeout,
+    scratch_store,
 )
 from promenade_api.preview import PreviewParams, preview
 from promenade_api.resources.params import (
@@ -194,7 +194,7 @@ class DecommissionResource:
 
     def __init__(self, svc: Promenade, runs: RunStore | None = None) -> None:
         self._svc = svc
-        self._runs = DurableDecommission(svc, runs or memory_store())
+        self._runs = DurableDecommission(svc, runs or scratch_store())
 
     @authorize("promenade:get_decommission")
     @checked_node
