@@ -68,7 +68,7 @@ def step(berth: Berth, action_id: str, sid: str) -> dict[str, Any]:
 def blocker_of(berth: Berth, action_id: str, node: str) -> dict[str, Any] | None:
     """The blocker a waiting take_budget_slot step shows (None while it does not wait)."""
     s = step(berth, action_id, f"take_budget_slot.{node}")
-    blocked = (s.get("details") or {}).get("blocked") if s.get("state") == "waiting" else None
+    blocked = (s.get("details") or {}).get("blocked") if s.get("step_state") == "waiting" else None
     return blocked["blockers"][0] if blocked and blocked.get("blockers") else None
 
 
