@@ -51,6 +51,15 @@ class Attempts:
         return asdict(self)
 
 
+def late(seen: Attempts, now: float) -> Attempts:
+    """The step's clock moved on by how late this attempt is (its worker died and the task
+    was taken over after the lease, or the workers were busy): a step's timeout counts the
+    time it was given, so a request made by the worker that takes over still gets its wait."""
+    if seen.next_at is None or now <= seen.next_at:
+        return seen
+    return replace(seen, started=seen.started + now - seen.next_at)
+
+
 class StepEngine:
     """One attempt per call; steps themselves never loop and nothing here sleeps."""
 
@@ -64,7 +73,7 @@ class StepEngine:
         if ctx.cancelled():
             return Failed("Abandoned", f"{step.name}: abandoned, another worker holds the task "
                                        f"now"), seen
-        seen = replace(seen, attempts=seen.attempts + 1, next_at=None)
+        seen = replace(late(seen, self._clock()), attempts=seen.attempts + 1, next_at=None)
         try:
             outcome = step.run(ctx)
         except DriverError as exc:

@@ -107,7 +107,8 @@ def promenade(kube_plane: ControlPlane, admin: Admin,
     kubeconfig = kube_plane.token_kubeconfig(work / "kubeconfig", sa_token)
     tokens = write_tokens(work / "tokens.yaml")
     yield from promenade_process(Identity(tokens["admin"], work / "tokens.yaml", sa_token,
-                                          kubeconfig, namespace), work)
+                                          kubeconfig, namespace), work,
+                                  fence={"sweep_interval": 0})  # tests start their own sweeps
 
 
 def promenade_process(who: Identity, work: Path, **sections: dict[str, Any]

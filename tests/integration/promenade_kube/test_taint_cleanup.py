@@ -21,10 +21,11 @@ from .conftest import Promenade, promenade_process
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sweeping(promenade: Promenade, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[Promenade]:
-    """A second promenade-api that sweeps every half second."""
+    """A second promenade-api that sweeps every half second, for one test only: a sweep left
+    running would clean what a later test leaves for a node status read to clean."""
     work: Path = tmp_path_factory.mktemp("promenade-sweep")
     yield from promenade_process(promenade.who, work, fence={"sweep_interval": 0.5})
 
@@ -101,7 +102,8 @@ def test_berths_taints_go_when_the_node_is_ready_or_at_their_deadline(
 
 def test_a_ready_node_read_through_promenade_loses_a_leftover_berth_taint(
         admin: Admin, promenade: Promenade) -> None:
-    """No sweep in this process (60 s): the node status read is what cleans it."""
+    """No sweep runs (the package's promenade-api has none): the node status read is what
+    cleans it."""
     admin.ready_node("pk-oos-left")
     fence(promenade, "pk-oos-left", deadline=3600)  # left behind on a healthy node
     assert out_of_service(admin, "pk-oos-left")

@@ -114,9 +114,12 @@ class Observer:
                 return at
         raise AssertionError(f"{agent} never {what}")
 
-    def released(self, agent: str) -> float:
-        for at, before, _, _ in self.snapshots:
-            if LOCK_PREFIX + agent not in before:
+    def released(self, agent: str, by: str = "start") -> float:
+        """When the agent's lock was first seen gone, at the start of a snapshot (before its
+        pods were read) or by its end (after): a release between the two reads belongs to
+        both that snapshot's end and the next one's start."""
+        for at, before, _, after in self.snapshots:
+            if LOCK_PREFIX + agent not in (before if by == "start" else after):
                 return at
         raise AssertionError(f"the lock of {agent} was never released")
 
@@ -151,7 +154,8 @@ def test_the_operator_locks_while_each_agent_runs_and_keeps_l2_while_a_lock_is_l
         wait_for("the L2 agent gone", lambda: agent_pods(admin, "yk-p1") == {}, 30)
     seen.check_protocol()
     for agent in AGENTS:
-        assert seen.first(agent, "gone") <= seen.released(agent) <= seen.first(L2, "deleting")
+        assert seen.first(agent, "gone") <= seen.released(agent, by="start")
+        assert seen.released(agent, by="end") <= seen.first(L2, "deleting")
     assert admin.node("yk-p1")["metadata"]["labels"][MAINTENANCE_LABEL] == "True"  # kept
 
     patch_node(admin, "yk-p1", {"labels": {HYPERVISOR: "true"}})  # back in service
@@ -206,7 +210,8 @@ def test_decommission_of_a_compute_node_follows_the_locks_and_never_evicts_an_ag
 
     seen.check_protocol()  # locks released after their agents, L2 last, on every snapshot
     for agent in AGENTS:
-        assert seen.first(agent, "gone") <= seen.released(agent) <= seen.first(L2, "deleting")
+        assert seen.first(agent, "gone") <= seen.released(agent, by="start")
+        assert seen.released(agent, by="end") <= seen.first(L2, "deleting")
     assert agent_pods(admin, "yk-d1") == {} and locks(admin, "yk-d1") == []
     ours = [e for e in operator.history() if e.node == "yk-d1"]
     assert not [e for e in ours if e.what == "deleted-by-other"]  # nobody else removed one

@@ -90,3 +90,41 @@ def test_a_new_situation_is_polled_soon_again() -> None:
     changed = next(i for i, w in enumerate(waits) if i and w < waits[i - 1])
     assert waits[changed - 1] == 5.0
     assert waits[changed] == 0.1
+
+
+def test_the_time_no_worker_ran_the_step_does_not_count_against_its_timeout() -> None:
+    """A worker dies after its request; the one that takes over a minute later sends the next
+    request and still gets the step's time to see it done, instead of failing at once."""
+    clock = FakeClock()
+    node = NodeDef("n1", None, (), {}, None, None, None, None, (), None)
+    ctx = NodeContext(node=node, options={}, ports=Ports(maas=FakeMaas(), oob=FakeOob()),
+                      settings=SETTINGS, request=None, clock=clock)  # type: ignore[arg-type]
+    asked: list[float] = []
+
+    def power(ctx: NodeContext) -> Outcome:
+        if len(asked) == 2 and ctx.clock() - asked[-1] >= 1.0:  # the first was lost
+            return Done("off")
+        if len(asked) < 2:
+            asked.append(ctx.clock())
+        return Retry(0.5, f"request {len(asked)} sent")
+
+    step = node_step("power_off", power, lambda s: 10.0)  # type: ignore[arg-type]
+    engine, seen = StepEngine(clock=clock), Attempts.first(clock())
+    outcome, seen = engine.attempt(step, ctx, seen)
+    assert isinstance(outcome, Retry) and seen.next_at is not None
+    clock.advance(60.0)  # the worker died; its successor runs the step a minute late
+    outcome, seen = engine.attempt(step, ctx, seen)
+    assert isinstance(outcome, Retry), outcome
+    while isinstance(outcome, Retry):
+        assert seen.next_at is not None
+        clock.advance(seen.next_at - clock())
+        outcome, seen = engine.attempt(step, ctx, seen)
+    assert isinstance(outcome, Done)
+
+    never = node_step("power_off", lambda c: Retry(0.5, "on"), lambda s: 10.0)  # type: ignore
+    outcome, seen = engine.attempt(never, ctx, Attempts.first(clock()))
+    while isinstance(outcome, Retry):  # on time, the timeout still holds
+        assert seen.next_at is not None
+        clock.advance(seen.next_at - clock())
+        outcome, seen = engine.attempt(never, ctx, seen)
+    assert "timed out after 10s" in outcome.message
