@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
 import requests
 import yaml
 from rich.console import Console
-from rich.table import Table
 
 from common.api import API_PREFIX
+from common.cli import decode, fail, table
 from common.httpclient import CLI_RETRY, retrying_session
 
 OUTPUTS = ("table", "json", "yaml")
@@ -77,34 +77,10 @@ class Drydock:
             self.console.print(table(data if isinstance(data, list) else [data], columns))
 
 
-def decode(resp: requests.Response) -> Any:
-    if not resp.content:
-        return None
-    try:
-        return resp.json()
-    except ValueError:
-        return resp.text
 
 
-def fail(code: int, body: Any) -> None:
-    if isinstance(body, dict) and body.get("kind") == "Status":
-        lines = [f"Error {code} {body.get('reason')}: {body.get('message')}"]
-        lines += [f"- {m.get('message')}" for m in
-                  (body.get("details") or {}).get("messageList") or [] if m.get("error", True)]
-        text = "\n".join(lines)
-    else:
-        text = f"Error {code}: {body}"
-    click.echo(text, err=True)
-    raise SystemExit(1)
 
 
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> Table:
-    out = Table()
-    for header, _ in columns:
-        out.add_column(header)
-    for row in rows:
-        out.add_row(*("" if row.get(k) is None else str(row.get(k)) for _, k in columns))
-    return out
 
 
 def output_option(f: Any) -> Any:

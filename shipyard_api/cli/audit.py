@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from shipyard_api.cli.session import Shipyard, decode
+from common.cli import decode, fail
+from shipyard_api.cli.session import Shipyard
 
 ENTRY_COLUMNS = [("Stream", "stream"), ("Seq", "seq"), ("User", "user"),
                  ("On behalf of", "on_behalf_of"), ("Object", "object"), ("Change", "change"),
@@ -34,7 +35,7 @@ def verify(sy: Shipyard) -> None:
                        f"{broken['problem']}\n  expected {broken['expected']}\n"
                        f"  found    {broken['found']}", err=True)
             raise SystemExit(1)
-        sy.fail(resp.status_code, body)
+        fail(resp.status_code, body)
     chains = (body.get("details") or {}).get("chains") or {}
     rows = [{"stream": s, **c} for s, c in sorted(chains.items())]
     if sy.output == "table":

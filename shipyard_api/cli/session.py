@@ -17,9 +17,9 @@ import click
 import requests
 import yaml
 from rich.console import Console
-from rich.table import Table
 
 from common.api import API_PREFIX
+from common.cli import decode, fail, table
 from common.httpclient import CLI_RETRY, retrying_session
 
 VERSION_HEADER = "X-Action-Version"  # of GET /actions/{id}, for its long-poll
@@ -59,7 +59,7 @@ class Shipyard:
         resp = self.raw(method, path, **kwargs)
         body = decode(resp)
         if resp.status_code >= 400:
-            self.fail(resp.status_code, body)
+            fail(resp.status_code, body)
         return body
 
     def long_poll(self, path: str, since: str | None, wait: float
@@ -71,20 +71,8 @@ class Shipyard:
         resp = self.raw("GET", path, params=params, timeout=wait + 60)
         body = decode(resp)
         if resp.status_code >= 400:
-            self.fail(resp.status_code, body)
+            fail(resp.status_code, body)
         return body, resp.headers.get(VERSION_HEADER), resp.headers.get(WAITED_HEADER)
-
-    def fail(self, code: int, body: Any) -> None:
-        if isinstance(body, dict) and body.get("kind") == "Status":
-            lines = [f"Error {code} {body.get('reason')}: {body.get('message')}"]
-            for m in (body.get("details") or {}).get("messageList") or []:
-                if m.get("error", True):
-                    lines.append(f"- {m.get('message')}")
-            text = "\n".join(lines)
-        else:
-            text = f"Error {code}: {body}"
-        click.echo(text, err=True)
-        raise SystemExit(1)
 
     def emit(self, data: Any, columns: Sequence[tuple[str, str]] | None = None,
              title: str | None = None) -> None:
@@ -98,20 +86,5 @@ class Shipyard:
                                      title))
 
 
-def decode(resp: requests.Response) -> Any:
-    if not resp.content:
-        return None
-    try:
-        return resp.json()
-    except ValueError:
-        return resp.text
 
 
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]],
-          title: str | None = None) -> Table:
-    out = Table(title=title)
-    for header, _ in columns:
-        out.add_column(header)
-    for row in rows:
-        out.add_row(*("" if row.get(k) is None else str(row.get(k)) for _, k in columns))
-    return out
