@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from oslo_config import cfg
-from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.clients.drydock import DrydockClient
@@ -47,36 +45,11 @@ class Runtime:
     wake: Callable[[], None]  # an action can run now: this process's and others' workers
 
 
-def migrate(url: str, attempts: int = 5) -> None:
-    """Apply migrations; several processes starting at once serialise (PostgreSQL advisory
-    lock) or retry until one of them has brought the schema to head."""
-    for attempt in range(attempts):
-        try:
-            if url.startswith("postgresql"):
-                engine = make_engine(url)
-                try:
-                    with engine.connect() as conn:
-                        conn.execute(text("SELECT pg_advisory_lock(8271)"))
-                        try:
-                            upgrade(url)
-                        finally:
-                            conn.execute(text("SELECT pg_advisory_unlock(8271)"))
-                finally:
-                    engine.dispose()
-            else:
-                upgrade(url)
-            return
-        except Exception:
-            if attempt + 1 == attempts:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-
-
 def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
                   metrics: ShipyardMetrics | None = None) -> Runtime:
     """Migrate the database, then build the store, the services and the engine workers."""
     url = conf.database.connection or DEFAULT_DB
-    migrate(url)
+    upgrade(url)
     engine = make_engine(url)
     sessions = session_factory(engine)
     docs = build_document_deps(conf, sessions)

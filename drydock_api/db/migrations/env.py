@@ -1,19 +1,5 @@
-"""Alembic environment for Drydock's database."""
+"""Alembic environment for Drydock's database (common.migrate runs it)."""
 
-from alembic import context
-from sqlalchemy import engine_from_config, pool
+from common.migrate import run_env
 
-config = context.config
-
-
-def run() -> None:
-    connectable = engine_from_config(
-        config.get_section(config.config_ini_section) or {}, prefix="sqlalchemy.",
-        poolclass=pool.NullPool)
-    with connectable.connect() as connection:
-        context.configure(connection=connection, render_as_batch=True)
-        with context.begin_transaction():
-            context.run_migrations()
-
-
-run()
+run_env()
