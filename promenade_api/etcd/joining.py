@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from common.errors import BerthError
+from common.poll import NotYet, poll
 from common.status import Message, simple_message
 from promenade_api.errors import (
     EtcdPeerUrlMissing,
@@ -132,21 +133,31 @@ class EtcdJoiner:
                                                           "learners": others})
         self._refuse_unless_safe(cluster, name, "Adding", health, promoting=False)
         LOG.info("join-etcd: adding %s (%s) to %s as a learner", name, peer, cluster.name)
-        while True:
+        tries = 0
+
+        def add() -> Member | NotYet[EtcdRefused]:
+            nonlocal tries
+            if tries:  # checked again before each retry
+                self._refuse_unless_safe(cluster, name, "Adding", self._health(cluster),
+                                         promoting=False)
+            tries += 1
             try:
                 return self._etcd.add_learner(cluster, peer)
             except EtcdRefused as exc:  # e.g. a voter connected for under 5 s: retried
-                if self._clock() + self._poll > deadline:
-                    raise JoinEtcdRefused(f"etcd refused to add {name} to {cluster.name} as "
-                                          "a learner; nothing was changed",
-                                          messages=[simple_message(exc.message)]) from exc
-                LOG.info("join-etcd: etcd refused the learner for now: %s", exc.message)
+                return NotYet(exc)
             except EtcdError as exc:
                 raise JoinEtcdError(f"etcd did not add {name} to {cluster.name} as a learner",
                                     messages=[simple_message(exc.message)]) from exc
-            self._sleep(self._poll)
-            self._refuse_unless_safe(cluster, name, "Adding", self._health(cluster),
-                                     promoting=False)
+
+        def refused(exc: EtcdRefused) -> Member:
+            raise JoinEtcdRefused(f"etcd refused to add {name} to {cluster.name} as a "
+                                  "learner; nothing was changed",
+                                  messages=[simple_message(exc.message)]) from exc
+
+        return poll(add, deadline=deadline, interval=self._poll, expire=refused, whole=True,
+                    between=lambda exc: LOG.info("join-etcd: etcd refused the learner for "
+                                                 "now: %s", exc.message),
+                    clock=self._clock, sleep=self._sleep)
 
     def _lag(self, cluster: ClusterSpec, learner: Member) -> Lag:
         try:
@@ -166,36 +177,48 @@ class EtcdJoiner:
 
     def _await_caught_up(self, cluster: ClusterSpec, learner: Member, deadline: float,
                          lock: Lock) -> Lag:
-        while True:
+        def caught_up() -> Lag | NotYet[Lag]:
             lag = self._lag(cluster, learner)
-            if lag.caught_up(self._max_lag):
-                return lag
-            if self._clock() >= deadline:
-                self._give_up(cluster, learner, f"it did not catch up in time: {lag}")
+            return lag if lag.caught_up(self._max_lag) else NotYet(lag)
+
+        def behind(lag: Lag) -> None:
             LOG.info("join-etcd: learner %x of %s not in sync yet: %s", learner.id,
                      cluster.name, lag)
-            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
             lock.renew()
+
+        def late(lag: Lag) -> Lag:
+            self._give_up(cluster, learner, f"it did not catch up in time: {lag}")
+            return lag
+
+        return poll(caught_up, deadline=deadline, interval=self._poll, expire=late,
+                    between=behind, clock=self._clock, sleep=self._sleep)
 
     def _promote(self, cluster: ClusterSpec, name: str, learner: Member, deadline: float,
                  lock: Lock) -> None:
         """MemberPromote after a quorum check; etcd's own "not in sync" is retried until the
         deadline (each retry checks quorum again)."""
-        while True:
+        def promote() -> bool | NotYet[EtcdRefused]:
             health = [h for h in self._health(cluster) if h.member.id != learner.id]
             self._refuse_unless_safe(cluster, name, "Promoting", health, promoting=True)
             try:
                 self._etcd.promote(cluster, learner)
-                return
+                return True
             except EtcdRefused as exc:
-                if self._clock() + self._poll > deadline:
-                    self._give_up(cluster, learner, f"etcd refused to promote it: {exc.message}")
-                LOG.info("join-etcd: etcd refused the promotion for now: %s", exc.message)
+                return NotYet(exc)
             except EtcdError as exc:
                 raise JoinEtcdError(f"Could not promote {name} in {cluster.name}; it stays a "
                                     "learner", messages=[simple_message(exc.message)]) from exc
-            self._sleep(self._poll)
+
+        def refused(exc: EtcdRefused) -> None:
+            LOG.info("join-etcd: etcd refused the promotion for now: %s", exc.message)
             lock.renew()
+
+        def give_up(exc: EtcdRefused) -> bool:
+            self._give_up(cluster, learner, f"etcd refused to promote it: {exc.message}")
+            return False
+
+        poll(promote, deadline=deadline, interval=self._poll, expire=give_up, whole=True,
+             between=refused, clock=self._clock, sleep=self._sleep)
 
     def _give_up(self, cluster: ClusterSpec, learner: Member, why: str) -> None:
         """Remove the learner again (a learner does not vote: quorum is untouched) and fail."""

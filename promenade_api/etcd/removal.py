@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from common.errors import BerthError
+from common.poll import NotYet, poll
 from common.status import Message, health_message, simple_message
 from promenade_api.errors import EtcdNotAccessible, RemoveEtcdError
 from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
@@ -131,11 +132,15 @@ class EtcdRemover:
             raise RemoveEtcdError(f"Could not move leadership of {cluster.name} off "
                                   f"{member.name}; nothing was removed",
                                   messages=[simple_message(exc.message)]) from exc
-        while self._etcd.health(cluster, target).leader_id == member.id:
-            if self._clock() >= deadline:
-                raise RemoveEtcdError(f"Leadership of {cluster.name} did not leave "
-                                      f"{member.name} in time; nothing was removed")
-            self._sleep(min(self._poll, 0.2))
+        def moved() -> bool | NotYet[None]:
+            return self._etcd.health(cluster, target).leader_id != member.id or NotYet()
+
+        def stuck(_: None) -> bool:
+            raise RemoveEtcdError(f"Leadership of {cluster.name} did not leave "
+                                  f"{member.name} in time; nothing was removed")
+
+        poll(moved, deadline=deadline, interval=min(self._poll, 0.2), expire=stuck,
+             clock=self._clock, sleep=self._sleep)
 
     def _successor(self, cluster: ClusterSpec, member: Member,
                    health: Sequence[MemberHealth]) -> Member:
@@ -158,39 +163,47 @@ class EtcdRemover:
         LOG.info("remove-etcd: removing member %s (%x) from %s", member.name, member.id,
                  cluster.name)
         self._remove_retrying(cluster, member, deadline, renew)
-        while True:
+
+        def gone() -> bool | NotYet[None]:
             try:
-                if member.id not in {m.id for m in self._etcd.members(cluster)}:
-                    return
+                return member.id not in {m.id for m in self._etcd.members(cluster)} or NotYet()
             except EtcdUnreachable as exc:
                 LOG.info("remove-etcd: confirming removal: %s", exc.message)
-            if self._clock() >= deadline:
-                raise RemoveEtcdError(f"Removal of {member.name} from {cluster.name} was not "
-                                      "confirmed before the timeout")
-            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+                return NotYet()
+
+        def unconfirmed(_: None) -> bool:
+            raise RemoveEtcdError(f"Removal of {member.name} from {cluster.name} was not "
+                                  "confirmed before the timeout")
+
+        poll(gone, deadline=deadline, interval=self._poll, expire=unconfirmed,
+             clock=self._clock, sleep=self._sleep)
 
     def _remove_retrying(self, cluster: ClusterSpec, member: Member, deadline: float,
                          renew: Callable[[], None]) -> None:
         """MemberRemove; etcd's own refusals (e.g. members connected for under 5 s) are
         retried until the deadline, since our projection already found the removal safe."""
-        while True:
+        def remove() -> bool | NotYet[EtcdRefused]:
             try:
                 self._etcd.remove_member(cluster, member)
-                return
             except EtcdMemberNotFound:
                 LOG.info("remove-etcd: %s was already gone from %s", member.name, cluster.name)
-                return
             except EtcdRefused as exc:
-                if self._clock() + self._poll > deadline:
-                    raise RemoveEtcdError(
-                        f"etcd refused to remove {member.name} from {cluster.name}",
-                        messages=[simple_message(exc.message)]) from exc
-                LOG.info("remove-etcd: etcd refused for now (%s); retrying", exc.message)
-                self._sleep(self._poll)
-                renew()
+                return NotYet(exc)
             except EtcdError as exc:
                 raise RemoveEtcdError(f"Could not remove {member.name} from {cluster.name}",
                                       messages=[simple_message(exc.message)]) from exc
+            return True
+
+        def refused(exc: EtcdRefused) -> None:
+            LOG.info("remove-etcd: etcd refused for now (%s); retrying", exc.message)
+            renew()
+
+        def give_up(exc: EtcdRefused) -> bool:
+            raise RemoveEtcdError(f"etcd refused to remove {member.name} from {cluster.name}",
+                                  messages=[simple_message(exc.message)]) from exc
+
+        poll(remove, deadline=deadline, interval=self._poll, expire=give_up, whole=True,
+             between=refused, clock=self._clock, sleep=self._sleep)
 
     # -- health statuses ---------------------------------------------------------------
     def health_messages(self, clusters: Sequence[ClusterSpec]) -> list[Message]:
@@ -219,15 +232,19 @@ class EtcdRemover:
         """Poll until every cluster keeps quorum and threshold without the node's members."""
         deadline = self._clock() + timeout
         clusters = [c for c in clusters if c.may_have_member_on(node)]  # only if impacted
-        while True:
+
+        def stable_now() -> dict[str, Any] | NotYet[list[str]]:
             unstable = [c.name for c in clusters if not self._stable(c, node)]
-            if not unstable:
-                return {"stable": [c.name for c in clusters]}
-            if self._clock() >= deadline:
-                raise RemoveEtcdError(f"etcd clusters {', '.join(unstable)} did not become "
-                                      f"stable within {timeout}s")
-            LOG.info("decommission %s: waiting for etcd clusters %s", node, ", ".join(unstable))
-            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+            return NotYet(unstable) if unstable else {"stable": [c.name for c in clusters]}
+
+        def unstable(names: list[str]) -> dict[str, Any]:
+            raise RemoveEtcdError(f"etcd clusters {', '.join(names)} did not become "
+                                  f"stable within {timeout}s")
+
+        return poll(stable_now, deadline=deadline, interval=self._poll, expire=unstable,
+                    between=lambda names: LOG.info("decommission %s: waiting for etcd "
+                                                   "clusters %s", node, ", ".join(names)),
+                    clock=self._clock, sleep=self._sleep)
 
     def _stable(self, cluster: ClusterSpec, node: str) -> bool:
         try:
