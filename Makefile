@@ -9,7 +9,7 @@ KEYSTONE_STAMP := .venv-keystone/.installed
 DEBS   := etcd-server postgresql ipmitool openipmi wrk chromium chromium-driver
 PACKAGES := common shipyard_api promenade_api drydock_api sitesim berth_launcher
 
-.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube docs ironic
+.PHONY: run test lint typecheck unit debs venv keystone clean image lock kube docs ironic wiretypes
 
 run: venv debs
 	$(BIN)/berth up
@@ -42,6 +42,11 @@ docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 venv: $(STAMP)
+
+# The clients' wire types (common/clients/generated/) from the OpenAPI documents in
+# schemas/openapi/; tests/unit/common/test_wire_types_current.py fails when they are stale.
+wiretypes: venv
+	$(BIN)/python tools/wiretypes.py
 
 # The services' image (Dockerfile), built with podman; see image/build.sh for BASE, CA_BUNDLE,
 # PIP_INDEX_URL and IMAGE. Without BASE the base is made from the Debian mirror (debootstrap).

@@ -10,7 +10,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from common.clients.promenade import NodeView
+from common.clients.promenade import NodeView, ready_status
 from common.context import RequestContext, current_marker
 from common.designref import DesignResolver
 from common.disruption import Leave
@@ -299,7 +299,7 @@ class Promenade:
         return {
             "name": node, "labels": current.labels, "annotations": current.annotations,
             "cordoned": current.unschedulable,
-            "kubelet": {"ready": current.ready, "ready_since": current.ready_since},
+            "kubelet": {"ready": ready_status(current.ready), "ready_since": current.ready_since},
             "taints": list(current.taints),
             "pods": {"total": len(pods), "by_owner_kind": by_kind,
                      "evictable": sorted(p.key for p in plan.evict + plan.hold)},

@@ -3,9 +3,20 @@
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, TypeGuard, get_args
 
 from common.api import API_PREFIX as P
+from common.clients.generated.drydock import (
+    FilterItem,
+    MessageDetails,
+    Node,
+    NodeFilter,
+    Task,
+    TaskOptions,
+    TaskResult,
+)
+from common.clients.generated.drydock import ResultStatus as ResultStatusName
+from common.clients.generated.drydock import TaskStatus as TaskStatusName
 from common.context import RequestContext
 from common.httpclient import ServiceClient
 from common.urlpath import node_path
@@ -13,6 +24,9 @@ from common.urlpath import node_path
 VERSION_HEADER = "X-Task-Version"
 WAITED_HEADER = "X-Long-Poll"
 READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
+__all__ = ["FINISHED", "DrydockClient", "FilterItem", "MessageDetails", "Node", "NodeFilter",
+           "ResultStatus", "Task", "TaskOptions", "TaskResult", "TaskStatus", "TaskWatch",
+           "node_names_filter", "result_status", "task_status"]
 
 
 class TaskStatus(StrEnum):
@@ -38,101 +52,26 @@ class ResultStatus(StrEnum):
 FINISHED = frozenset({TaskStatus.COMPLETE, TaskStatus.TERMINATED})  # a task that ended
 
 
-
-class FilterItem(TypedDict, total=False):
-    filter_type: Literal["union", "intersection"]
-    node_names: list[str]
-    node_tags: list[str]
-    node_labels: dict[str, str] | list[dict[str, str]]
-    rack_names: list[str]
-    rack_labels: dict[str, str] | list[dict[str, str]]
+def _is_task_status(value: str) -> TypeGuard[TaskStatusName]:
+    return value in get_args(TaskStatusName)
 
 
-class NodeFilter(TypedDict):
-    filter_set_type: NotRequired[Literal["union", "intersection"]]
-    filter_set: list[FilterItem]
+def _is_result_status(value: str) -> TypeGuard[ResultStatusName]:
+    return value in get_args(ResultStatusName)
 
 
-class MessageDetails(TypedDict):
-    errorCount: int
-    messageList: list[dict[str, Any]]  # each with message and error; steps add their keys
+def task_status(value: str) -> TaskStatusName:
+    """`value` as the wire's task status (ValueError: not one the document lists)."""
+    if _is_task_status(value):
+        return value
+    raise ValueError(f"not a task status: {value!r}")
 
 
-class TaskResult(TypedDict, total=False):
-    kind: str
-    Kind: str
-    apiVersion: str
-    metadata: dict[str, Any]
-    status: str  # incomplete, success, partial_success or failure
-    message: str
-    reason: str
-    successes: list[str]
-    failures: list[str]
-    skipped: list[str]
-    links: list[Any]
-    details: MessageDetails
-
-
-class Task(TypedDict):
-    """GET /tasks/{task_id} (one task)."""
-
-    kind: str
-    Kind: NotRequired[str]
-    apiVersion: NotRequired[str]
-    task_id: str
-    action: str
-    parent_task_id: NotRequired[str | None]
-    subtask_id_list: list[str]
-    status: str  # requested, queued, running, terminating, terminated or complete
-    node: NotRequired[str | None]
-    step: NotRequired[str | None]
-    result: TaskResult
-    design_ref: NotRequired[Any]
-    node_filter: NotRequired[dict[str, Any] | None]  # a NodeFilter
-    options: NotRequired[dict[str, Any]]
-    created: NotRequired[str | None]
-    created_by: NotRequired[str | None]
-    updated: NotRequired[str | None]
-    completed: NotRequired[str | None]
-    terminated: NotRequired[str | None]
-    terminated_by: NotRequired[str | None]
-    terminate: NotRequired[bool]
-    request_context: NotRequired[dict[str, Any]]
-    retry: NotRequired[dict[str, Any]]
-
-
-class Node(TypedDict, total=False):
-    """GET /nodes/{name}: one node as Drydock sees it now."""
-
-    hostname: str
-    name: str
-    in_design: bool
-    rack: str | None
-    tags: list[str]
-    labels: dict[str, Any]
-    oob_type: str | None
-    oob_address: str | None
-    power_address: str | None
-    maas_system_id: str | None
-    maas_status: str | None
-    status_name: str | None
-    memory: int | None
-    cpu_count: int | None
-    boot_mac: str | None
-    boot_ip: str | None
-    maas_error: str | None
-    power_state: str | None
-    power_error: str | None
-    retired: bool
-    retired_reason: str | None
-    torn_down: bool
-    teardown: dict[str, Any] | None
-    pending_reboot_since: str | None
-    last_powered_on: str | None
-    last_task_id: str | None
-    reboot_error: str | None
-    bootactions: list[dict[str, Any]]  # GET /nodes/{name}: boot actions of its last deploy
-    bootaction_refusals: list[dict[str, Any]]  # the last boot action requests refused
+def result_status(value: str) -> ResultStatusName:
+    """`value` as the wire's result status (ValueError: not one the document lists)."""
+    if _is_result_status(value):
+        return value
+    raise ValueError(f"not a result status: {value!r}")
 
 
 def node_names_filter(nodes: list[str]) -> NodeFilter:

@@ -2,9 +2,19 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypeGuard, get_args
 
 from common.api import API_PREFIX as P
+from common.clients.generated.promenade import (
+    DecommissionPreview,
+    DrainProgress,
+    EtcdMembership,
+    Kubelet,
+    NodeView,
+    Pods,
+    PreviewPhase,
+    ReadyStatus,
+)
 from common.context import RequestContext
 from common.httpclient import ServiceClient
 from common.urlpath import node_path
@@ -14,56 +24,18 @@ DECOMMISSION_PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-l
 READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before its read times out
 VERSION_HEADER = "X-Node-Version"
 LONG_POLL_HEADER = "X-Long-Poll"
-
-class Kubelet(TypedDict, total=False):
-    ready: str  # the Ready condition's status: "True", "False" or "Unknown"
-    ready_since: str | None  # when it last changed (RFC 3339)
-
-
-class Pods(TypedDict, total=False):
-    total: int
-    by_owner_kind: dict[str, list[str]]
-    evictable: list[str]
+__all__ = ["DecommissionPreview", "DrainProgress", "EtcdMembership", "Kubelet", "NodeView",
+           "NodeWatch", "Pods", "PreviewPhase", "PromenadeClient", "ReadyStatus",
+           "node_ready", "ready_status"]
 
 
-class EtcdMembership(TypedDict, total=False):
-    cluster: str
-    member: str
+def ready_status(value: str) -> ReadyStatus:
+    """A Ready condition's status as the wire carries it: anything unknown is "Unknown"."""
+    return value if _is_ready_status(value) else "Unknown"
 
 
-class NodeView(TypedDict):
-    """GET /nodes/{node_id}: the operator's view of a Kubernetes node."""
-
-    name: str
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    cordoned: bool
-    kubelet: Kubelet
-    taints: NotRequired[list[dict[str, Any]]]
-    pods: Pods
-    eviction_locks: list[str]
-    etcd: list[EtcdMembership]
-    drain_progress: NotRequired[dict[str, Any] | None]
-
-
-class PreviewPhase(TypedDict, total=False):
-    phase: str
-    runs: bool
-    note: str
-
-
-class DecommissionPreview(TypedDict):
-    """POST /nodes/{node_id}/decommission/preview."""
-
-    node: str
-    fenced: bool
-    kubernetes: NotRequired[dict[str, Any] | None]
-    phases: list[PreviewPhase]
-    drain: NotRequired[dict[str, Any] | None]
-    capacity: NotRequired[dict[str, Any] | None]
-    etcd: list[dict[str, Any]]
-    blockers: list[str]
-    warnings: list[str]
+def _is_ready_status(value: str) -> TypeGuard[ReadyStatus]:
+    return value in get_args(ReadyStatus)
 
 
 def node_ready(view: NodeView | None) -> bool:

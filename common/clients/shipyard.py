@@ -1,27 +1,13 @@
 """Shipyard's wire types (schemas/openapi/shipyard.yaml) and the client its peers use."""
 
-from typing import TypedDict
-
 from common.api import API_PREFIX as P
+from common.clients.generated.shipyard import Revision, Revisions
 from common.context import RequestContext
 from common.httpclient import ServiceClient
 
+__all__ = ["COMMITTED_TAG", "Revision", "Revisions", "ShipyardClient", "design_ref"]
+
 COMMITTED_TAG = "committed"
-
-
-class Revision(TypedDict, total=False):
-    id: int
-    createdAt: str
-    createdBy: str | None
-    buckets: list[str]
-    tags: list[str]
-
-
-class Revisions(TypedDict):
-    """GET /revisions."""
-
-    count: int
-    results: list[Revision]
 
 
 def design_ref(base_url: str, revision_id: int) -> str:

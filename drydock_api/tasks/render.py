@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from common.clients.drydock import Task
+from common.clients.drydock import Task, result_status, task_status
 from common.status import Message
 from drydock_api.db.models import TaskRow
 from drydock_api.tasks.states import TaskStatus
@@ -12,6 +13,11 @@ from drydock_api.tasks.states import TaskStatus
 
 def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()
+
+
+def _open(messages: list[Message]) -> list[Any]:
+    """Messages carry the keys their step added beside message and error (open objects)."""
+    return list(messages)
 
 
 def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
@@ -25,7 +31,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
         "action": row.action,
         "parent_task_id": row.parent_id,
         "subtask_id_list": subtask_ids,
-        "status": row.status,
+        "status": task_status(row.status),
         "node": row.node,
         "step": row.step,
         "result": {
@@ -33,7 +39,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
             "Kind": "Status",
             "apiVersion": "v1.0",
             "metadata": {},
-            "status": row.result,
+            "status": result_status(row.result),
             "message": row.result_message or "",
             "reason": row.result,
             "successes": successes,
@@ -41,7 +47,7 @@ def task_body(row: TaskRow, *, messages: list[Message], subtask_ids: list[str],
             "skipped": skipped or [],
             "links": [],
             "details": {"errorCount": sum(1 for m in messages if m.get("error")),
-                        "messageList": messages},
+                        "messageList": _open(messages)},
         },
         "design_ref": row.design_ref,
         "node_filter": row.node_filter,

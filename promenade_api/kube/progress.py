@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from common.clients.promenade import DrainProgress as DrainRecord
+
 LOG = logging.getLogger(__name__)
 PROGRESS_ANNOTATION = "berth.io/drain-progress"
 MAX_PODS_PER_GROUP = 20  # the record stays small: annotations share a 256 KiB budget
@@ -104,13 +106,13 @@ class DrainProgress:
             LOG.warning("drain %s: could not publish progress: %s", self._node, exc)
 
 
-def parse(annotations: dict[str, str]) -> dict[str, Any] | None:
+def parse(annotations: dict[str, str]) -> DrainRecord | None:
     """The progress record a node carries, or None (absent or unreadable)."""
     raw = annotations.get(PROGRESS_ANNOTATION)
     if not raw:
         return None
     try:
-        value = json.loads(raw)
+        value: DrainRecord | None = json.loads(raw)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

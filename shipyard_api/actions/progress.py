@@ -15,14 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-from common.clients.promenade import NodeView
+from common.clients.promenade import DrainProgress, NodeView
 
 LOG = logging.getLogger(__name__)
 POLL_INTERVAL = 2.0
 T = TypeVar("T")
+R = TypeVar("R", bound=Mapping[str, object])  # a progress record
 
 
-def drain_record(status: NodeView | None, marker: str) -> dict[str, Any] | None:
+def drain_record(status: NodeView | None, marker: str) -> DrainProgress | None:
     """The node view's drain progress when it belongs to the drain this action started."""
     record = status.get("drain_progress") if status else None
     if isinstance(record, dict) and record.get("marker") == marker:
@@ -30,13 +31,13 @@ def drain_record(status: NodeView | None, marker: str) -> dict[str, Any] | None:
     return None
 
 
-def follow(call: Callable[[], T], poll: Callable[[], dict[str, Any] | None],
-           report: Callable[[dict[str, Any]], None], *,
-           interval: float = POLL_INTERVAL) -> tuple[T, dict[str, Any] | None]:
+def follow(call: Callable[[], T], poll: Callable[[], R | None],
+           report: Callable[[R], None], *,
+           interval: float = POLL_INTERVAL) -> tuple[T, R | None]:
     """Run `call`; every `interval` s while it runs, `poll` for progress and `report` each
     new record. Returns the call's result and the last record seen (errors of `call`
     propagate; a failing poll or report is only logged)."""
-    last: dict[str, Any] | None = None
+    last: R | None = None
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(contextvars.copy_context().run, call)
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from common.clients.promenade import DrainProgress
 from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
 from common.status import validation_message
@@ -118,7 +119,7 @@ def decommission(ctx: StepContext) -> Outcome:
     fenced = fencing.path_of(ctx) == fencing.FENCE_FIRST
     rc = ctx.request_context()
 
-    def record(drain: dict[str, Any]) -> None:
+    def record(drain: DrainProgress) -> None:
         ctx.report({"drain": drain})
 
     try:

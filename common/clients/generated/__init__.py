@@ -1,0 +1,1 @@
+"""Wire types generated from the OpenAPI documents (tools/wiretypes.py)."""

@@ -1,0 +1,153 @@
+"""Promenade's wire types, generated from schemas/openapi/promenade.yaml: do not edit.
+
+Regenerate with `make wiretypes` (python tools/wiretypes.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+ReadyStatus: TypeAlias = Literal['True', 'False', 'Unknown']
+
+
+class PreviewPhase(TypedDict):
+    phase: NotRequired[str]
+    runs: NotRequired[bool]
+    note: NotRequired[str]
+
+
+class DecommissionPreview(TypedDict):
+    node: str
+    fenced: bool
+    kubernetes: NotRequired[dict[str, Any] | None]
+    phases: list[PreviewPhase]
+    drain: NotRequired[dict[str, Any] | None]
+    capacity: NotRequired[dict[str, Any] | None]
+    etcd: list[dict[str, Any]]
+    blockers: list[str]
+    warnings: list[str]
+
+
+class Kubelet(TypedDict):
+    ready: NotRequired[ReadyStatus]
+    ready_since: NotRequired[str | None]
+
+
+class Pods(TypedDict):
+    total: NotRequired[int]
+    by_owner_kind: NotRequired[dict[str, list[str]]]
+    evictable: NotRequired[list[str]]
+
+
+class EtcdMembership(TypedDict):
+    cluster: NotRequired[str]
+    member: NotRequired[str]
+
+
+class Group(TypedDict):
+    reason: NotRequired[str]
+    count: NotRequired[int]
+    pods: NotRequired[list[str]]
+
+
+class DecommissionPhase(TypedDict):
+    name: str
+    state: Literal['running', 'succeeded', 'failed', 'failed-not-fatal', 'skipped']
+    attempts: int
+    started_at: NotRequired[float | None]
+    attempt_started_at: NotRequired[float | None]
+    ended_at: NotRequired[float | None]
+    outcome: NotRequired[str | None]
+    messages: NotRequired[list[dict[str, Any]]]
+
+
+class DecommissionRun(TypedDict):
+    id: str
+    node: str
+    state: Literal['running', 'succeeded', 'failed']
+    phase: str | None
+    phases: list[DecommissionPhase]
+    fingerprint: NotRequired[str]
+    params: NotRequired[dict[str, Any]]
+    created_by: NotRequired[str]
+    takeovers: int
+    created_at: float
+    updated_at: NotRequired[float]
+    ended_at: NotRequired[float | None]
+    status_code: NotRequired[int | None]
+    result: NotRequired[dict[str, Any] | None]
+    lease_owner: NotRequired[str | None]
+    lease_expires: NotRequired[float | None]
+
+
+class DrainBlocker(TypedDict):
+    kind: Literal['PodDisruptionBudget', 'EvictionLock']
+    name: NotRequired[str]
+    disruptions_allowed: NotRequired[int | None]
+    current_healthy: NotRequired[int]
+    desired_healthy: NotRequired[int]
+    expected_pods: NotRequired[int]
+    annotation: NotRequired[str]
+    holder: NotRequired[str]
+    pods: list[str]
+
+
+class DisruptedPod(TypedDict):
+    pod: NotRequired[str]
+    budget: NotRequired[str]
+    node: NotRequired[str]
+    at: NotRequired[float]
+    allowed_by: NotRequired[str]
+    disruptions_allowed: NotRequired[int | None]
+
+
+Href: TypeAlias = str
+
+
+class MessageListItem(TypedDict):
+    message: str
+    error: bool
+    kind: Literal['SimpleMessage', 'ValidationMessage', 'HealthMessage']
+
+
+class Details(TypedDict):
+    errorCount: int
+    messageList: list[MessageListItem]
+
+
+class Status(TypedDict):
+    kind: Literal['Status']
+    apiVersion: str
+    metadata: dict[str, Any]
+    status: Literal['Success', 'Failure']
+    message: str
+    reason: str
+    code: int
+    retry: bool
+    details: Details
+
+
+class DrainProgress(TypedDict):
+    node: NotRequired[str]
+    marker: NotRequired[str]
+    phase: NotRequired[str]
+    started_at: NotRequired[float]
+    updated_at: NotRequired[float]
+    pods_left: NotRequired[int]
+    removed: NotRequired[int]
+    groups: NotRequired[list[Group]]
+    blockers: NotRequired[list[DrainBlocker]]
+    disrupted: NotRequired[list[DisruptedPod]]
+
+
+class NodeView(TypedDict):
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    cordoned: bool
+    kubelet: Kubelet
+    taints: NotRequired[list[dict[str, Any]]]
+    pods: Pods
+    eviction_locks: list[str]
+    etcd: list[EtcdMembership]
+    drain_progress: NotRequired[DrainProgress | None]
