@@ -81,7 +81,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         (f"{P}/nodes/{{name}}/provide", NodeProvideResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot", NodeRebootResource(rt.node_service)),
         (f"{P}/nodes/{{name}}/reboot/{{key}}", NodeRebootKeyResource(rt.node_service)),
-        (f"{P}/validatedesign", ValidateDesignResource(rt.loader.documents)),
+        (f"{P}/validatedesign", ValidateDesignResource(
+            rt.loader.documents, rt.ports.backends.names() if rt.ports.backends else None)),
         *bootaction_routes(rt),
         (f"{P}/budgets/slots", BudgetSlotsResource(rt.budgets)),
         (f"{P}/budgets/slots/{{holder}}", BudgetSlotResource(rt.budgets)),

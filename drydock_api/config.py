@@ -11,7 +11,9 @@ SERVICE = "drydock"
 
 MAAS_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("url", default="http://127.0.0.1:5240/MAAS",
-               help="MAAS base URL (the API is under <url>/api/2.0/)."),
+               help="MAAS base URL (the API is under <url>/api/2.0/). Serves the designs "
+                    "whose drydock/Region/v1 provisioner is maas (the default); empty: "
+                    "this Drydock has no MAAS."),
     cfg.StrOpt("api_key", default="", secret=True,
                help="MAAS API key 'consumer:token:secret' (OAuth1 PLAINTEXT)."),
     cfg.FloatOpt("timeout", default=30.0, min=0.01, help="MAAS request timeout (s)."),

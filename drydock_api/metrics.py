@@ -35,9 +35,9 @@ class DrydockMetrics:
         """`target` with every call timed under `driver` (redfish, ipmi)."""
         return TimedOob(target, self.driver_seconds, driver)
 
-    def timed_maas(self, target: Provisioner) -> Provisioner:
-        """`target` with every call timed under the driver label `maas`."""
-        return TimedMaas(target, self.driver_seconds, "maas")
+    def timed_maas(self, target: Provisioner, driver: str = "maas") -> Provisioner:
+        """`target` with every call timed under the driver label `driver` (maas, ironic)."""
+        return TimedMaas(target, self.driver_seconds, driver)
 
     def watch(self, store: TaskStore) -> None:
         """Serve top-level tasks by action, status and result (queried on each scrape)."""

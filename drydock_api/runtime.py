@@ -36,6 +36,7 @@ from drydock_api.drivers.ironic.wiring import ironic_ports
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import OobDriver, OobRouter, Provisioner
 from drydock_api.drivers.promenade import PromenadeLabeller
+from drydock_api.drivers.provisioners import Backend, Backends, PowerPaths
 from drydock_api.drivers.redfish.check import against_profile
 from drydock_api.drivers.redfish.driver import RedfishDriver
 from drydock_api.metrics import DrydockMetrics
@@ -128,16 +129,11 @@ class Runtime:
         return [database]
 
     def dependency_checks(self) -> list[Callable[[], Message]]:
-        """External systems, listed by /health/extended only: MAAS being down fails tasks'
-        MAAS steps (they are retried) but does not make the API unready."""
-
-        def maas() -> Message:
-            try:
-                return health_message("maas", self.ports.maas.check(), error=False)
-            except BerthError as exc:
-                return health_message("maas", f"MAAS unavailable: {exc.message}", error=True)
-
-        return [maas]
+        """External systems, listed by /health/extended only: a provisioner (MAAS, Ironic)
+        being down fails tasks' steps (they are retried) but does not make the API unready."""
+        backends = self.ports.backends
+        return [partial(_check, b) for b in ([backends.get(n) for n in backends.names()]
+                                             if backends else [])]
 
 
 def step_settings(conf: cfg.ConfigOpts) -> StepSettings:
@@ -172,16 +168,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                        retention=conf.database.design_retention)
     kept.check_key()
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf), kept=kept)
-    provisioner = "MAAS"
-    if maas is None and conf.ironic.url:  # Ironic is the provisioner (and powers nodes)
-        maas, oob = ironic_ports(conf, oob)
-        provisioner = "Ironic"
-    maas = maas or MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
-                              retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
-    oob = oob or OobRouter({"redfish": _timed(metrics, "redfish",
-                                              RedfishDriver(timeout=conf.oob.request_timeout)),
-                            "ipmi": _timed(metrics, "ipmi", IpmiDriver())})
-    maas = metrics.timed_maas(maas) if metrics is not None else maas
+    direct = oob or OobRouter({"redfish": _timed(metrics, "redfish",
+                                                 RedfishDriver(timeout=conf.oob.request_timeout)),
+                               "ipmi": _timed(metrics, "ipmi", IpmiDriver())})
+    backends, oob = provisioners(conf, maas, direct, sleep, metrics)
     if metrics is not None:
         metrics.watch(store)
     bootactions = BootActionService(
@@ -189,11 +179,13 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
         LocationFetcher(peer_client(conf, "promenade"), timeout=conf.peers.read_timeout),
         conf.bootactions.report_url or f"{conf.peers.drydock_url.rstrip('/')}/api/v1.0/"
                                         "bootactions/")
-    ports = Ports(maas=maas, oob=oob,
+    default = backends.default()  # a design's Region picks one (Ports.for_provisioner)
+    ports = Ports(maas=default.port, oob=oob,
                   labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
-                  retire=nodes.retire, records=nodes, bootactions=bootactions,
+                  retire=nodes.retire, retirement=default.retirement, records=nodes,
+                  bootactions=bootactions,
                   bmc_check=partial(against_profile, timeout=conf.oob.request_timeout),
-                  provisioner=provisioner)
+                  provisioner=default.label, backends=backends)
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
@@ -210,10 +202,10 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                                      retries=0))
         if conf.site_design.source == "shipyard" else None,
         conf.peers.shipyard_url, store.latest_design_ref, ttl=conf.site_design.ttl)
-    inventory = Inventory(maas, oob, store.node_records, site_design, loader.design,
+    inventory = Inventory(default.port, oob, store.node_records, site_design, loader.design,
                           live_limit=conf.inventory.live_limit,
                           listing_max_age=conf.inventory.listing_max_age,
-                          records_key=store.node_records_key)
+                          records_key=store.node_records_key, backends=backends)
     settings = WorkerSettings(max_tasks=conf.worker.max_tasks,
                               lease_seconds=conf.worker.lease_seconds,
                               poll_interval=conf.worker.poll_interval)
@@ -228,16 +220,52 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     runtime = Runtime(store=store, progress=progress, nodes=nodes, loader=loader, ports=ports,
                       orchestrator=orchestrator, service=service, inventory=inventory,
                       pool=pool, worker_settings=settings,
-                      node_service=NodeService(inventory, nodes), reconciler=reconciler,
+                      node_service=NodeService(inventory, nodes, backends),
+                      reconciler=reconciler,
                       waiters=waiters, owner=conf.worker.owner,
                       budgets=BudgetService(slots, claims_of), bootactions=bootactions)
     task_budgets = TaskBudgets(slots, claims_of, conf.worker.lease_seconds * 2)
     ports.budgets = service.budgets = task_budgets
     reconciler.slots, reconciler.claims_of = slots, claims_of
     service.on_created = runtime.task_created
+    service.provisioners = backends
     runtime.listener = Listener(store.engine, {TASKS_CHANNEL: runtime.wake_workers,
                                                CHANGES_CHANNEL: waiters.notify}).start()
     return runtime
+
+
+def provisioners(conf: cfg.ConfigOpts, maas: Provisioner | None, direct: OobDriver,
+                 sleep: Callable[[float], None], metrics: DrydockMetrics | None
+                 ) -> tuple[Backends, OobDriver]:
+    """The provisioners Drydock has connection settings for ([maas] url, or a `maas` given;
+    [ironic] url), and the power paths by provisioner: a MAAS design's nodes straight at
+    their BMCs, an Ironic design's through Ironic (disk erase still at the BMC)."""
+    found: dict[str, Backend] = {}
+    paths: dict[str, OobDriver] = {"maas": direct}
+    if maas is None and conf.maas.url:
+        maas = MaasClient(conf.maas.url, conf.maas.api_key, timeout=conf.maas.timeout,
+                          retries=conf.maas.retries, backoff=conf.maas.backoff, sleep=sleep)
+    if maas is not None:
+        found["maas"] = Backend("maas", _timed_port(metrics, "maas", maas))
+    if conf.ironic.url:
+        ironic, paths["ironic"] = ironic_ports(conf, direct)
+        found["ironic"] = Backend("ironic", _timed_port(metrics, "ironic", ironic),
+                                  retirement=ironic)
+    if not found:
+        raise cfg.Error("Drydock has no provisioner: set [maas] url or [ironic] url")
+    return Backends(found), PowerPaths(paths)
+
+
+def _timed_port(metrics: DrydockMetrics | None, driver: str, port: Provisioner) -> Provisioner:
+    return metrics.timed_maas(port, driver) if metrics is not None else port
+
+
+def _check(backend: Backend) -> Message:
+    try:
+        return health_message(backend.name, backend.port.check(), error=False)
+    except BerthError as exc:
+        return health_message(backend.name, f"{backend.label} unavailable: {exc.message}",
+                              error=True)
 
 
 def _timed(metrics: DrydockMetrics | None, driver: str, target: OobDriver) -> OobDriver:

@@ -16,6 +16,8 @@ REGION = "drydock/Region/v1"
 PASSPHRASE = "deckhand/Passphrase/v1"
 RACK = "drydock/Rack/v1"
 DEFAULT_PORTS = {"redfish": 443, "ipmi": 623}
+PROVISIONERS = ("maas", "ironic")  # a Region's `provisioner`
+DEFAULT_PROVISIONER = "maas"
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class BmcAccess:
     account: str
     credential: str = field(repr=False)
     system_id: str | None = None
+    provisioner: str = DEFAULT_PROVISIONER  # the design's: power goes through Ironic on ironic
 
     def describe(self) -> str:
         return f"{self.type} {self.address}:{self.port}"
@@ -48,6 +51,7 @@ class NodeDef:
     disks: tuple[str, ...]
     os_disk: str | None
     data: dict[str, Any] = field(repr=False, default_factory=dict)
+    provisioner: str = DEFAULT_PROVISIONER  # the design's Region's
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Design:
     rack_labels: dict[str, dict[str, str]]
     problems: list[Message]
     power_grace: float | None = None  # Region power.grace_period: the site-wide default
+    provisioner: str = DEFAULT_PROVISIONER  # Region provisioner: maas or ironic
 
 
 def merge(base: Any, over: Any) -> Any:
@@ -113,8 +118,18 @@ def _credential(oob: dict[str, Any], secrets: dict[str, str], doc: Document,
     return None
 
 
+def provisioner_of(docs: list[Document]) -> str:
+    """The Region's `provisioner` (maas when no Region names one)."""
+    for doc in docs:
+        data = doc.get("data")
+        if doc.get("schema") == REGION and isinstance(data, dict) and data.get("provisioner"):
+            return str(data["provisioner"])
+    return DEFAULT_PROVISIONER
+
+
 def _bmc(name: str, data: dict[str, Any], secrets: dict[str, str], doc: Document,
-         problems: list[Message]) -> tuple[str | None, str | None, int | None, BmcAccess | None]:
+         problems: list[Message], provisioner: str = DEFAULT_PROVISIONER
+         ) -> tuple[str | None, str | None, int | None, BmcAccess | None]:
     oob: dict[str, Any] = data["oob"] if isinstance(data.get("oob"), dict) else {}
     otype = oob.get("type")
     if otype not in DEFAULT_PORTS:
@@ -135,7 +150,8 @@ def _bmc(name: str, data: dict[str, Any], secrets: dict[str, str], doc: Document
     if address and isinstance(account, str) and account and cred is not None:
         sid = oob.get("system_id")
         bmc = BmcAccess(type=otype, address=str(address), port=port, account=account,
-                        credential=cred, system_id=str(sid) if sid else None)
+                        credential=cred, system_id=str(sid) if sid else None,
+                        provisioner=provisioner)
     return otype, address, port, bmc
 
 
@@ -155,7 +171,7 @@ def _profile_chain(name: str, profiles: dict[str, Document]) -> list[Document] |
 
 
 def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
-          problems: list[Message]) -> NodeDef:
+          problems: list[Message], provisioner: str = DEFAULT_PROVISIONER) -> NodeDef:
     name = doc_ref(doc)["name"]
     raw = doc.get("data") if isinstance(doc.get("data"), dict) else {}
     data: dict[str, Any] = dict(raw or {})
@@ -171,7 +187,7 @@ def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
             for prof in chain:
                 inherited = merge(inherited, prof.get("data") or {})
             data = merge(inherited, data)
-    otype, address, port, bmc = _bmc(name, data, secrets, doc, problems)
+    otype, address, port, bmc = _bmc(name, data, secrets, doc, problems, provisioner)
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     storage = data.get("storage") if isinstance(data.get("storage"), dict) else {}
     devices = (storage or {}).get("physical_devices") or {}
@@ -185,7 +201,7 @@ def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
         labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         oob_type=otype, oob_address=address, oob_port=port, bmc=bmc,
         disks=tuple(str(d) for d in devices) if isinstance(devices, dict) else (),
-        os_disk=os_disk, data=data)
+        os_disk=os_disk, data=data, provisioner=provisioner)
 
 
 def parse_design(docs: list[Document]) -> Design:
@@ -196,18 +212,19 @@ def parse_design(docs: list[Document]) -> Design:
         if doc.get("schema") == PROFILE:
             profiles[doc_ref(doc)["name"]] = doc
     secrets = _passphrases(docs)
+    provisioner = provisioner_of(docs)
     nodes: dict[str, NodeDef] = {}
     for doc in docs:
         if doc.get("schema") != NODE:
             continue
-        node = _node(doc, profiles, secrets, problems)
+        node = _node(doc, profiles, secrets, problems, provisioner)
         if node.name in nodes:
             problems.append(_problem(f"Duplicate node name {node.name}", "DuplicateNode", doc))
         nodes[node.name] = node
     problems += [validation_message(p, name="PowerSettings")
                  for p in power.design_problems(docs)]
     return Design(nodes=nodes, rack_labels=_rack_labels(docs), problems=problems,
-                  power_grace=power.design_grace(docs))
+                  power_grace=power.design_grace(docs), provisioner=provisioner)
 
 
 def _rack_labels(docs: list[Document]) -> dict[str, dict[str, str]]:

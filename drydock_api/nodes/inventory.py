@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from common.context import RequestContext
@@ -23,6 +24,7 @@ from common.errors import BerthError, NotFound
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import teardown_view
 from drydock_api.drivers.ports import Machine, NodeDriver, OobDriver
+from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.nodes.snapshot import Listing, MachineSnapshot
 
@@ -36,7 +38,8 @@ class Inventory:
                  designs: Callable[[Any, RequestContext], Design],
                  parallel: int = 32, live_limit: int = 100, listing_max_age: float = 10.0,
                  clock: Callable[[], float] = time.monotonic,
-                 records_key: Callable[[], Any] | None = None) -> None:
+                 records_key: Callable[[], Any] | None = None,
+                 backends: Backends | None = None) -> None:
         self._maas = maas
         self._oob = oob
         self._records = records
@@ -46,6 +49,10 @@ class Inventory:
         self._live_limit = live_limit
         self._snapshot = MachineSnapshot(maas.list_machines, listing_max_age, clock,
                                          on_refresh=self._encode_again)
+        # a design's Region names its provisioner: its machines and listing are read there
+        self._backends = backends
+        self._listings: dict[str, MachineSnapshot] = {}
+        self._listing_max_age, self._clock = listing_max_age, clock
         self._records_key = records_key
         # retired filter -> (what it was encoded from, JSON, gzipped JSON, the design_ref asked)
         self._encoded: dict[bool | None, tuple[Any, bytes, bytes, Any]] = {}
@@ -69,7 +76,7 @@ class Inventory:
         design = self._designs(ref, ctx) if ref else None
         if design is None or self._records_key is None or len(design.nodes) <= self._live_limit:
             return _encode(self.nodes(ctx, design_ref, retired=retired)), None
-        listing = self._snapshot.get()
+        listing = self._provisioner(design)[1].get()
         key = (design, listing, self._records_key())
         with self._encoded_lock:
             hit = self._encoded.get(retired)
@@ -103,18 +110,19 @@ class Inventory:
             return [self._entry(None, m.hostname, m, records.get(m.hostname), None,
                                 listing.error)
                     for m in listing.machines.values() if names is None or m.hostname in names]
+        port, snapshot = self._provisioner(design)
         chosen = [design.nodes[n] for n in (names or list(design.nodes))
                   if n in design.nodes and (retired is None or retired == bool(
                       records.get(n) and records[n].retired))]  # only their BMCs are asked
         if len(chosen) > self._live_limit:
-            listing = listing or self._snapshot.get()
+            listing = listing or snapshot.get()
             return [self._entry(node, node.name, listing.machines.get(node.name),
                                 records.get(node.name),
                                 (_seen_power(listing.machines.get(node.name),
                                              records.get(node.name)), None), listing.error)
                     for node in chosen]
         with ThreadPoolExecutor(max_workers=max(1, min(self._parallel, len(chosen) or 1))) as ex:
-            live = list(ex.map(self._live, chosen))
+            live = list(ex.map(partial(self._live, port), chosen))
         return [self._entry(node, node.name, machine, records.get(node.name), power, error)
                 for node, (machine, error, power) in zip(chosen, live, strict=True)]
 
@@ -131,10 +139,26 @@ class Inventory:
         if name not in known:
             raise NotFound(f"Node {name} is not in the design", reason="NodeNotFound")
 
-    def _live(self, node: NodeDef) -> tuple[Machine | None, str | None, Power]:
-        """The node's machine in MAAS (or the MAAS error) and its BMC's power state."""
+    def _provisioner(self, design: Design) -> tuple[NodeDriver, MachineSnapshot]:
+        """The provisioner the design's Region names (422 when not configured here) and
+        its machine listing."""
+        if self._backends is None:
+            return self._maas, self._snapshot
+        backend = self._backends.get(design.provisioner)
+        if backend.port is self._maas:
+            return self._maas, self._snapshot
+        with self._encoded_lock:
+            snapshot = self._listings.get(backend.name)
+            if snapshot is None:
+                snapshot = self._listings[backend.name] = MachineSnapshot(
+                    backend.port.list_machines, self._listing_max_age, self._clock,
+                    on_refresh=self._encode_again)
+        return backend.port, snapshot
+
+    def _live(self, port: NodeDriver, node: NodeDef) -> tuple[Machine | None, str | None, Power]:
+        """The node's machine in its provisioner (or the error) and its power state."""
         try:
-            machine, error = self._maas.find_machine(node.name), None
+            machine, error = port.find_machine(node.name), None
         except BerthError as exc:
             machine, error = None, exc.message
         return machine, error, self._power(node)
@@ -156,6 +180,7 @@ class Inventory:
             "hostname": name,
             "name": name,
             "in_design": node is not None,
+            "provisioner": node.provisioner if node else None,
             "rack": node.rack if node else None,
             "tags": list(node.tags) if node else [],
             "labels": dict(node.labels) if node else {},

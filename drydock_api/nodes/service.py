@@ -10,6 +10,7 @@ from common.errors import Conflict, NotFound, ValidationFailed
 from common.status import validation_message
 from drydock_api.db.models import RebootRow
 from drydock_api.db.nodes import NodeStore
+from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes import power
 from drydock_api.nodes.inventory import Inventory
 from drydock_api.nodes.reboot import policy_of
@@ -74,9 +75,11 @@ def check_reboot_body(body: dict[str, Any]) -> list[str]:
 class NodeService:
     """Domain side of PATCH /nodes/{name}, provide and reboot requests."""
 
-    def __init__(self, inventory: Inventory, nodes: NodeStore) -> None:
+    def __init__(self, inventory: Inventory, nodes: NodeStore,
+                 backends: Backends | None = None) -> None:
         self._inventory = inventory
         self._nodes = nodes
+        self._backends = backends  # a provisioner keeping its own retired flag (Ironic)
 
     def _view(self, ctx: RequestContext, name: str, design_ref: Any) -> dict[str, Any]:
         return self._inventory.node(ctx, name, design_ref)
@@ -97,10 +100,26 @@ class NodeService:
             raise InvalidNodeState(
                 f"Node {name} is available for deployment (MAAS {view['maas_status']}): "
                 f"tear it down (destroy_nodes) before retiring it")
+        self._retire_at_provisioner(view, name, body)
         self._nodes.update(name, retired=body["retired"],
                            retired_reason=body.get("retired_reason") if body["retired"]
                            else None)
         return self._view(ctx, name, design_ref)
+
+    def _retire_at_provisioner(self, view: dict[str, Any], name: str,
+                               body: dict[str, Any]) -> None:
+        """Ironic keeps its own retired flag (spec 003): set there first, so a refusal
+        (Ironic's 409 for an available node) leaves Drydock's record as it was."""
+        if self._backends is None or not view.get("provisioner") \
+                or view.get("maas_system_id") is None:
+            return
+        retirement = self._backends.get(view["provisioner"]).retirement
+        if retirement is None:
+            return
+        if body["retired"]:
+            retirement.retire(name, body.get("retired_reason"))
+        else:
+            retirement.unretire(name)
 
     def provide(self, ctx: RequestContext, name: str, design_ref: Any) -> dict[str, Any]:
         self._view(ctx, name, design_ref)

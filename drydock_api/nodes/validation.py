@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from common.documents import Document, doc_ref, validate_documents
 from common.status import Message, validation_message
+from drydock_api.drivers.provisioners import problems as provisioner_problems
 from drydock_api.nodes import domains
 from drydock_api.nodes.design import NODE, PASSPHRASE, parse_design
 from drydock_api.nodes.filters import check_filter
@@ -13,10 +15,12 @@ from drydock_api.nodes.filters import check_filter
 BOOT_ACTION = "drydock/BootAction/v1"
 
 
-def validate_design(docs: list[Document]) -> list[Message]:
+def validate_design(docs: list[Document],
+                    provisioners: Collection[str] | None = None) -> list[Message]:
     """Every problem in Drydock's own documents (other services validate theirs): schema
     errors, OOB address/credentials, host profiles, OS disk, duplicate names, failure-domain
-    declarations."""
+    declarations, and (given the provisioners this Drydock is configured for) a Region
+    naming a provisioner that is not among them."""
     mine = [d for d in docs if str(d.get("schema", "")).startswith("drydock/")
             or d.get("schema") == PASSPHRASE]
     messages = validate_documents(mine)
@@ -26,6 +30,8 @@ def validate_design(docs: list[Document]) -> list[Message]:
                                            error=False))
     design = parse_design(docs)
     messages += design.problems + domains.problems(docs, design)
+    if provisioners is not None:
+        messages += provisioner_problems(design.provisioner, sorted(provisioners))
     messages += [validation_message(p, name="BootAction", documents=[doc_ref(d)])
                  for d in docs if d.get("schema") == BOOT_ACTION for p in boot_action_problems(d)]
     return messages

@@ -147,15 +147,17 @@ class WipePlanResource:
 
 
 class ValidateDesignResource:
-    def __init__(self, documents: Callable[[Any, RequestContext], list[Document]]) -> None:
+    def __init__(self, documents: Callable[[Any, RequestContext], list[Document]],
+                 provisioners: list[str] | None = None) -> None:
         self._documents = documents
+        self._provisioners = provisioners  # those configured: a design naming another fails
 
     @authorize("drydock:validate_design")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
         ref = body if "href" in body else body.get("design_ref")
         docs = self._documents(href_of(ref), req.context.berth)
-        messages = validate_design(docs)
+        messages = validate_design(docs, self._provisioners)
         if any(m["error"] for m in messages):
             raise ValidationFailed("Design validation failed", messages=messages)
         resp.media = status_body(200, "Design is valid", reason="Validation",

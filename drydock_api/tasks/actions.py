@@ -39,6 +39,8 @@ class ActionDef:
     skip_retired: bool = False
     needs_filter: bool = False
     teardown: bool = False  # the node's teardown record follows it (tasks.teardown)
+    # runs on the design's provisioner: refused at creation when it is not configured
+    needs_provisioner: bool = True
 
 
 def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
@@ -49,7 +51,8 @@ def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
 
 
 def validate(ctx: SiteContext) -> SiteOutcome:
-    messages = validate_design(ctx.documents)
+    backends = ctx.ports.backends
+    messages = validate_design(ctx.documents, backends.names() if backends else None)
     bad = any(m["error"] for m in messages)
     if not messages:
         messages = [validation_message("Design is valid", name="DesignValidation",
@@ -67,10 +70,11 @@ def verify_oob(ctx: NodeContext) -> Outcome:
 
 
 def verify_maas(ctx: NodeContext) -> Outcome:
-    machine = ctx.ports.maas.find_machine(ctx.node.name)
+    machine, who = ctx.ports.maas.find_machine(ctx.node.name), ctx.ports.provisioner
     if machine is None:
-        return Done("MAAS does not know this machine", output={"maas_status": None})
-    return Done(f"MAAS status {machine.status_name}", output={"maas_status": machine.status_name})
+        return Done(f"{who} does not know this machine", output={"maas_status": None})
+    return Done(f"{who} status {machine.status_name}",
+                output={"maas_status": machine.status_name})
 
 
 def relabel(ctx: NodeContext) -> Outcome:
@@ -93,7 +97,7 @@ def build_actions() -> dict[str, ActionDef]:
     """The implemented actions; the others are refused with 400 UnsupportedAction."""
     return {
         "validate_design": ActionDef("validate_design", no_options("validate_design"), None,
-                                     exclusive=False, site=validate),
+                                     exclusive=False, site=validate, needs_provisioner=False),
         "verify_nodes": ActionDef(
             "verify_nodes", no_options("verify_nodes"),
             lambda o: [node_step("verify_oob", verify_oob, lambda s: s.power_timeout),

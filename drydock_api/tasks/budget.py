@@ -15,13 +15,11 @@ from common.context import RequestContext
 from common.errors import Conflict
 from common.status import Message, simple_message
 from common.workflow import Done, Failed, Outcome, Retry, StepDef
-from drydock_api.budgets.service import ClaimsOf, check_holder, exhausted
+from drydock_api.budgets.service import ClaimsOf, exhausted
 from drydock_api.budgets.slots import Blocker, SlotStore
 from drydock_api.tasks.context import Budgets, NodeContext, NodeStep
 
 LOG = logging.getLogger(__name__)
-CHOICES = ("wait", "refuse")
-FIELDS = ("budget", "budget_holder")  # task body fields, kept in the task's options
 KEY = "budget_key"  # options: the task's own holders are drydock:<key>:<node>
 BUDGETED = ("prepare_nodes", "deploy_nodes", "destroy_nodes", "power_off_nodes")
 STEP = "take_budget_slot"
@@ -34,16 +32,6 @@ class HolderNotCovering(Conflict):
 
 def task_holder(key: str, node: str) -> str:
     return f"drydock:{key}:{node}"
-
-
-def check_fields(body: dict[str, Any]) -> list[str]:
-    """Problems of the task body's budget fields."""
-    problems = []
-    if body.get("budget", "wait") not in CHOICES:
-        problems.append("budget must be wait or refuse")
-    if body.get("budget_holder") is not None:
-        check_holder(body["budget_holder"], problems)
-    return problems
 
 
 class TaskBudgets:

@@ -4,12 +4,13 @@ are defined; what a step returns (Done / Retry / Failed) is common.workflow's.""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import OobDriver, Provisioner
+from drydock_api.drivers.provisioners import Backends, Retirement
 from drydock_api.nodes.design import BmcAccess, NodeDef
 
 
@@ -95,6 +96,19 @@ class Ports:
     # a Redfish BMC against Drydock's profile: the failed requirements ([]: it passes)
     bmc_check: Callable[[BmcAccess], list[str]] | None = None
     provisioner: str = "MAAS"  # the provisioner's name in step messages (MAAS or Ironic)
+    backends: Backends | None = None  # the configured provisioners (a design picks one)
+    retirement: Retirement | None = None  # the provisioner's own retired flag (Ironic's)
+
+    def for_provisioner(self, name: str) -> Ports:
+        """These ports with the provisioner a design's Region names as `maas` (422 when it
+        is not configured), and its own retired flag where it keeps one."""
+        if self.backends is None:
+            return self
+        backend = self.backends.get(name)
+        if backend.label == self.provisioner:  # these ports are that provisioner's already
+            return self
+        return replace(self, maas=backend.port, provisioner=backend.label,
+                       retirement=backend.retirement)
 
 
 @dataclass

@@ -336,8 +336,11 @@ def retire(ctx: NodeContext) -> Outcome:
     reason = ctx.options.get("retired_reason")
     if ctx.ports.retire is None:
         return Failed("RetirementUnavailable", "Retirement is not available")
+    if ctx.ports.retirement is not None:  # Ironic's own flag first (spec 003)
+        ctx.ports.retirement.retire(ctx.node.name, reason)
     ctx.ports.retire(ctx.node.name, reason)
-    return Done(f"Retired{': ' + reason if reason else ''}")
+    where = f" (and in {ctx.ports.provisioner})" if ctx.ports.retirement is not None else ""
+    return Done(f"Retired{where}{': ' + reason if reason else ''}")
 
 
 def steps(options: dict[str, Any]) -> list[NodeStep]:

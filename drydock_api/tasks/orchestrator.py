@@ -20,7 +20,7 @@ from common.workflow import Done, Failed, Retry
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TeardownUpdate
 from drydock_api.db.store import TaskStore
-from drydock_api.nodes.design import Design, NodeDef
+from drydock_api.nodes.design import Design, NodeDef, provisioner_of
 from drydock_api.tasks import teardown as td
 from drydock_api.tasks.actions import ActionDef
 from drydock_api.tasks.budget import STEP as BUDGET_STEP
@@ -78,6 +78,7 @@ class _NodeRun:
     retake: bool = False  # resumed after take_budget_slot: hold the slots again first
     blocked: list[str] = field(default_factory=list)  # what the retake last waited for
     waiting_since: float | None = None  # when the retake first found a domain full
+    ports: Ports | None = None  # the ports of the task design's provisioner
 
 
 class DesignSource:
@@ -124,10 +125,11 @@ class Orchestrator:
                 self._run_site_level(row, action, ctx)
                 return
             design = self._designs.design(row, ctx)
+            ports = self._ports.for_provisioner(design.provisioner)
         except BerthError as exc:
             self._fail_task(row, f"Design {row.design_ref!r} could not be loaded: {exc.message}")
             return
-        self._run_nodes(row, action, design, ctx, lease)
+        self._run_nodes(row, action, design, ctx, lease, ports)
         if not lease.lost.is_set():
             self._finish(row)
 
@@ -146,8 +148,10 @@ class Orchestrator:
     def _run_site_level(self, row: TaskRow, action: ActionDef, ctx: RequestContext) -> None:
         assert action.site is not None
         docs = self._designs.documents(row, ctx)
-        outcome = action.site(SiteContext(documents=docs, options=dict(row.options or {}),
-                                          ports=self._ports, request=ctx))
+        outcome = action.site(SiteContext(
+            documents=docs, options=dict(row.options or {}),
+            ports=self._ports.for_provisioner(provisioner_of(docs))
+            if action.needs_provisioner else self._ports, request=ctx))
         self._progress.add_messages(row, outcome.messages)
         result = TaskResult.SUCCESS if outcome.ok else TaskResult.FAILURE
         self._tasks.transition(row.id, TaskStatus.COMPLETE, completed=self.clock(),
@@ -160,7 +164,7 @@ class Orchestrator:
                                result=TaskResult.FAILURE.value, result_message=message)
 
     def _run_nodes(self, row: TaskRow, action: ActionDef, design: Design,
-                   ctx: RequestContext, lease: TaskHold) -> None:
+                   ctx: RequestContext, lease: TaskHold, ports: Ports) -> None:
         names = list(row.node_names or [])
         missing = [n for n in names if n not in design.nodes]
         node_tasks = self._progress.ensure_node_tasks(row, names)
@@ -179,7 +183,8 @@ class Orchestrator:
             assert action.steps is not None
             options = dict(row.options or {})
             runs.append(_NodeRun(design.nodes[name], sub, options, action.steps(options),
-                                 teardown=action.teardown, design_grace=design.power_grace))
+                                 teardown=action.teardown, design_grace=design.power_grace,
+                                 ports=ports))
         _Schedule(self, row, ctx, lease, runs).run()
 
     def _skip_retired(self, action: ActionDef, sub: TaskRow, name: str) -> bool:
@@ -299,7 +304,8 @@ class Orchestrator:
         run.step, run.row = step, self._progress.start_step(run.sub, step.name)
         saved = self._progress.saved_retry(run.row)
         run.seen = Attempts.load(saved) if saved else Attempts.first(self.clock())
-        node_ctx = NodeContext(node=run.node, options=run.options, ports=self._ports,
+        node_ctx = NodeContext(node=run.node, options=run.options,
+                               ports=run.ports or self._ports,
                                settings=self._settings, request=ctx, clock=self.clock,
                                previous=run.previous, cancelled=lease.lost.is_set,
                                state=self._progress.saved_state(run.row), task=row.id,

@@ -19,6 +19,7 @@ from common.status import Message, validation_message
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TreeMessages
 from drydock_api.db.store import TaskStore
+from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import CRITERIA, check_filter, select_nodes
 from drydock_api.tasks import budget
@@ -74,6 +75,7 @@ class TaskService:
         self._trees_lock = threading.Lock()
         self.on_created: Callable[[], None] = lambda: None  # wakes this process's workers
         self.budgets: budget.TaskBudgets | None = None  # failure-domain slots of tasks
+        self.provisioners: Backends | None = None  # the configured provisioners
 
     def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
         problems = [f"unknown field {k!r}" for k in body
@@ -108,6 +110,8 @@ class TaskService:
         href_of(body["design_ref"])
         # resolved once and kept: the task records the digest its workers read
         design, digest = self._designs(body["design_ref"], ctx)
+        if action.needs_provisioner and self.provisioners is not None:
+            self.provisioners.get(design.provisioner)  # 422 when not configured
         nodes: list[str] = []
         if action.site is None:
             nodes = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)

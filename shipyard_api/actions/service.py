@@ -83,10 +83,8 @@ class ActionService:
         `allow_intermediate_commits` (Airship's query parameter) sets that parameter of the
         actions that check intermediate commits, and is ignored by the others, as there."""
         definition = self.definition(name)
-        if parameters is None:
+        if parameters is None:  # an object otherwise: the resource checked the body
             parameters = {}
-        if not isinstance(parameters, dict):
-            raise BadRequest("parameters must be an object")
         if allow_intermediate_commits and name in INTERMEDIATE_CHECKED:
             parameters = {**{k: v for k, v in parameters.items()
                              if not (isinstance(k, str) and canonical(k) == ALLOW)},

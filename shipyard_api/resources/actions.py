@@ -7,6 +7,7 @@ import falcon
 from common import policy
 from common.api import API_PREFIX as P
 from common.body import read_json_object
+from common.bodyschema import require_schema
 from common.encoded import send_json
 from common.errors import BadRequest
 from common.longpoll import ChangeWaiters, wait_params
@@ -50,10 +51,9 @@ class ActionsResource:
     @authorize("shipyard:create_action")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
-        unknown = sorted(set(body) - {"name", "parameters", "plan_id"})
-        if unknown:
-            raise BadRequest(f"Unknown field(s) in the action body: {', '.join(unknown)}")
-        definition = self._service.definition(body.get("name"))
+        definition = self._service.definition(body.get("name"))  # UnknownAction first
+        require_schema("shipyard", "ActionRequest", body, "Invalid action request",
+                       reason="BadRequest")
         policy.check(req, f"shipyard:action_{definition.name}")
         if disruption.requested(body.get("parameters")):
             policy.check(req, disruption.RULE)

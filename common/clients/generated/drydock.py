@@ -180,9 +180,11 @@ class TaskOptions(TypedDict):
     grace_period: NotRequired[float]
     force: NotRequired[bool]
     preserve_local_storage: NotRequired[bool]
-    erase: NotRequired[Literal['quick', 'secure']]
+    erase: NotRequired[Literal['secure', 'secure_only', 'quick', 'zero']]
+    os_disk_erase: NotRequired[Literal['bmc', 'none']]
     retire: NotRequired[bool]
     retired_reason: NotRequired[str]
+    all_nodes: NotRequired[bool]
 
 
 class TaskRequest(TypedDict):

@@ -8,6 +8,12 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 
+class ActionRequest(TypedDict):
+    name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site', 'test_site', 'update_software']
+    parameters: NotRequired[dict[str, Any]]
+    plan_id: NotRequired[str]
+
+
 class Revision(TypedDict):
     id: NotRequired[int]
     createdAt: NotRequired[str]

@@ -268,7 +268,7 @@ class IronicClient:
             return self.provision(node.name, "manage", reach={st.MANAGEABLE})
         return node
 
-    def retire(self, name: str, reason: str) -> IronicNode:
+    def retire(self, name: str, reason: str | None) -> IronicNode:
         """PATCH retired=true, retired_reason; Ironic refuses (409) an `available` node."""
         self._request("PATCH", f"/nodes/{name}", [
             {"op": "add", "path": "/retired", "value": True},

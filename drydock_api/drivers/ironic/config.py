@@ -8,8 +8,9 @@ from drydock_api.drivers.ironic.client import API_VERSION, IronicSettings
 
 IRONIC_OPTS: list[cfg.Opt] = [
     cfg.StrOpt("url", default="",
-               help="Ironic's API root (http://host:6385, no /v1). Empty: MAAS ([maas]) is "
-                    "the provisioner; set: Ironic is, and power goes through Ironic too."),
+               help="Ironic's API root (http://host:6385, no /v1). Empty: this Drydock has no "
+                    "Ironic. A design whose drydock/Region/v1 says provisioner: ironic is "
+                    "provisioned, and its nodes powered, through this Ironic."),
     cfg.StrOpt("api_version", default=API_VERSION,
                help="Ironic API microversion asked for (1.61 or newer: retired fields)."),
     cfg.IntOpt("lock_retries", default=8, min=0,

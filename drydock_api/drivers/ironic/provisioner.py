@@ -184,6 +184,16 @@ class IronicProvisioner:
     def get_config(self, name: str) -> str | None:
         return None
 
+    # Retirement (spec 003) is Ironic's own: Drydock's retire and unretire set its fields.
+    def retire(self, hostname: str, reason: str | None) -> None:
+        """PATCH retired true and retired_reason; Ironic refuses (409) an available node,
+        which stays as it was."""
+        self.client.retire(hostname, reason)
+
+    def unretire(self, hostname: str) -> None:
+        """PATCH retired false, retired_reason removed."""
+        self.client.unretire(hostname)
+
     def set_config(self, name: str, value: str) -> None:
         return None
 

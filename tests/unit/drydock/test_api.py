@@ -103,8 +103,9 @@ def test_lifecycle_actions_refuse_unknown_options(api, action):
     ({"options": {"preserve_local_storage": "yes"}}, "preserve_local_storage"),
     ({"options": {"retired_reason": "x"}}, "only allowed with retire"),
     ({"options": {"colour": 1}}, "unknown option"),
-    ({"node_filter": {"filter_set": [{"node_names": "n1"}]}}, "list of strings"),
-    ({"design_ref": None}, "design_ref is required"),
+    ({"node_filter": {"filter_set": [{"node_names": "n1"}]}}, "node_names must be a list"),
+    ({"node_filter": {"filter_set": [{"node_names": [1]}]}}, "node_names[0] must be a string"),
+    ({"design_ref": None}, "design_ref must be a bare href"),
     ({"extra": 1}, "unknown field"),
 ])
 def test_bad_task_requests_get_400_listing_the_problem(api, change, fragment):
@@ -112,6 +113,30 @@ def test_bad_task_requests_get_400_listing_the_problem(api, change, fragment):
     resp = post(client, "/api/v1.0/tasks", task_request(site, **change))
     assert resp.status_code == 400
     assert any(fragment in m["message"] for m in resp.json["details"]["messageList"])
+    assert client.simulate_get("/api/v1.0/tasks", headers=ADMIN).json == []
+
+
+def test_a_task_request_is_checked_against_the_openapi_document_every_problem_listed(api):
+    """TaskRequest of schemas/openapi/drydock.yaml is the check: each way the body breaks it,
+    and what the action itself refuses, in one 400; nothing is created."""
+    client, site = api
+    body = task_request(site, kind="Job", budget="maybe",
+                        node_filter={"filter_set": [{"node_labels": {"rack": 5}}]},
+                        options={"preserve_local_storage": "yes", "colour": "red"})
+    del body["design_ref"]
+    resp = post(client, "/api/v1.0/tasks", body)
+    assert resp.status_code == 400 and resp.json["reason"] == "ValidationFailure"
+    listed = [m["message"] for m in resp.json["details"]["messageList"]]
+    assert listed == [
+        "design_ref is required",
+        "budget must be wait or refuse",
+        "kind must be Task",
+        "node_filter.filter_set[0].node_labels.rack must be a string",
+        "options: unknown field 'colour'",
+        "options.preserve_local_storage must be true or false",
+        "options: unknown option 'colour' for destroy_nodes",
+    ], listed
+    assert resp.json["details"]["errorCount"] == len(listed)
     assert client.simulate_get("/api/v1.0/tasks", headers=ADMIN).json == []
 
 

@@ -225,7 +225,7 @@ def test_post_tasks_budget_fields_over_http(make_site: SiteFactory, tmp_path: Pa
                                      "budget_holder": "no spaces allowed"})
     assert bad.status_code == 400, bad.text
     text = str(bad.json["details"]["messageList"])
-    assert "budget must be wait or refuse" in text and "holder must be" in text
+    assert "budget must be wait or refuse" in text and "budget_holder must match" in text
     held = call(c, "POST", "/budgets/slots", {"holder": "ops-1", "node": "n1",
                                               "design_ref": href})
     assert held.status_code == 200, held.text

@@ -78,6 +78,21 @@ def test_control_pause_and_unpause_answer_202(api: Any, harness: Harness) -> Non
     assert resp.status_code == 202 and resp.json["state"] == "running"
 
 
+def test_an_action_request_is_checked_against_the_openapi_document(api: Any,
+                                                                   harness: Harness) -> None:
+    """ActionRequest of schemas/openapi/shipyard.yaml is the check: every way the body
+    breaks it is listed in one 400, and nothing is created."""
+    client, tokens = api
+    harness.commit(tag="site-action-success")
+    resp = post(client, tokens["admin"], {"name": "redeploy_server", "parameters": "node01",
+                                          "plan_id": 7, "colour": "red"})
+    assert resp.status_code == 400 and resp.json["reason"] == "BadRequest", resp.json
+    listed = [m["message"] for m in resp.json["details"]["messageList"]]
+    assert listed == ["unknown field 'colour'", "parameters must be an object",
+                      "plan_id must be a string"], listed
+    assert harness.api.list() == []
+
+
 @pytest.mark.parametrize(("body", "reason"), [
     ({"name": "nuke_site"}, "UnknownAction"),
     ({"parameters": {}}, "UnknownAction"),
