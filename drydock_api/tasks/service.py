@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from cachetools import LRUCache
 
+from common.bodyschema import schema_problems
 from common.clients.drydock import Task
 from common.context import RequestContext
 from common.designref import href_of
@@ -21,17 +22,12 @@ from drydock_api.db.progress import ProgressStore, TreeMessages
 from drydock_api.db.store import TaskStore
 from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design
-from drydock_api.nodes.filters import CRITERIA, check_filter, select_nodes
+from drydock_api.nodes.filters import CRITERIA, select_nodes
 from drydock_api.tasks import budget
 from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
 from drydock_api.tasks.render import task_body
 from drydock_api.tasks.states import FINAL, TaskResult, TaskStatus
 
-BODY_FIELDS = ("action", "design_ref", "node_filter", "options", *budget.FIELDS)
-# A task document's envelope (Airship's task schema shows it; Drydock's answers carry it):
-# accepted when it names a Task of API v1 / v1.0, otherwise listed as a problem.
-ENVELOPE = {"kind": ("Task",), "Kind": ("Task",), "apiVersion": ("v1", "v1.0"),
-            "api_version": ("v1", "v1.0")}
 TREE_CACHE = 8  # encoded task trees kept per process
 
 
@@ -78,27 +74,18 @@ class TaskService:
         self.provisioners: Backends | None = None  # the configured provisioners
 
     def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
-        problems = [f"unknown field {k!r}" for k in body
-                    if k not in BODY_FIELDS and k not in ENVELOPE]
-        problems += [f"{k} must be {' or '.join(ENVELOPE[k])}" for k in body
-                     if k in ENVELOPE and body[k] not in ENVELOPE[k]]
+        """The body against the document's TaskRequest, then what the action itself allows
+        (its options; a node filter for a destructive one), every problem in one 400."""
+        problems = schema_problems("drydock", "TaskRequest", body)
         action = body.get("action")
-        if not isinstance(action, str) or action not in ALL_ACTIONS:
-            problems.append(f"action must be one of {', '.join(ALL_ACTIONS)}")
-        options = body.get("options") or {}
-        if not isinstance(options, dict):
-            problems.append("options must be an object")
-            options = {}
-        if body.get("design_ref") is None:
-            problems.append("design_ref is required")
-        problems += check_filter(body.get("node_filter"))
-        problems += budget.check_fields(body)
+        given = body.get("options")
+        options: dict[str, Any] = given if isinstance(given, dict) else {}
         if isinstance(action, str) and action in self._actions:
             problems += self._actions[action].check_options(options)
             if self._actions[action].needs_filter:
                 problems += _filter_or_all(action, body.get("node_filter"), options)
         if problems:
-            raise _invalid(problems)
+            raise _invalid(list(dict.fromkeys(problems)))
         if action not in self._actions:
             raise UnsupportedAction(f"Action {action} is not supported yet")
         return self._actions[str(action)], options
