@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import BerthError, InternalError
+from common.poll import NotYet, poll
 from common.status import Message, simple_message, status_body
 from promenade_api.db import make_engine
 from promenade_api.db.models import Base
@@ -174,18 +175,22 @@ class DurableDecommission:
     def _wait(self, run: dict[str, Any], deadline: float) -> tuple[dict[str, Any], str]:
         """Wait for the run to be over ("over"), or take it over once its lease lapsed."""
         LOG.info("decommission of %s: joining run %s", run["node"], run["id"])
-        while True:
+
+        def over() -> tuple[dict[str, Any], str] | NotYet[dict[str, Any]]:
             current = self.store.get(run["id"]) or run
             if current["state"] != RUNNING:
                 return current, "over"
             if float(current["lease_expires"] or 0) < self.store.clock() \
                     and self.store.take(run["id"]):
                 return self.store.get(run["id"]) or current, TAKEOVER
-            if time.monotonic() >= deadline:
-                raise busy(current, f"The decommission of {current['node']} (run "
-                           f"{current['id']}) is still running, at phase {current['phase']}; "
-                           "ask again to keep waiting for it")
-            time.sleep(self.poll)
+            return NotYet(current)
+
+        def still_running(current: dict[str, Any]) -> tuple[dict[str, Any], str]:
+            raise busy(current, f"The decommission of {current['node']} (run {current['id']}) "
+                       f"is still running, at phase {current['phase']}; ask again to keep "
+                       "waiting for it")
+
+        return poll(over, deadline=deadline, interval=self.poll, expire=still_running)
 
     def _execute(self, run: dict[str, Any], req: RunRequest, inputs: Inputs, *,
                  taken_over: bool) -> tuple[int, dict[str, Any]]:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from common.poll import NotYet, poll
 from common.status import simple_message
 from promenade_api.errors import DrainNodeError
 from promenade_api.kube.drain import DrainSettings, held_locks
@@ -39,23 +40,30 @@ class AgentWaiter:
         return locks, pods
 
     def wait(self, node: str, timeout: int) -> dict[str, Any]:
-        deadline = self._clock() + timeout
         started = self._clock()
-        while True:
+
+        def gone() -> dict[str, Any] | NotYet[tuple[list[str], list[str]]]:
             locks, pods = self.state(node)
-            if not locks and not pods:
-                LOG.info("agents %s: no agent lock or agent pod left", node)
-                return {"node": node, "waited": round(self._clock() - started, 3)}
-            if self._clock() >= deadline:
-                raise DrainNodeError(
-                    f"The agents on {node} did not release their locks within {timeout}s "
-                    f"(still held: {', '.join(locks) or 'none'})",
-                    messages=[simple_message(f"Agent lock {k} still held on {node}; its "
-                                             "operator releases it only after deleting its "
-                                             "agent") for k in locks]
-                    + [simple_message(f"Agent pod {p} still on {node}", pod=p) for p in pods],
-                    details={"node": node, "locks": locks, "remaining_pods": pods})
+            if locks or pods:
+                return NotYet((locks, pods))
+            LOG.info("agents %s: no agent lock or agent pod left", node)
+            return {"node": node, "waited": round(self._clock() - started, 3)}
+
+        def waiting(held: tuple[list[str], list[str]]) -> None:
             LOG.info("agents %s: waiting for locks %s and pods %s", node,
-                     ", ".join(locks) or "-", ", ".join(pods) or "-")
+                     ", ".join(held[0]) or "-", ", ".join(held[1]) or "-")
             self._check()
-            self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
+
+        def late(held: tuple[list[str], list[str]]) -> dict[str, Any]:
+            locks, pods = held
+            raise DrainNodeError(
+                f"The agents on {node} did not release their locks within {timeout}s "
+                f"(still held: {', '.join(locks) or 'none'})",
+                messages=[simple_message(f"Agent lock {k} still held on {node}; its "
+                                         "operator releases it only after deleting its "
+                                         "agent") for k in locks]
+                + [simple_message(f"Agent pod {p} still on {node}", pod=p) for p in pods],
+                details={"node": node, "locks": locks, "remaining_pods": pods})
+
+        return poll(gone, deadline=started + timeout, interval=self._s.lock_poll_interval,
+                    expire=late, between=waiting, clock=self._clock, sleep=self._sleep)

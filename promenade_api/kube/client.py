@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from common.nodenames import require_name
+from common.poll import NotYet, poll
 from common.urlpath import node_path, object_path
 from promenade_api.kube.budget import Budget
 from promenade_api.kube.model import EvictResult, Lease, Node, Obj, Pod
@@ -360,13 +361,13 @@ class KubeClient:
                 yield event
 
     def _poll_gone(self, node: str, remaining: set[str], deadline: float) -> set[str]:
-        while remaining:
-            present = {p.uid for p in self.list_pods(node)}
-            remaining &= present
-            if not remaining or time.monotonic() >= deadline:
-                break
-            time.sleep(min(self._poll, max(0.0, deadline - time.monotonic())))
-        return remaining
+        def left() -> set[str] | NotYet[set[str]]:
+            remaining.intersection_update(p.uid for p in self.list_pods(node))
+            return NotYet(remaining) if remaining else remaining
+
+        if not remaining:
+            return remaining
+        return poll(left, deadline=deadline, interval=self._poll, expire=lambda r: r)
 
     # -- leases ------------------------------------------------------------------------
     def _lease_path(self, namespace: str, name: str = "") -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from common.disruption import Leave
 from common.errors import BadRequest
+from common.poll import NotYet, poll
 from common.status import Message, simple_message
 from promenade_api.errors import DrainNodeError
 from promenade_api.kube.blockers import (
@@ -257,31 +258,43 @@ class Drainer:
         return exists
 
     def _wait_for_locks(self, node: str, annotations: dict[str, str], deadline: float) -> None:
-        locks = held_locks(annotations, self._s.lock_patterns)
-        if locks:
-            self._p.phase("waiting for eviction locks")
-            plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
-            waiting = [p.key for p in plan.evict + plan.hold + plan.delete]
-        while locks:
-            self._p.set(waiting, "; ".join(lock_reason(k, annotations.get(k, ""))
-                                           for k in locks))
-            self._p.blockers([lock_blocker(k, annotations.get(k, ""), waiting) for k in locks])
+        if not held_locks(annotations, self._s.lock_patterns):
+            return
+        self._p.phase("waiting for eviction locks")
+        plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
+        waiting = [p.key for p in plan.evict + plan.hold + plan.delete]
+        notes, checks = annotations, 0  # the node's annotations at the last check
+
+        def released() -> bool | NotYet[list[str]]:
+            nonlocal notes, checks
+            if checks:  # read again before each check but the first
+                notes = self._kube.get_node(node).annotations
+            checks += 1
+            held = held_locks(notes, self._s.lock_patterns)
+            if not held:
+                return True
+            self._p.set(waiting, "; ".join(lock_reason(k, notes.get(k, "")) for k in held))
+            self._p.blockers([lock_blocker(k, notes.get(k, ""), waiting) for k in held])
             self._p.flush()
-            if self._clock() >= deadline:
-                plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
-                pods = sorted(p.key for p in plan.evict + plan.hold + plan.delete)
-                blockers = [lock_blocker(k, annotations.get(k, ""), pods) for k in locks]
-                raise DrainNodeError(
-                    f"Drain of {node} timed out waiting for eviction locks; nothing was evicted",
-                    messages=[simple_message(describe(b), blocker=b) for b in blockers]
-                    + [simple_message(f"Pod {p} still present on {node}", pod=p) for p in pods],
-                    details={"locks": locks, "node": node, "remaining_pods": pods,
-                             "blockers": blockers})
-            LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(locks))
+            return NotYet(held)
+
+        def late(held: list[str]) -> bool:
+            plan = plan_drain(self._kube.list_pods(node), self._s, self._ds_lookup())
+            pods = sorted(p.key for p in plan.evict + plan.hold + plan.delete)
+            blockers = [lock_blocker(k, notes.get(k, ""), pods) for k in held]
+            raise DrainNodeError(
+                f"Drain of {node} timed out waiting for eviction locks; nothing was evicted",
+                messages=[simple_message(describe(b), blocker=b) for b in blockers]
+                + [simple_message(f"Pod {p} still present on {node}", pod=p) for p in pods],
+                details={"locks": held, "node": node, "remaining_pods": pods,
+                         "blockers": blockers})
+
+        def waiting_for(held: list[str]) -> None:
+            LOG.info("drain %s: waiting for eviction locks %s", node, ", ".join(held))
             self._check()
-            self._sleep(min(self._s.lock_poll_interval, max(0.0, deadline - self._clock())))
-            annotations = self._kube.get_node(node).annotations
-            locks = held_locks(annotations, self._s.lock_patterns)
+
+        poll(released, deadline=deadline, interval=self._s.lock_poll_interval, expire=late,
+             between=waiting_for, clock=self._clock, sleep=self._sleep)
 
     def _remove_batch(self, node: str, pods: list[Pod], how: str, grace: int, deadline: float,
                       report: DrainReport, failures: dict[str, str]) -> None:

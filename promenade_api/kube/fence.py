@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from common.poll import NotYet, poll
 from common.status import simple_message
 from promenade_api.errors import DrainNodeError
 from promenade_api.kube import taints
@@ -70,22 +71,26 @@ class Fencer:
             self._kube.patch_node(node, annotations=taints.mark(OUT_OF_SERVICE, self._wall(),
                                                                 self._deadline))
             self._kube.add_taint(node, OUT_OF_SERVICE)
-        deadline = self._clock() + timeout
-        while True:
+
+        def removed() -> dict[str, Any] | NotYet[list[str]]:
             pods = self._kube.list_pods(node)
             left = sorted(p.key for p in pods if not p.tolerates(OUT_OF_SERVICE))
             progress.gone(set(before) - set(left))
             progress.set(left, FENCED)
             progress.flush()
-            if not left:
-                staying = sorted(p.key for p in pods)
-                return {"node": node, "taint": OUT_OF_SERVICE["key"],
-                        "removed": sorted(before - set(staying)), "tolerating": staying}
-            if self._clock() >= deadline:
-                raise DrainNodeError(
-                    f"Pods of {node} were not removed within {timeout}s of the "
-                    f"{OUT_OF_SERVICE['key']} taint",
-                    messages=[simple_message(f"Pod {p} still on {node}", pod=p) for p in left],
-                    details={"node": node, "remaining_pods": left})
-            self._check()
-            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+            if left:
+                return NotYet(left)
+            staying = sorted(p.key for p in pods)
+            return {"node": node, "taint": OUT_OF_SERVICE["key"],
+                    "removed": sorted(before - set(staying)), "tolerating": staying}
+
+        def late(left: list[str]) -> dict[str, Any]:
+            raise DrainNodeError(
+                f"Pods of {node} were not removed within {timeout}s of the "
+                f"{OUT_OF_SERVICE['key']} taint",
+                messages=[simple_message(f"Pod {p} still on {node}", pod=p) for p in left],
+                details={"node": node, "remaining_pods": left})
+
+        return poll(removed, deadline=self._clock() + timeout, interval=self._poll,
+                    expire=late, between=lambda _: self._check(), clock=self._clock,
+                    sleep=self._sleep)

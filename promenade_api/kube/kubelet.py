@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from common.poll import NotYet, poll
 from common.status import simple_message
 from promenade_api.errors import ShutdownKubeletError
 from promenade_api.kube.labels import DECOMMISSION_LABEL
@@ -32,24 +33,32 @@ class KubeletStopper:
             raise
         except KubeApiError as exc:
             raise ShutdownKubeletError(f"Could not label {node}: {exc.message}") from exc
-        deadline = self._clock() + timeout
-        while True:
-            how, version = self._stopped(node)
-            if how:
-                LOG.info("shutdown-kubelet %s: kubelet stopped (%s)", node, how)
-                return {"node": node, "evidence": how}
-            if self._clock() >= deadline:
-                raise ShutdownKubeletError(
-                    f"The kubelet of {node} did not stop within {timeout}s",
-                    messages=[simple_message(
-                        f"{node} still reports Ready and no kubelet-shutdown pod finished; "
-                        "is the kubelet-shutdown DaemonSet deployed and schedulable there?")],
-                    details={"node": node})
-            wait = min(self._poll, max(0.0, deadline - self._clock()))
-            if version:  # woken as soon as the node changes (its Ready condition turns)
-                self._kube.watch_node(node, version, wait)
+        seen = ""  # the node's version at the last check
+
+        def stopped() -> dict[str, Any] | NotYet[None]:
+            nonlocal seen
+            how, seen = self._stopped(node)
+            if not how:
+                return NotYet()
+            LOG.info("shutdown-kubelet %s: kubelet stopped (%s)", node, how)
+            return {"node": node, "evidence": how}
+
+        def wait(seconds: float) -> None:
+            if seen:  # woken as soon as the node changes (its Ready condition turns)
+                self._kube.watch_node(node, seen, seconds)
             else:
-                self._sleep(wait)
+                self._sleep(seconds)
+
+        def still_running(_: None) -> dict[str, Any]:
+            raise ShutdownKubeletError(
+                f"The kubelet of {node} did not stop within {timeout}s",
+                messages=[simple_message(
+                    f"{node} still reports Ready and no kubelet-shutdown pod finished; "
+                    "is the kubelet-shutdown DaemonSet deployed and schedulable there?")],
+                details={"node": node})
+
+        return poll(stopped, deadline=self._clock() + timeout, interval=self._poll,
+                    expire=still_running, clock=self._clock, sleep=wait)
 
     def _stopped(self, node: str) -> tuple[str, str]:
         """How we know the kubelet stopped ("" while it runs), and the node's version."""

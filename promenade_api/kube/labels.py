@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from common.errors import BadRequest
+from common.poll import NotYet, poll
 from common.status import simple_message
 from promenade_api.errors import ClearLabelsError
 from promenade_api.kube.model import Pod
@@ -112,14 +113,16 @@ class LabelManager:
 
     def _wait_for_misfits(self, node: str, labels: Mapping[str, str],
                           deadline: float) -> list[str]:
-        while True:
+        def left() -> list[str] | NotYet[list[str]]:
             misfits = sorted(p.key for p in self._kube.list_pods(node)
                              if not p.terminal and not self._agent(p)
                              and not pod_fits(p, labels))
-            if not misfits or self._clock() >= deadline:
-                return misfits
-            LOG.info("clear-labels %s: waiting for %d pod(s) to leave", node, len(misfits))
-            self._sleep(min(self._poll, max(0.0, deadline - self._clock())))
+            return NotYet(misfits) if misfits else misfits
+
+        return poll(left, deadline=deadline, interval=self._poll, expire=lambda m: m,
+                    between=lambda m: LOG.info("clear-labels %s: waiting for %d pod(s) to "
+                                               "leave", node, len(m)),
+                    clock=self._clock, sleep=self._sleep)
 
     def replace(self, node: str, wanted: Any) -> dict[str, Any]:
         """PUT semantics: the node ends with exactly `wanted` plus its kubernetes.io labels."""

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
+from common.poll import NotYet, poll
 from promenade_api.kube.model import Lease
 from promenade_api.kube.port import KubeConflict, KubeNotFound, KubePort
 
@@ -52,12 +53,12 @@ class LeaseLock:
 
     def acquire(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for the lease."""
-        deadline = self._wall() + timeout
-        while not self.try_acquire():
-            if self._wall() >= deadline:
-                return False
-            LOG.info("lease %s held by another holder; waiting", self._name)
-            self._sleep(min(self._poll, max(0.0, deadline - self._wall())))
+        if not poll(lambda: self.try_acquire() or NotYet(), deadline=self._wall() + timeout,
+                    interval=self._poll, expire=lambda _: False,
+                    between=lambda _: LOG.info("lease %s held by another holder; waiting",
+                                               self._name),
+                    clock=self._wall, sleep=self._sleep):
+            return False
         LOG.info("lease %s acquired by %s", self._name, self.holder)
         return True
 
