@@ -4,12 +4,13 @@ with Airship's drydock CLI options (--design-ref, --action, --node-names, --rack
 
 from __future__ import annotations
 
-import time
+import math
 from typing import Any
 
 import click
 import yaml
 
+from common.poll import NotYet, poll
 from drydock_api.cli.session import Drydock, output_option
 
 FINISHED = ("complete", "terminated")  # the statuses Airship's CLI stops waiting at
@@ -53,11 +54,11 @@ def _row(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def _wait(dd: Drydock, task_id: str, poll_interval: float) -> dict[str, Any]:
-    while True:
+    def finished() -> dict[str, Any] | NotYet[dict[str, Any]]:
         task: dict[str, Any] = dd.request("GET", f"/tasks/{task_id}")
-        if task.get("status") in FINISHED:
-            return task
-        time.sleep(poll_interval)
+        return task if task.get("status") in FINISHED else NotYet(task)
+
+    return poll(finished, deadline=math.inf, interval=poll_interval, expire=lambda task: task)
 
 
 def _show(dd: Drydock, task: dict[str, Any], output: str | None) -> None:
