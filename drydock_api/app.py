@@ -86,7 +86,8 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         *bootaction_routes(rt),
         (f"{P}/budgets/slots", BudgetSlotsResource(rt.budgets)),
         (f"{P}/budgets/slots/{{holder}}", BudgetSlotResource(rt.budgets)),
-        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas)),
+        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas,
+                                           rt.ports.backends)),
         *audit_routes(rt.store.engine, config.SERVICE),
     ]
     app = create_service_app(

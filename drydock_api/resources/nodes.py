@@ -19,6 +19,7 @@ from common.status import status_body, validation_message
 from drydock_api.bootactions.service import BootActionService
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import NodeDriver, OobDriver
+from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import require_filter, select_nodes
 from drydock_api.nodes.inventory import Inventory
@@ -109,10 +110,11 @@ class WipePlanResource:
     node: asked before anything is touched (Shipyard's redeploy_server preflight)."""
 
     def __init__(self, designs: Callable[[Any, RequestContext], Design], oob: OobDriver,
-                 maas: NodeDriver | None = None) -> None:
+                 maas: NodeDriver | None = None, backends: Backends | None = None) -> None:
         self._designs = designs
         self._oob = oob
         self._maas = maas
+        self._backends = backends  # the design's provisioner reports its machines
 
     @authorize("drydock:wipe_plan")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -141,8 +143,9 @@ class WipePlanResource:
         names = list(found.names)
         select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
                      design.nodes, design.rack_labels)
+        maas = self._backends.get(design.provisioner).port if self._backends else self._maas
         resp.media = [wipe.plan_for(design.nodes[n], options, self._oob,
-                                    wipe.machine_of(self._maas, n) if self._maas else None)
+                                    wipe.machine_of(maas, n) if maas else None)
                       for n in names]
 
 

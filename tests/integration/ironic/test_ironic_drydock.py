@@ -117,6 +117,18 @@ def test_node_views_and_filters_read_the_designs_provisioner(
     assert drydock.maas.calls[("find", "node05")] == 1  # only the MAAS design's view
 
 
+def test_the_wipe_plan_reads_the_machine_in_the_designs_provisioner(
+        drydock: Drydock, client: IronicClient, site: Site) -> None:
+    fresh(client, site, "node03")  # ipmi: no BMC erase, the wipe is left to the provisioner
+    client.manage("node03")
+    plans = {ref: drydock.call("POST", "/wipeplan", ref, {
+        "design_ref": ref, "node_names": ["node03"]}).json[0]
+        for ref in (drydock.ironic_ref, drydock.maas_ref)}
+    assert plans[drydock.maas_ref]["maas_status"] == "Deployed"  # MAAS releases with erase
+    assert plans[drydock.ironic_ref]["maas_status"] == "New"  # Ironic: manageable
+    assert plans[drydock.ironic_ref]["refusal"]
+
+
 def reboot_until_done(drydock: Drydock, name: str, before: str | None,
                       timeout: float = 150.0) -> dict[str, Any]:
     """Run the reconciler's passes until the node's reboot ended (powered on again: its
