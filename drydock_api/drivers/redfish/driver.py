@@ -5,29 +5,26 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import sushy
 from sushy import auth as sushy_auth
+from sushy import connector as sushy_connector
 from sushy import exceptions as sushy_exc
+from sushy.resources.constants import Health
+from sushy.resources.system.storage import drive as sushy_drive
+from sushy.resources.taskservice import taskservice as sushy_taskservice
+from sushy.resources.taskservice.constants import TaskState
+from sushy.taskmonitor import TaskMonitor
 
 from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
 SECURE_ERASE = "#Drive.SecureErase"
 ERASE_ACTION = "/Actions/Drive.SecureErase"
-TASKS = "/redfish/v1/TaskService/Tasks"
+TASK_SERVICE = "/redfish/v1/TaskService"  # where a BMC whose root links none keeps it
 SYNC_PREFIX = "sync:"
-TASK_RUNNING = ("New", "Starting", "Running", "Pending", "Suspended", "Stopping",
-                "Cancelling", "Service")
-
-
-def _json_or_empty(resp: Any) -> dict[str, Any]:
-    try:
-        body = resp.json() if resp.content else {}
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 @contextmanager
@@ -50,6 +47,40 @@ def translated(bmc: BmcAccess, what: str) -> Iterator[None]:
                        transient=True) from exc
 
 
+RUNNING_STATES = frozenset({
+    TaskState.NEW, TaskState.STARTING, TaskState.RUNNING, TaskState.PENDING,
+    TaskState.SUSPENDED, TaskState.STOPPING, TaskState.CANCELLING, TaskState.SERVICE})
+
+
+@dataclass(frozen=True)
+class _Bmc:
+    """One BMC's sushy root and the connector it was built on (Drydock's own, so the
+    action sushy has no method for, Drive.SecureErase, is posted through it)."""
+
+    root: Any
+    conn: Any
+
+    def resource(self, cls: Any, path: str) -> Any:
+        return cls(self.conn, path, redfish_version=self.root.redfish_version,
+                   registries=self.root.lazy_registries, root=self.root)
+
+
+def _words(task: Any) -> str:
+    messages = task.messages if task is not None else []
+    return "; ".join(str(m.message) for m in messages or [] if m.message)
+
+
+def _task_service(bmc: _Bmc) -> Any:
+    """The BMC's TaskService: the root's link (`Tasks` in DSP0268, `TaskService` on some
+    BMCs), else the path where the specification puts it."""
+    links = bmc.root.json
+    for name in ("Tasks", "TaskService"):
+        ref = (links.get(name) or {}).get("@odata.id")
+        if isinstance(ref, str) and ref:
+            return bmc.resource(sushy_taskservice.TaskService, ref)
+    return bmc.resource(sushy_taskservice.TaskService, TASK_SERVICE)
+
+
 class RedfishDriver:
     """One sushy root per BMC, reused; the System is re-read on every call."""
 
@@ -58,24 +89,31 @@ class RedfishDriver:
         self._timeout = timeout
         self._scheme = scheme
         self._factory = factory
-        self._roots: dict[tuple[str, int, str], Any] = {}
+        self._bmcs: dict[tuple[str, int, str], _Bmc] = {}
         self._lock = threading.Lock()
 
-    def _root(self, bmc: BmcAccess) -> Any:
+    def _bmc(self, bmc: BmcAccess) -> _Bmc:
         key = (bmc.address, bmc.port, bmc.account)
         with self._lock:
-            root = self._roots.get(key)
-        if root is None:
+            known = self._bmcs.get(key)
+        if known is None:
             scheme = "https" if bmc.port == 443 and self._scheme == "http" else self._scheme
+            url = f"{scheme}://{bmc.address}:{bmc.port}"
+            conn = sushy_connector.Connector(
+                url, verify=False, server_side_retries=0,
+                default_request_timeout=self._timeout, connect_timeout=self._timeout)
             with translated(bmc, "connect"):
                 root = self._factory(
-                    f"{scheme}://{bmc.address}:{bmc.port}",
-                    auth=sushy_auth.BasicAuth(username=bmc.account, password=bmc.credential),
+                    url, auth=sushy_auth.BasicAuth(username=bmc.account, password=bmc.credential),
                     verify=False, read_timeout=self._timeout, connect_timeout=self._timeout,
-                    server_side_retries=0)
+                    server_side_retries=0, connector=conn)
+            known = _Bmc(root, conn)
             with self._lock:
-                self._roots[key] = root
-        return root
+                self._bmcs[key] = known
+        return known
+
+    def _root(self, bmc: BmcAccess) -> Any:
+        return self._bmc(bmc).root
 
     def _system(self, bmc: BmcAccess) -> Any:
         root = self._root(bmc)
@@ -113,81 +151,90 @@ class RedfishDriver:
             self._system(bmc).set_system_boot_options(
                 target=sushy.BOOT_SOURCE_TARGET_PXE, enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
 
-    def _drives(self, bmc: BmcAccess) -> Iterator[dict[str, Any]]:
-        conn = self._root(bmc)._conn
+    def _drives(self, bmc: BmcAccess) -> Iterator[Any]:
         system = self._system(bmc)
-        storage_ref = (system.json.get("Storage") or {}).get("@odata.id")
-        if not storage_ref:
+        if not (system.json.get("Storage") or {}).get("@odata.id"):
             return
-        for member in conn.get(storage_ref).json().get("Members") or []:
-            storage = conn.get(member["@odata.id"]).json()
-            for drive_ref in storage.get("Drives") or []:
-                yield conn.get(drive_ref["@odata.id"]).json()
+        for storage in system.storage.get_members():
+            yield from storage.drives
 
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         out: dict[str, str] = {}
         with translated(bmc, "list drives"):
             for drive in self._drives(bmc):
-                target = ((drive.get("Actions") or {}).get(SECURE_ERASE) or {}).get("target")
+                action = (drive.json.get("Actions") or {}).get(SECURE_ERASE) or {}
+                target = action.get("target")
                 if target:
-                    for name in (drive.get("Id"), drive.get("Name")):
+                    for name in (drive.identity, drive.name):
                         if isinstance(name, str) and name:
                             out[name.removeprefix("/dev/")] = str(target)
         return out
 
     def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
-        """POST the action; a 202 names the task (Location, or the Task in the body). A BMC
-        that answers 200/204 did the erase before answering: the handle says so."""
+        """POST the action; a 202 names the task (sushy's TaskMonitor.from_response: the
+        Task the body names, else Location). A BMC that answers 200/204 did the erase
+        before answering: the handle says so."""
+        known = self._bmc(bmc)
         with translated(bmc, "Drive.SecureErase"):
-            resp = self._root(bmc)._conn.post(drive, data={})
+            resp = known.conn.post(drive, data={})
         if resp.status_code != 202:
             return f"{SYNC_PREFIX}{resp.status_code}"
-        body = _json_or_empty(resp)
-        task = resp.headers.get("Location") or body.get("@odata.id")
-        if not task:
+        try:
+            monitor = TaskMonitor.from_response(
+                known.conn, resp, drive, redfish_version=known.root.redfish_version,
+                registries=known.root.lazy_registries)
+        except (sushy_exc.MissingHeaderError, ValueError) as exc:
             raise OobError(f"Redfish BMC {bmc.describe()} accepted Drive.SecureErase of "
-                           f"{drive} but named no task to follow")
-        return str(task)
+                           f"{drive} but named no task to follow") from exc
+        return str(monitor.task_monitor_uri)
 
     def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
         """The erase task of `drive` (its action target) the BMC knows: the task the Drive's
         `Operations` associates, else the last task of the TaskService whose `Payload`
         targets the action (a running one first)."""
-        conn = self._root(bmc)._conn
+        known = self._bmc(bmc)
         with translated(bmc, "look up erase tasks"):
             if drive.endswith(ERASE_ACTION):
-                body = conn.get(drive[:-len(ERASE_ACTION)]).json()
-                for op in body.get("Operations") or []:
+                resource = known.resource(sushy_drive.Drive, drive[:-len(ERASE_ACTION)])
+                for op in resource.json.get("Operations") or []:
                     task = (op.get("AssociatedTask") or {}).get("@odata.id")
                     if task:
                         return str(task)
             try:
-                members = conn.get(TASKS).json().get("Members") or []
+                tasks = _task_service(known).tasks.get_members()
             except sushy_exc.ResourceNotFoundError:
                 return None
-            found: list[tuple[bool, str]] = []
-            for member in members:
-                task = conn.get(member["@odata.id"]).json()
-                if (task.get("Payload") or {}).get("TargetUri") == drive:
-                    found.append((task.get("TaskState") in TASK_RUNNING,
-                                  str(task.get("@odata.id") or member["@odata.id"])))
+            found = [(t.task_state in RUNNING_STATES, str(t.path)) for t in tasks
+                     if (t.json.get("Payload") or {}).get("TargetUri") == drive]
         running = [uri for live, uri in found if live]
         chosen = running or [uri for _, uri in found]
         return chosen[-1] if chosen else None
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        """The erase's task through sushy's TaskMonitor: still processing (202), its Task
+        read from the monitor's answer; done, the Task read again (as Ironic does)."""
         if task.startswith(SYNC_PREFIX):
             return EraseStatus("completed", f"the BMC answered {task[len(SYNC_PREFIX):]} "
                                             "once the erase was done")
         with translated(bmc, f"erase task {task}"):
-            resp = self._root(bmc)._conn.get(task)
-        body = _json_or_empty(resp)
-        state = str(body.get("TaskState") or ("Running" if resp.status_code == 202 else ""))
-        words = "; ".join(str(m.get("Message")) for m in body.get("Messages") or []
-                          if isinstance(m, dict) and m.get("Message"))
-        if state in TASK_RUNNING:
-            return EraseStatus("running", words or state)
-        if state == "Completed" and body.get("TaskStatus", "OK") in ("OK", "Warning", None):
-            return EraseStatus("completed", words or "Completed")
-        return EraseStatus("failed", f"task {state or 'in an unknown state'}"
-                                     f" ({body.get('TaskStatus')}): {words or 'no message'}")
+            monitor = self._root(bmc).get_task_monitor(task)
+            if monitor.is_processing:
+                running = monitor.task
+                state = running.task_state if running is not None else None
+                return EraseStatus("running", _words(running) or (state or TaskState.RUNNING).value)
+            current = monitor.get_task()
+        return _outcome(current)
+
+
+def _outcome(task: Any) -> EraseStatus:
+    """A Task read with 200: running, completed (OK or Warning) or failed."""
+    state, words = task.task_state, _words(task)
+    if state in RUNNING_STATES:
+        return EraseStatus("running", words or state.value)
+    status = task.task_status
+    if state == TaskState.COMPLETED and status in (Health.OK, Health.WARNING, None):
+        return EraseStatus("completed", words or "Completed")
+    named = state.value if state is not None else task.json.get("TaskState")
+    shown = status.value if status is not None else task.json.get("TaskStatus")
+    return EraseStatus("failed", f"task {named or 'in an unknown state'}"
+                                 f" ({shown}): {words or 'no message'}")

@@ -169,7 +169,7 @@ def test_the_contract_holds_everything_the_driver_does_on_a_bmc():
             assert (resource, path) in contract, f"the driver uses {resource} {path}"
             assert set(values) <= contract[(resource, path)], (resource, path, values)
     kinds = {kind for _, _, _, kind in recorder.calls if kind}
-    assert {"ComputerSystem", "Drive", "Task", "TaskCollection"} <= kinds
+    assert {"ComputerSystem", "Drive", "Task", "TaskCollection", "TaskService"} <= kinds
 
 
 def _exercise(driver: RedfishDriver, access: BmcAccess, model: Any) -> None:
