@@ -22,7 +22,7 @@ TYPE_WORDS = {"boolean": "true or false", "object": "an object", "array": "a lis
               "null": "null"}
 
 
-def _json_schema(node: Any) -> Any:
+def _json_schema(node: object) -> object:
     """OpenAPI 3.0's `nullable: true` said as JSON Schema says it: null beside the type (and
     among the enum's values), or an alternative where the schema names no type."""
     if isinstance(node, list):
@@ -35,8 +35,9 @@ def _json_schema(node: Any) -> Any:
         return out
     if isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
-        if isinstance(out.get("enum"), list) and None not in out["enum"]:
-            out["enum"] = [*out["enum"], None]
+        values = out.get("enum")
+        if isinstance(values, list) and None not in values:
+            out["enum"] = [*values, None]
         return out
     return {"anyOf": [out, {"type": "null"}]}
 
@@ -51,7 +52,7 @@ def _validator(service: str, component: str) -> jsonschema.Draft202012Validator:
                                            registry=registry)
 
 
-def _where(path: Iterable[Any]) -> str:
+def _where(path: Iterable[str | int]) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -70,7 +71,7 @@ def _join(where: str, name: str) -> str:
 
 def _fitting_branch(err: ValidationError) -> list[ValidationError] | None:
     """The errors of the one alternative (anyOf/oneOf) whose type the value has, if one."""
-    branches: dict[Any, list[ValidationError]] = {}
+    branches: dict[str | int, list[ValidationError]] = {}
     for sub in err.context or []:
         branches.setdefault(sub.relative_schema_path[0], []).append(sub)
     fitting = [errs for errs in branches.values()
@@ -116,14 +117,14 @@ def _problems(err: ValidationError) -> Iterator[str]:
         yield f"{subject}: {err.message}"
 
 
-def schema_problems(service: str, component: str, body: Any) -> list[str]:
+def schema_problems(service: str, component: str, body: object) -> list[str]:
     """Every way `body` breaks the component schema of the service's OpenAPI document."""
     errors = sorted(_validator(service, component).iter_errors(body),
                     key=lambda e: [str(p) for p in e.absolute_path])
     return list(dict.fromkeys(p for err in errors for p in _problems(err)))
 
 
-def require_schema(service: str, component: str, body: Any, title: str, *,
+def require_schema(service: str, component: str, body: object, title: str, *,
                    extra: Sequence[str] = (), reason: str | None = None) -> None:
     """400 listing every schema problem of `body`, and the `extra` problems of the caller's
     own checks, in one status body (reason ValidationFailure unless the service keeps

@@ -7,6 +7,9 @@ from typing import Any, TypeGuard, get_args
 
 from common.api import API_PREFIX as P
 from common.clients.generated.drydock import (
+    BudgetBlocker,
+    BudgetSlot,
+    BudgetSlots,
     FilterItem,
     MessageDetails,
     Node,
@@ -24,7 +27,8 @@ from common.urlpath import node_path
 VERSION_HEADER = "X-Task-Version"
 WAITED_HEADER = "X-Long-Poll"
 READ_MARGIN = 30.0  # seconds beyond a long-poll's wait before the read times out
-__all__ = ["FINISHED", "DrydockClient", "FilterItem", "MessageDetails", "Node", "NodeFilter",
+__all__ = ["FINISHED", "BudgetBlocker", "BudgetSlot", "BudgetSlots", "DrydockClient",
+           "FilterItem", "MessageDetails", "Node", "NodeFilter",
            "ResultStatus", "Task", "TaskOptions", "TaskResult", "TaskStatus", "TaskWatch",
            "node_names_filter", "result_status", "task_status"]
 
@@ -184,36 +188,40 @@ class DrydockClient:
     # -- failure-domain budget slots (Drydock holds them; see POST /budgets/slots) ---------
     def take_budget_slot(self, holder: str, node: str, design_ref: str, *,
                          lease_seconds: float, description: str | None,
-                         ctx: RequestContext) -> dict[str, Any]:
+                         ctx: RequestContext) -> BudgetSlots:
         """Hold a slot of every failure domain of `node` (renews what `holder` holds);
         Conflict (409 BudgetExhausted) naming each full domain and its holders."""
         body: dict[str, Any] = {"holder": holder, "node": node, "design_ref": design_ref,
                                 "lease_seconds": lease_seconds}
         if description:
             body["description"] = description
-        result = self._client.request("POST", f"{P}/budgets/slots", ctx=ctx, json_body=body)
-        return dict(result or {})
+        result: BudgetSlots | None = self._client.request("POST", f"{P}/budgets/slots",
+                                                          ctx=ctx, json_body=body)
+        return result or {}
 
     def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
-                          ctx: RequestContext) -> list[dict[str, Any]]:
+                          ctx: RequestContext) -> list[BudgetBlocker]:
         """The blockers taking the node's slots would meet now (nothing is taken)."""
-        result = self._client.request("POST", f"{P}/budgets/slots", ctx=ctx, json_body={
-            "holder": holder, "node": node, "design_ref": design_ref, "dry_run": True})
-        return [dict(b) for b in (result or {}).get("blockers") or []]
+        body = {"holder": holder, "node": node, "design_ref": design_ref, "dry_run": True}
+        result: BudgetSlots | None = self._client.request("POST", f"{P}/budgets/slots",
+                                                          ctx=ctx, json_body=body)
+        return list(result.get("blockers") or []) if result else []
 
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
-                          ctx: RequestContext) -> dict[str, Any]:
+                          ctx: RequestContext) -> BudgetSlots:
         """Extend `holder`'s slots; NotFound (SlotsNotHeld) once its lease ran out."""
-        result = self._client.request("PUT", f"{P}/budgets/slots/{holder}", ctx=ctx,
-                                      json_body={"lease_seconds": lease_seconds})
-        return dict(result or {})
+        result: BudgetSlots | None = self._client.request(
+            "PUT", f"{P}/budgets/slots/{holder}", ctx=ctx,
+            json_body={"lease_seconds": lease_seconds})
+        return result or {}
 
     def release_budget_slot(self, holder: str, *, ctx: RequestContext) -> None:
         self._client.request("DELETE", f"{P}/budgets/slots/{holder}", ctx=ctx)
 
     def budget_slots(self, *, ctx: RequestContext,
-                     holder: str | None = None) -> list[dict[str, Any]]:
-        result = self._client.request("GET", f"{P}/budgets/slots", ctx=ctx,
-                                      params={"holder": holder} if holder else None)
-        return [dict(s) for s in (result or {}).get("slots", [])]
+                     holder: str | None = None) -> list[BudgetSlot]:
+        result: BudgetSlots | None = self._client.request(
+            "GET", f"{P}/budgets/slots", ctx=ctx,
+            params={"holder": holder} if holder else None)
+        return list(result.get("slots") or []) if result else []
 

@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any
 
+from common.clients.drydock import BudgetSlots
 from common.context import RequestContext
 from common.errors import BerthError, Conflict, NotFound
 from common.status import simple_message
@@ -43,7 +44,7 @@ def describe(blockers: list[dict[str, Any]], fallback: str) -> str:
     return "; ".join(str(b.get("message")) for b in blockers if b.get("message")) or fallback
 
 
-def _take(svc: Services, ctx: StepContext, node: str) -> dict[str, Any]:
+def _take(svc: Services, ctx: StepContext, node: str) -> BudgetSlots:
     return svc.drydock.take_budget_slot(
         holder(ctx.marker, node), node, str(steps.design(ctx)["design_ref"]),
         lease_seconds=svc.settings.budget_lease,

@@ -7,7 +7,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from common.clients.drydock import FINISHED, ResultStatus, Task, TaskStatus
+from common.clients.drydock import (
+    FINISHED,
+    BudgetBlocker,
+    BudgetSlot,
+    BudgetSlots,
+    ResultStatus,
+    Task,
+    TaskStatus,
+)
 from common.clients.promenade import NodeView
 from common.context import RequestContext
 from common.errors import BadGateway, Conflict, NotFound
@@ -182,7 +190,7 @@ class FakeDrydock:
 
     def take_budget_slot(self, holder: str, node: str, design_ref: str, *,
                          lease_seconds: float, description: str | None,
-                         ctx: RequestContext) -> dict[str, Any]:
+                         ctx: RequestContext) -> BudgetSlots:
         with self._lock:
             self.calls.append(Call("take_budget_slot", node, holder, ctx.marker))
             others = {h: n for h, n in self.slots.items() if h != holder}
@@ -203,7 +211,7 @@ class FakeDrydock:
                     "slots": [{"holder": holder, "node": node, "domain": "rack:all"}]}
 
     def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
-                          ctx: RequestContext) -> list[dict[str, Any]]:
+                          ctx: RequestContext) -> list[BudgetBlocker]:
         with self._lock:
             others = {h: n for h, n in self.slots.items() if h != holder}
             if self.budget is None or len(others) < self.budget:
@@ -214,7 +222,7 @@ class FakeDrydock:
                                 f"of service taken by " + ", ".join(others)}]
 
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
-                          ctx: RequestContext) -> dict[str, Any]:
+                          ctx: RequestContext) -> BudgetSlots:
         with self._lock:
             if holder not in self.slots:
                 raise NotFound(f"{holder} holds no slot", reason="SlotsNotHeld")
@@ -227,7 +235,7 @@ class FakeDrydock:
             self.slots.pop(holder, None)
 
     def budget_slots(self, *, ctx: RequestContext,
-                     holder: str | None = None) -> list[dict[str, Any]]:
+                     holder: str | None = None) -> list[BudgetSlot]:
         with self._lock:
             return [{"holder": h, "node": n} for h, n in self.slots.items()
                     if holder in (None, h)]

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from common.clients.drydock import Node, NodeFilter, Task, TaskWatch, node_names_filter
+from common.clients.drydock import (
+    BudgetBlocker,
+    BudgetSlot,
+    BudgetSlots,
+    Node,
+    NodeFilter,
+    Task,
+    TaskWatch,
+    node_names_filter,
+)
 from common.clients.promenade import DecommissionPreview, NodeView, NodeWatch, node_ready
 from common.context import RequestContext
 
@@ -68,15 +77,15 @@ class DrydockPort(Protocol):
 
     def take_budget_slot(self, holder: str, node: str, design_ref: str, *,
                          lease_seconds: float, description: str | None,
-                         ctx: RequestContext) -> dict[str, Any]: ...
+                         ctx: RequestContext) -> BudgetSlots: ...
 
     def check_budget_slot(self, holder: str, node: str, design_ref: str, *,
-                          ctx: RequestContext) -> list[dict[str, Any]]: ...
+                          ctx: RequestContext) -> list[BudgetBlocker]: ...
 
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
-                          ctx: RequestContext) -> dict[str, Any]: ...
+                          ctx: RequestContext) -> BudgetSlots: ...
 
     def release_budget_slot(self, holder: str, *, ctx: RequestContext) -> None: ...
 
     def budget_slots(self, *, ctx: RequestContext,
-                     holder: str | None = None) -> list[dict[str, Any]]: ...
+                     holder: str | None = None) -> list[BudgetSlot]: ...

@@ -120,7 +120,7 @@ class PowerRecord(TypedDict):
     at: NotRequired[float]
 
 
-class Slot(TypedDict):
+class BudgetSlot(TypedDict):
     holder: NotRequired[str]
     domain: NotRequired[str]
     node: NotRequired[str]
@@ -130,12 +130,11 @@ class Slot(TypedDict):
     lease_expires: NotRequired[float]
 
 
-class BudgetSlots(TypedDict):
-    holder: NotRequired[str]
-    node: NotRequired[str]
-    domains: NotRequired[list[str]]
-    blockers: NotRequired[list[dict[str, Any]]]
-    slots: NotRequired[list[Slot]]
+class BudgetBlocker(TypedDict):
+    domain: NotRequired[str]
+    budget: NotRequired[int]
+    holders: NotRequired[list[BudgetSlot]]
+    message: NotRequired[str]
 
 
 class MessageListItem1(TypedDict):
@@ -260,3 +259,11 @@ class Reboots(TypedDict):
     reboot_error: NotRequired[str | None]
     last_power_off: NotRequired[PowerRecord | None]
     requests: NotRequired[list[Request]]
+
+
+class BudgetSlots(TypedDict):
+    holder: NotRequired[str]
+    node: NotRequired[str]
+    domains: NotRequired[list[str]]
+    blockers: NotRequired[list[BudgetBlocker]]
+    slots: NotRequired[list[BudgetSlot]]

@@ -7,6 +7,45 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
+
+class EtcdCount(TypedDict):
+    members: NotRequired[int]
+    healthy: NotRequired[int]
+    quorum: NotRequired[int]
+
+
+class EtcdMemberHealth(TypedDict):
+    name: NotRequired[str]
+    healthy: NotRequired[bool]
+    reachable: NotRequired[bool]
+    leader: NotRequired[bool]
+    on_node: NotRequired[bool]
+    error: NotRequired[str]
+
+
+class EtcdAfterLeaving(TypedDict):
+    members: NotRequired[int]
+    healthy: NotRequired[int]
+    quorum: NotRequired[int]
+    also_leaving: NotRequired[list[str]]
+    allowed: NotRequired[bool]
+
+
+class EtcdImpact(TypedDict):
+    cluster: str
+    threshold: int
+    error: NotRequired[str]
+    members: NotRequired[list[EtcdMemberHealth]]
+    removing: NotRequired[list[str]]
+    before: NotRequired[EtcdCount]
+    after: NotRequired[EtcdCount]
+    after_with_leaving: NotRequired[EtcdAfterLeaving | None]
+    leader_move: NotRequired[bool]
+    learners: NotRequired[list[str]]
+    removal_in_flight: NotRequired[str | None]
+    allowed: NotRequired[bool]
+
+
 ReadyStatus: TypeAlias = Literal['True', 'False', 'Unknown']
 
 
@@ -23,7 +62,7 @@ class DecommissionPreview(TypedDict):
     phases: list[PreviewPhase]
     drain: NotRequired[dict[str, Any] | None]
     capacity: NotRequired[dict[str, Any] | None]
-    etcd: list[dict[str, Any]]
+    etcd: list[EtcdImpact]
     blockers: list[str]
     warnings: list[str]
 

@@ -223,7 +223,7 @@ class Action(TypedDict):
     message: NotRequired[str]
     validations: NotRequired[list[Validation]]
     steps: NotRequired[list[Step | StepSummary]]
-    step_counts: NotRequired[dict[str, Any]]
+    step_counts: NotRequired[dict[str, int]]
     command_audit: NotRequired[list[CommandAuditItem]]
 
 
