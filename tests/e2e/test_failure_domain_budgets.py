@@ -150,11 +150,13 @@ def three_redeploys_one_at_a_time(berth: Berth) -> None:
 
 def test_refused_at_post_then_a_killed_holder_frees_its_slot_by_lease(
         berth: Berth, budgeted: int, faults: Any, tmp_path: Path) -> None:
-    """The fixture's worker runs the holder (its destroy hangs in MAAS, so it keeps the
-    worker's one engine thread); a second worker runs the waiting action. SIGKILL of the
-    first: nobody renews the holder's slot, it lapses, and the waiting action proceeds on
-    the second worker (busy with it, so it takes the killed holder over only later)."""
-    faults("node04", "maas.release")
+    """The fixture's worker runs the holder (its decommission hangs at the kubelet's
+    shutdown, so it keeps the worker's one engine thread for as long as the test needs: a
+    hang in Drydock would end at its release timeout and fail the holder while its worker
+    is dead); a second worker runs the waiting action. SIGKILL of the first: nobody renews
+    the holder's slot, it lapses, and the waiting action proceeds on the second worker
+    (busy with it, so it takes the killed holder over only later)."""
+    faults("node04", "kube.kubelet_shutdown")
     first = create(berth, "redeploy_server", target_nodes="node04", **COMMITTED)
     wait_for(lambda: step(berth, first["id"], "take_budget_slot.node04")["state"] == "success",
              120, "the first redeploy to take rack02's slot")
@@ -180,10 +182,10 @@ def test_refused_at_post_then_a_killed_holder_frees_its_slot_by_lease(
         killed = time.time()
         wait_for(lambda: not [s for s in slots(berth) if s["holder"] == held[0]["holder"]],
                  30, "the killed holder's slot to lapse")
+        faults.clear()  # Promenade finishes the holder's decommission; its worker stays dead
         view = berth.wait_action(waiting["id"], timeout=600)
         assert view["state"] == "complete", view["message"]
         assert at(steps_of(view)["take_budget_slot.node06"]["end"]) > killed
-        faults.clear()
         berth.worker.start()
         view = berth.wait_action(first["id"], timeout=600)
     assert view["state"] == "complete", view["message"]
