@@ -24,8 +24,10 @@ def sitesim_site(request: pytest.FixtureRequest) -> Iterator[Site]:
         stop_site(site)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02) -> Any:
-    """Poll until `predicate()` is truthy; fail the test (never on speed alone) after timeout."""
+def wait_for(predicate: Callable[[], Any], timeout: float = 90.0, interval: float = 0.02) -> Any:
+    """Poll until `predicate()` is truthy; fail the test (never on speed alone) after timeout,
+    which is long enough for the control plane to see a node NotReady (lease, then the
+    node-monitor grace period) or Ready again on a loaded machine."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
