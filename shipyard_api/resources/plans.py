@@ -6,7 +6,7 @@ import falcon
 
 from common.api import API_PREFIX as P
 from common.body import read_json_object
-from common.errors import BadRequest
+from common.bodyschema import require_schema
 from common.policy import authorize
 from shipyard_api.actions.params import DEFAULT_MAX_TARGETS, check_targets
 from shipyard_api.plans.service import PlanService
@@ -20,10 +20,9 @@ class PlansResource:
     @authorize("shipyard:create_plan")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
-        unknown = sorted(set(body) - {"name", "parameters"})
-        if unknown:
-            raise BadRequest(f"Unknown field(s) in the plan body: {', '.join(unknown)}")
-        definition = self._service.actions.definition(body.get("name"))
+        definition = self._service.actions.definition(body.get("name"))  # UnknownAction first
+        require_schema("shipyard", "PlanRequest", body, "Invalid plan request",
+                       reason="BadRequest")
         parameters = check_targets(body.get("parameters"), self._max_targets)
         view = self._service.create(definition.name, parameters, req.context.berth)
         resp.status = falcon.HTTP_201

@@ -8,6 +8,11 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 
+class PlanRequest(TypedDict):
+    name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site']
+    parameters: NotRequired[dict[str, Any]]
+
+
 class ActionRequest(TypedDict):
     name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site', 'test_site', 'update_software']
     parameters: NotRequired[dict[str, Any]]

@@ -63,6 +63,19 @@ def test_post_plan_201_then_get_and_act_on_it(app: Any, harness: Harness) -> Non
     assert acted.json["parameters"]["plan_id"] == plan["id"]
 
 
+def test_a_plan_request_is_checked_against_the_openapi_document(app: Any,
+                                                                harness: Harness) -> None:
+    """PlanRequest of schemas/openapi/shipyard.yaml: every way the body breaks it in one 400."""
+    wsgi, tokens = app
+    client = falcon.testing.TestClient(wsgi)
+    harness.commit(tag="site-action-success")
+    bad = post(client, tokens["admin"], "/plans", {"name": "deploy_site", "parameters": [],
+                                                   "x": 1})
+    assert bad.status_code == 400 and bad.json["reason"] == "BadRequest", bad.json
+    assert [m["message"] for m in bad.json["details"]["messageList"]] == [
+        "unknown field 'x'", "parameters must be an object"]
+
+
 def test_bad_plan_requests_are_4xx_listing_every_problem(app: Any, harness: Harness) -> None:
     wsgi, tokens = app
     client = falcon.testing.TestClient(wsgi)
