@@ -19,7 +19,8 @@ from .conftest import NS, Promenade, promenade_process
 from .test_drain_real import apply, budget, deployment, ready_pods, settled_budget
 
 pytestmark = pytest.mark.slow
-DELAY = 8.0  # [drain] eviction_retry_delay: a retry on this timer alone is unmistakable
+DELAY = 20.0  # [drain] eviction_retry_delay: a retry on this timer alone is unmistakable,
+# and the bounds below (fractions of it) leave a loaded machine room for the wake itself
 PODS = 4  # behind minAvailable 3: one disruption at a time
 
 
