@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from common.bodyschema import schema_problems
 from common.context import RequestContext
 from common.errors import Conflict, NotFound, ValidationFailed
 from common.status import simple_message, validation_message
@@ -14,7 +15,6 @@ from drydock_api.budgets.slots import Blocker, Claim, Holding, SlotStore
 
 HOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
 DEFAULT_LEASE, MAX_LEASE = 60.0, 3600.0
-TAKE_FIELDS = ("holder", "node", "design_ref", "lease_seconds", "description", "dry_run")
 # (node, design_ref, request context) -> the domains the node needs a slot of
 ClaimsOf = Callable[[str, Any, RequestContext | None], list[Claim]]
 
@@ -66,22 +66,10 @@ class BudgetService:
 
     def take(self, ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
         """Hold a slot of every domain of body.node for body.holder (409 when one is full)."""
-        problems = [f"unknown field {k!r}" for k in body if k not in TAKE_FIELDS]
-        holder = check_holder(body.get("holder"), problems)
-        node = body.get("node")
-        if not isinstance(node, str) or not node:
-            problems.append("node is required: the name of the node going out of service")
-        if body.get("design_ref") in (None, ""):
-            problems.append("design_ref is required")
-        description = body.get("description")
-        if description is not None and not isinstance(description, str):
-            problems.append("description must be a string")
-        lease = _lease(body, problems)
-        dry_run = body.get("dry_run", False)
-        if not isinstance(dry_run, bool):
-            problems.append("dry_run must be true or false")
-        _refuse(problems)
-        assert isinstance(node, str)
+        _refuse(schema_problems("drydock", "BudgetSlotRequest", body))
+        holder, node = str(body["holder"]), str(body["node"])
+        description, dry_run = body.get("description"), body.get("dry_run", False)
+        lease = float(body.get("lease_seconds", DEFAULT_LEASE))
         claims = self.claims_of(node, body["design_ref"], ctx)
         if dry_run:  # what taking would answer now; nothing is taken
             return {"holder": holder, "node": node, "slots": [],

@@ -160,6 +160,15 @@ class Status(TypedDict):
     details: Details
 
 
+class BudgetSlotRequest(TypedDict):
+    holder: str
+    node: str
+    design_ref: DesignRef
+    lease_seconds: NotRequired[float]
+    description: NotRequired[str]
+    dry_run: NotRequired[bool]
+
+
 class FilterItem(TypedDict):
     filter_type: NotRequired[Literal['union', 'intersection']]
     node_names: NotRequired[list[str]]
