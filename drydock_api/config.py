@@ -51,8 +51,8 @@ OOB_OPTS: list[cfg.Opt] = [
                  help="Longest wait between power-state and erase polls (s); see [steps] "
                       "first_poll_interval."),
     cfg.FloatOpt("request_timeout", default=30.0, min=0.01,
-                 help="Timeout of one Redfish BMC request (s); IPMI sessions keep pyghmi's "
-                      "own retransmit timers (pyghmi's Command takes no timeout)."),
+                 help="Timeout of one Redfish BMC request (s), and of one IPMI call "
+                      "(ipmitool's runs, its retransmissions and reruns included)."),
     cfg.StrOpt("bmc_check", default="off", choices=["off", "warn", "refuse"],
                help="Before enrolling a node unknown to MAAS (prepare_nodes' enlist step, "
                     "before its BMC is asked to PXE boot it), hold its Redfish BMC to "

@@ -170,7 +170,8 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     loader = DesignLoader(resolver or DesignResolver.from_conf(conf), kept=kept)
     direct = oob or OobRouter({"redfish": _timed(metrics, "redfish",
                                                  RedfishDriver(timeout=conf.oob.request_timeout)),
-                               "ipmi": _timed(metrics, "ipmi", IpmiDriver())})
+                               "ipmi": _timed(metrics, "ipmi",
+                                             IpmiDriver(timeout=conf.oob.request_timeout))})
     backends, oob = provisioners(conf, maas, direct, sleep, metrics)
     if metrics is not None:
         metrics.watch(store)

@@ -13,8 +13,8 @@ from pyghmi.ipmi import bmc as pyghmi_bmc
 from pyghmi.ipmi.private import session as ipmisession
 from pyghmi.ipmi.private.serversession import ServerSession
 
-from common.pyghmi_io import IoWatchdog
-from common.udpsocket import keep_non_blocking
+from sitesim.bmc.pyghmi_io import IoWatchdog
+from sitesim.bmc.udpsocket import keep_non_blocking
 from sitesim.model import SiteModel
 from sitesim.siteconfig import NodeSpec
 
@@ -47,7 +47,7 @@ class SiteIpmiBmc(pyghmi_bmc.Bmc):  # type: ignore[misc]
 
     def __init__(self, model: SiteModel, node: NodeSpec, port: int) -> None:
         super().__init__({node.bmc.user: node.bmc.password}, port=port, address="127.0.0.1")
-        keep_non_blocking(self.serversocket)  # see common.udpsocket
+        keep_non_blocking(self.serversocket)  # see sitesim.bmc.udpsocket
         self.model = model
         self.node = node
 

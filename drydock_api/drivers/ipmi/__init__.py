@@ -1,1 +1,1 @@
-"""IPMI BMC driver over pyghmi."""
+"""IPMI BMC driver over ipmitool (lanplus) in a subprocess."""

@@ -1,106 +1,111 @@
-"""OobDriver for IPMI BMCs over pyghmi: one session per BMC per process, no blocking waits."""
+"""OobDriver for IPMI BMCs over `ipmitool -I lanplus` in a subprocess, as Ironic drives them:
+each call its own process and session, bounded by a timeout, the password in the environment."""
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+import os
+import subprocess
+import time
+from collections.abc import Callable, Sequence
 
-from pyghmi import exceptions as ipmi_exc
-from pyghmi.ipmi import command as ipmi_command
-from pyghmi.ipmi.private import session as ipmi_session
-
-from common.pyghmi_io import IoWatchdog
-from common.udpsocket import keep_non_blocking
 from drydock_api.drivers.ports import EraseStatus, OobError
 from drydock_api.nodes.design import BmcAccess
 
-Key = tuple[str, int, str]
+IPMITOOL = "ipmitool"
+# what ipmitool prints when the BMC refused the user or password (RAKP 2 of the RMCP+ login)
+# (ipmitool -v prints the step of the RMCP+ login that failed)
+AUTH_REFUSED = ("hmac is invalid", "unauthorized name", "invalid user", "unauthorized role",
+                "insufficient privilege", "invalid session")
+# the BMC answered nothing (or not enough to open a session): nothing reached it
+NO_SESSION = "unable to establish ipmi v2"
+
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
-@contextmanager
-def translated(bmc: BmcAccess, what: str) -> Iterator[None]:
-    """pyghmi exceptions → OobError naming the BMC (never its credential)."""
-    try:
-        yield
-    except (ipmi_exc.IpmiException, OSError, ValueError, KeyError, TypeError) as exc:
-        raise OobError(_describe(bmc, what, exc), transient=True) from exc
-
-
-def _describe(bmc: BmcAccess, what: str, exc: BaseException) -> str:
-    """pyghmi often says nothing ("None") or "timeout" when the BMC is simply not there."""
-    text = str(exc).strip()
-    if text in ("", "None") or "timeout" in text.lower() or "timed out" in text.lower():
-        return f"IPMI BMC {bmc.describe()} did not answer {what}"
-    return f"IPMI BMC {bmc.describe()} failed {what}: {text}"
-
-
-def _keep_socket_non_blocking(cmd: Any) -> None:
-    """pyghmi's sockets, shared by its sending and reading threads, must never block: see
-    common.udpsocket (a blocked read would stall every IPMI call of the process for good)."""
-    sock = getattr(getattr(cmd, "ipmi_session", None), "socket", None)
-    if isinstance(sock, socket.socket):
-        keep_non_blocking(sock)
+class _NoSession(Exception):
+    def __init__(self, error: OobError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class IpmiDriver:
-    """Keeps one pyghmi Command per BMC and serialises every pyghmi call in the process.
+    """Each call runs `ipmitool` once: no state shared between calls, threads or processes.
 
-    pyghmi keeps its sessions, sockets and I/O loop in process-wide state that is not safe
-    for concurrent logins from several threads, and it hangs when a second session to the
-    same BMC is opened while a stale one is registered; so calls are serialised, and a broken
-    session is dropped (and its registration removed) before a new one is made. Power changes
-    use wait=False; the caller polls. Each call takes milliseconds, so the lock costs little.
-    pyghmi's IO thread is watched from the first call on (`common.pyghmi_io`): if it ended,
-    every call, and the lock with it, would wait for good.
+    `retries` and `interval` are ipmitool's own retransmissions (-R, -N seconds for the
+    first wait); a call whose session could not be opened runs again, up to `attempts`
+    runs; `timeout` bounds the call, runs included (a run past it is killed). Cipher suite 3
+    (RMCP+ HMAC-SHA1, AES-128), which every IPMI 2.0 BMC offers; ipmitool's default (17) makes
+    it ask the BMC for its suites first, which BMCs without 17 answer slowly.
     """
 
-    def __init__(self, *, factory: Callable[..., Any] = ipmi_command.Command) -> None:
-        self._factory = factory
-        self._sessions: dict[Key, Any] = {}
-        self._lock = threading.Lock()
+    def __init__(self, *, retries: int = 3, interval: int = 1, timeout: float = 30.0,
+                 attempts: int = 3, cipher_suite: int = 3, run: Runner = subprocess.run,
+                 binary: str = IPMITOOL) -> None:
+        self._retries, self._interval, self._timeout = retries, interval, timeout
+        self._attempts = attempts
+        self._cipher = cipher_suite
+        self._run = run
+        self._binary = binary
 
-    def _forget(self, bmc: BmcAccess, key: Key) -> None:
-        self._sessions.pop(key, None)
-        stale = (bmc.address, bmc.account, bmc.credential, bmc.port, None)
-        ipmi_session.Session.initting_sessions.pop(stale, None)
+    def _argv(self, bmc: BmcAccess, args: Sequence[str]) -> list[str]:
+        """The command line: the password is not on it (ps shows it), it is in IPMI_PASSWORD."""
+        return [self._binary, "-v", "-I", "lanplus", "-H", bmc.address, "-p", str(bmc.port),
+                "-U", bmc.account, "-E", "-C", str(self._cipher), "-R", str(self._retries),
+                "-N", str(self._interval), *args]
 
-    def _call(self, bmc: BmcAccess, what: str, fn: Callable[[Any], Any]) -> Any:
-        key = (bmc.address, bmc.port, bmc.account)
-        IoWatchdog.ensure()
-        with self._lock:
+    def _call(self, bmc: BmcAccess, what: str, *args: str) -> str:
+        """Run ipmitool; run it again while no session could be opened (the command never
+        reached the BMC, so any command may be resent) and time is left."""
+        deadline = time.monotonic() + self._timeout
+        for attempt in range(1, self._attempts + 1):
             try:
-                with translated(bmc, what):
-                    cmd = self._sessions.get(key)
-                    if cmd is None:
-                        cmd = self._factory(bmc=bmc.address, userid=bmc.account,
-                                            password=bmc.credential, port=bmc.port)
-                        self._sessions[key] = cmd
-                        _keep_socket_non_blocking(cmd)
-                    return fn(cmd)
-            except OobError:
-                self._forget(bmc, key)
-                raise
+                return self._once(bmc, what, args, deadline - time.monotonic())
+            except _NoSession as exc:
+                if attempt == self._attempts or time.monotonic() >= deadline - 1:
+                    raise exc.error from exc
+        raise AssertionError("unreachable")
+
+    def _once(self, bmc: BmcAccess, what: str, args: Sequence[str], left: float) -> str:
+        env = {**os.environ, "IPMI_PASSWORD": bmc.credential}
+        try:
+            done = self._run(self._argv(bmc, args), env=env, capture_output=True, text=True,
+                             timeout=max(left, 1.0), stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise OobError(f"IPMI BMC {bmc.describe()} did not answer {what} within "
+                           f"{self._timeout:g} s", transient=True) from exc
+        except FileNotFoundError as exc:
+            raise OobError(f"IPMI BMC {bmc.describe()}: {what} needs {self._binary}, which is "
+                           "not installed") from exc
+        except OSError as exc:
+            raise OobError(f"IPMI BMC {bmc.describe()}: cannot run {self._binary} for {what}: "
+                           f"{exc}", transient=True) from exc
+        if done.returncode != 0:
+            error = _failure(bmc, what, done.stderr or done.stdout or "")
+            if error.transient and NO_SESSION in (done.stderr or "").lower():
+                raise _NoSession(error)
+            raise error
+        return str(done.stdout)
 
     def power_state(self, bmc: BmcAccess) -> str:
-        result = self._call(bmc, "power state", lambda c: c.get_power())
-        return str((result or {}).get("powerstate", "unknown"))
+        out = self._call(bmc, "power state", "chassis", "power", "status").lower()
+        if out.rstrip().endswith(" on"):
+            return "on"
+        return "off" if out.rstrip().endswith(" off") else "unknown"
 
     def power_off(self, bmc: BmcAccess, *, graceful: bool) -> None:
-        state = "shutdown" if graceful else "off"
         self._call(bmc, "soft off" if graceful else "power off",
-                   lambda c: c.set_power(state, wait=False))
+                   "chassis", "power", "soft" if graceful else "off")
 
     def power_on(self, bmc: BmcAccess) -> None:
-        self._call(bmc, "power on", lambda c: c.set_power("on", wait=False))
+        self._call(bmc, "power on", "chassis", "power", "on")
 
     def power_cycle(self, bmc: BmcAccess) -> None:
-        self._call(bmc, "power cycle", lambda c: c.set_power("boot", wait=False))
+        """On when off, else a hard reset (IPMI's power cycle does nothing to a node off)."""
+        off = self.power_state(bmc) == "off"
+        self._call(bmc, "power cycle", "chassis", "power", "on" if off else "reset")
 
     def set_pxe_boot(self, bmc: BmcAccess) -> None:
-        self._call(bmc, "set boot device", lambda c: c.set_bootdev("network", persist=False))
+        self._call(bmc, "set boot device", "chassis", "bootdev", "pxe")
 
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         return {}
@@ -113,3 +118,16 @@ class IpmiDriver:
 
     def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
         return None
+
+
+def _failure(bmc: BmcAccess, what: str, stderr: str) -> OobError:
+    """ipmitool's last words → OobError: credentials refused (not retried), no answer
+    (transient), or the BMC's refusal as ipmitool printed it (transient)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    text = " ".join(lines).lower()
+    if any(word in text for word in AUTH_REFUSED):
+        return OobError(f"IPMI BMC {bmc.describe()} refused the credentials for {what} "
+                        f"({lines[0] if lines else 'login refused'})")
+    if not lines or NO_SESSION in text:
+        return OobError(f"IPMI BMC {bmc.describe()} did not answer {what}", transient=True)
+    return OobError(f"IPMI BMC {bmc.describe()} failed {what}: {lines[-1]}", transient=True)

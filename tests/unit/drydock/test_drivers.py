@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
+import subprocess
 from typing import Any
 
 import pytest
 import requests
 import sushy
-from pyghmi import exceptions as ipmi_exc
 
-from common.pyghmi_io import IoWatchdog
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import MaasError, OobError
@@ -111,65 +109,89 @@ def test_maas_refusal_keeps_its_message():
         maas.create_tag("compute", "")
 
 
-class FakeCommand:
-    calls: list[tuple[str, Any]] = []
+class FakeIpmitool:
+    """subprocess.run for ipmitool: records each command line and environment, answers from
+    a list of (returncode, stdout, stderr)."""
 
-    def __init__(self, **_: Any) -> None:
-        pass
+    def __init__(self, *answers: tuple[int, str, str]) -> None:
+        self.answers = list(answers)
+        self.calls: list[tuple[list[str], dict[str, str]]] = []
 
-    def set_power(self, state: str, wait: bool = False) -> dict[str, str]:
-        self.calls.append(("set_power", (state, wait)))
-        return {"powerstate": state}
+    def __call__(self, argv: list[str], *, env: dict[str, str], **_: Any) -> Any:
+        self.calls.append((argv, env))
+        code, out, err = self.answers.pop(0) if self.answers else (0, "", "")
+        return subprocess.CompletedProcess(argv, code, out, err)
 
-    def set_bootdev(self, dev: str, persist: bool = False) -> None:
-        self.calls.append(("set_bootdev", (dev, persist)))
+    def commands(self) -> list[str]:
+        return [" ".join(argv[argv.index("-N") + 2:]) for argv, _ in self.calls]
 
 
 BMC = BmcAccess(type="ipmi", address="127.0.0.1", port=623, account="a", credential="pw")
+NO_SESSION = "Get Auth Capabilities error\nError: Unable to establish IPMI v2 / RMCP+ session\n"
 
 
-def test_the_ipmi_session_socket_never_blocks():
-    """pyghmi sets its shared socket blocking to send; its IO thread reading it then would block
-    every IPMI call of the process (see common.udpsocket)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-
-    class Session:
-        socket = sock
-
-    class WithSession(FakeCommand):
-        ipmi_session = Session()
-
-    try:
-        IpmiDriver(factory=WithSession).power_on(BMC)
-        sock.setblocking(True)  # as pyghmi's _io_sendto does
-        assert not sock.getblocking()
-    finally:
-        sock.close()
+def test_ipmi_password_is_in_the_environment_never_on_the_command_line():
+    run = FakeIpmitool((0, "Chassis Power is on\n", ""))
+    assert IpmiDriver(run=run).power_state(BMC) == "on"
+    argv, env = run.calls[0]
+    assert "pw" not in argv and env["IPMI_PASSWORD"] == "pw"
+    assert argv[:11] == ["ipmitool", "-v", "-I", "lanplus", "-H", "127.0.0.1", "-p", "623",
+                         "-U", "a", "-E"]
 
 
 def test_ipmi_pxe_boot_override_is_one_time_and_cycle_boots():
-    FakeCommand.calls = []
-    driver = IpmiDriver(factory=FakeCommand)
+    run = FakeIpmitool((0, "", ""), (0, "Chassis Power is off\n", ""), (0, "", ""),
+                       (0, "Chassis Power is on\n", ""), (0, "", ""), (0, "", ""))
+    driver = IpmiDriver(run=run)
     driver.set_pxe_boot(BMC)
-    driver.power_cycle(BMC)
+    driver.power_cycle(BMC)  # off: on
+    driver.power_cycle(BMC)  # on: reset
     driver.power_on(BMC)
-    assert FakeCommand.calls == [("set_bootdev", ("network", False)),
-                                 ("set_power", ("boot", False)), ("set_power", ("on", False))]
+    assert run.commands() == ["chassis bootdev pxe", "chassis power status", "chassis power on",
+                              "chassis power status", "chassis power reset",
+                              "chassis power on"]
 
 
-@pytest.mark.parametrize(("raised", "expected"), [
-    (ipmi_exc.IpmiException(None), "IPMI BMC ipmi 127.0.0.1:623 did not answer power state"),
-    (ipmi_exc.IpmiException("timeout"), "IPMI BMC ipmi 127.0.0.1:623 did not answer power state"),
-    (ipmi_exc.IpmiException("Insufficient privilege"),
-     "IPMI BMC ipmi 127.0.0.1:623 failed power state: Insufficient privilege")])
-def test_ipmi_failures_never_say_none(raised: Exception, expected: str) -> None:
-    class Dead(FakeCommand):
-        def get_power(self) -> dict[str, str]:
-            raise raised
+@pytest.mark.parametrize(("stderr", "expected", "transient"), [
+    ("", "IPMI BMC ipmi 127.0.0.1:623 did not answer power state", True),
+    (NO_SESSION, "IPMI BMC ipmi 127.0.0.1:623 did not answer power state", True),
+    ("> RAKP 2 HMAC is invalid\nError: Unable to establish IPMI v2 / RMCP+ session\n",
+     "IPMI BMC ipmi 127.0.0.1:623 refused the credentials for power state "
+     "(> RAKP 2 HMAC is invalid)", False),
+    ("Error: Insufficient privilege level\n",
+     "IPMI BMC ipmi 127.0.0.1:623 refused the credentials for power state "
+     "(Error: Insufficient privilege level)", False),
+    ("Invalid completion code received: Node busy\n",
+     "IPMI BMC ipmi 127.0.0.1:623 failed power state: "
+     "Invalid completion code received: Node busy", True)])
+def test_ipmi_failures_say_what_happened(stderr: str, expected: str, transient: bool) -> None:
+    with pytest.raises(OobError) as err:
+        IpmiDriver(run=FakeIpmitool(*[(1, "", stderr)] * 3)).power_state(BMC)
+    assert err.value.message == expected and err.value.transient is transient
+
+
+def test_ipmi_reruns_a_call_whose_session_was_never_opened_only():
+    run = FakeIpmitool((1, "", NO_SESSION), (0, "", ""))
+    IpmiDriver(run=run).power_off(BMC, graceful=False)
+    assert run.commands() == ["chassis power off", "chassis power off"]
+    refused = FakeIpmitool((1, "", "Invalid completion code received: Node busy\n"))
+    with pytest.raises(OobError):
+        IpmiDriver(run=refused).power_off(BMC, graceful=True)
+    assert refused.commands() == ["chassis power soft"]
+
+
+def test_ipmi_a_call_past_its_timeout_is_a_transient_error():
+    def hung(argv: list[str], **kwargs: Any) -> Any:
+        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
 
     with pytest.raises(OobError) as err:
-        IpmiDriver(factory=Dead).power_state(BMC)
-    assert err.value.message == expected and err.value.transient
+        IpmiDriver(run=hung, timeout=5).power_on(BMC)
+    assert err.value.transient and "did not answer power on within 5 s" in err.value.message
+
+
+def test_ipmi_without_ipmitool_says_so():
+    with pytest.raises(OobError, match="needs no-such-ipmitool, which is not installed"):
+        IpmiDriver(binary="no-such-ipmitool").power_state(BMC)
 
 
 class FakeSystem:
@@ -204,12 +226,3 @@ def test_redfish_cycle_powers_on_or_restarts(power, reset):
     assert system.calls == [("boot", {"target": sushy.BOOT_SOURCE_TARGET_PXE,
                                       "enabled": sushy.BOOT_SOURCE_ENABLED_ONCE}),
                             ("reset", reset)]
-
-
-def test_ipmi_calls_start_the_process_s_pyghmi_watchdog(monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[bool] = []
-    monkeypatch.setattr(IoWatchdog, "ensure", classmethod(lambda cls: started.append(True)))
-    driver = IpmiDriver(factory=FakeCommand)
-    assert not started
-    driver.power_on(BMC)
-    assert started

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pyghmi.ipmi.private import session as ipmisession
 
-from common import pyghmi_io
+from sitesim.bmc import pyghmi_io
 
 
 class Started(threading.Thread):
