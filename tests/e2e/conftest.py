@@ -76,6 +76,8 @@ def web_node(berth: Berth, avoid: str = "") -> str:
     pods = berth.site.kube.api.get(
         "/api/v1/namespaces/demo/pods?labelSelector=application%3Dweb") or {}
     nodes = sorted({p["spec"].get("nodeName") for p in pods.get("items", [])
-                    if p.get("status", {}).get("phase") == "Running"} - {None, avoid})
+                    if p.get("status", {}).get("phase") == "Running"
+                    and not p["metadata"].get("deletionTimestamp")}  # not being evicted
+                   - {None, avoid})
     assert nodes, "no running web pod"
     return str(nodes[0])
