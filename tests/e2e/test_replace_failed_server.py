@@ -233,8 +233,8 @@ def test_not_ready_node_with_an_unreachable_bmc_is_refused_untouched(
     finally:
         set_bmc(berth, "node03", True)
         set_power(berth, "node03", "on")
-    wait_for(lambda: berth.sim("/nodes/node03")["kubernetes"]["ready"], 30,
-             "node03 to be Ready again")
+    wait_for(lambda: berth.sim("/nodes/node03")["kubernetes"]["ready"], 120,
+             "node03 to be Ready again")  # as long as the site gives a node to turn Ready
 
 
 def test_redfish_node_whose_bmc_is_gone_is_refused_at_creation(
