@@ -81,7 +81,9 @@ class TaskService:
         given = body.get("options")
         options: dict[str, Any] = given if isinstance(given, dict) else {}
         if isinstance(action, str) and action in self._actions:
-            problems += self._actions[action].check_options(options)
+            own = self._actions[action].check_options(options)
+            named = {p.split(" ", 1)[0] for p in own}  # one problem per field: the action's
+            problems = [p for p in problems if p.split(" ", 1)[0] not in named] + own
             if self._actions[action].needs_filter:
                 problems += _filter_or_all(action, body.get("node_filter"), options)
         if problems:

@@ -111,3 +111,15 @@ def test_the_design_grace_period_is_validated():
     assert any("power.grace_period must be a number" in p for p in problems)
     assert any("unknown setting 'policy'" in p for p in problems)
     assert power.design_grace(docs) is None
+
+
+def test_a_bad_option_is_named_once(make_site: SiteFactory) -> None:
+    """The document's schema and the action's own check both know grace_period: one problem."""
+    site = make_site(["n1"])
+    body = {"action": "power_off_nodes", "design_ref": site.href, "node_filter": names("n1"),
+            "options": {"grace_period": -1, "power_policy": "gentle"}}
+    with pytest.raises(BerthError) as err:
+        site.runtime.service.create(body, RequestContext(user="admin"), None)
+    messages = [str(m) for m in err.value.messages]
+    assert len([m for m in messages if "grace_period" in m]) == 1, messages
+    assert len([m for m in messages if "power_policy" in m]) == 1, messages
