@@ -5,7 +5,8 @@ BMC, both behind sitesim's admin API and site model, without Kubernetes or MAAS)
 client and BMC measures `power status` / `power off` / `power on`: median and p95 latency with
 no loss, and through a UDP proxy that drops a share of the datagrams in both directions
 (`--loss 10,30`): success rate, time per call, and calls that hang (still running after
-`--hang` seconds). pyghmi is driven through the IpmiDriver class given by `--pyghmi`
+`--hang` seconds). Three clients: pyghmi, bare ipmitool, and Drydock's driver (ipmitool with
+its timeout and reruns). pyghmi is driven through the IpmiDriver class given by `--pyghmi`
 (default: the pyghmi driver in bench/ipmi_pyghmi_driver.py when present, else Drydock's
 driver); ipmitool as `ipmitool -I lanplus -R R -N N -E chassis power ...` with the password
 in the environment.
@@ -173,6 +174,18 @@ class PyghmiClient:
             self.driver.power_on(bmc)
 
 
+class DrydockClient(PyghmiClient):
+    """Drydock's driver as shipped (ipmitool, its timeout and reruns)."""
+
+    name = "drydock (ipmitool driver)"
+
+    def __init__(self) -> None:
+        from drydock_api.drivers.ipmi.driver import IpmiDriver
+        from drydock_api.nodes.design import BmcAccess
+        self._access = BmcAccess
+        self.driver = IpmiDriver(timeout=30)
+
+
 class IpmitoolClient:
     name = "ipmitool"
 
@@ -225,7 +238,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=1, help="ipmitool -N (s)")
     parser.add_argument("--cipher", type=int, default=3, help="ipmitool -C (cipher suite)")
     parser.add_argument("--pyghmi", default="", help="module with the pyghmi IpmiDriver")
-    parser.add_argument("--clients", default="pyghmi,ipmitool")
+    parser.add_argument("--clients", default="pyghmi,ipmitool,drydock",
+                        help="pyghmi (the previous driver), ipmitool (bare), drydock (the driver)")
     args = parser.parse_args()
     if args.serve:
         serve_bmcs()
@@ -251,7 +265,8 @@ def run(args: argparse.Namespace, module: str, info: dict[str, Any]) -> None:
     bmcs = {"pyghmi BMC": info["ports"]["pg-a"], "ipmi_sim": info["ports"]["sim-a"]}
     clients: list[Any] = []
     for name in args.clients.split(","):
-        clients.append(PyghmiClient(module) if name == "pyghmi"
+        clients.append(PyghmiClient(module) if name == "pyghmi" else DrydockClient()
+                       if name == "drydock"
                        else IpmitoolClient(args.retries, args.timeout, args.cipher))
     print(f"pyghmi driver: {module}; ipmitool -C {args.cipher} -R {args.retries} "
           f"-N {args.timeout}; "

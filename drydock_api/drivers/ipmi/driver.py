@@ -18,14 +18,16 @@ AUTH_REFUSED = ("hmac is invalid", "unauthorized name", "invalid user", "unautho
                 "insufficient privilege", "invalid session")
 # the BMC answered nothing (or not enough to open a session): nothing reached it
 NO_SESSION = "unable to establish ipmi v2"
+# the command was answered (stdout says so) and only closing the session failed: done
+CLOSE_FAILED, ANSWERED = "close session command failed", "Chassis Power"
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
-class _NoSession(Exception):
-    def __init__(self, error: OobError) -> None:
+class _Rerun(Exception):
+    def __init__(self, error: OobError, *, no_session: bool) -> None:
         super().__init__(error.message)
-        self.error = error
+        self.error, self.no_session = error, no_session
 
 
 class IpmiDriver:
@@ -53,15 +55,17 @@ class IpmiDriver:
                 "-U", bmc.account, "-E", "-C", str(self._cipher), "-R", str(self._retries),
                 "-N", str(self._interval), *args]
 
-    def _call(self, bmc: BmcAccess, what: str, *args: str) -> str:
-        """Run ipmitool; run it again while no session could be opened (the command never
-        reached the BMC, so any command may be resent) and time is left."""
+    def _call(self, bmc: BmcAccess, what: str, *args: str, resend: bool = True) -> str:
+        """Run ipmitool; run it again while time is left when no session could be opened
+        (nothing reached the BMC) or, for a command that may be sent twice (`resend`: all
+        but a reset), when its answer was lost."""
         deadline = time.monotonic() + self._timeout
         for attempt in range(1, self._attempts + 1):
             try:
                 return self._once(bmc, what, args, deadline - time.monotonic())
-            except _NoSession as exc:
-                if attempt == self._attempts or time.monotonic() >= deadline - 1:
+            except _Rerun as exc:
+                last = attempt == self._attempts or time.monotonic() >= deadline - 1
+                if last or not (exc.no_session or resend):
                     raise exc.error from exc
         raise AssertionError("unreachable")
 
@@ -79,10 +83,11 @@ class IpmiDriver:
         except OSError as exc:
             raise OobError(f"IPMI BMC {bmc.describe()}: cannot run {self._binary} for {what}: "
                            f"{exc}", transient=True) from exc
-        if done.returncode != 0:
+        stderr = (done.stderr or "").lower()
+        if done.returncode != 0 and not (CLOSE_FAILED in stderr and ANSWERED in done.stdout):
             error = _failure(bmc, what, done.stderr or done.stdout or "")
-            if error.transient and NO_SESSION in (done.stderr or "").lower():
-                raise _NoSession(error)
+            if error.transient:
+                raise _Rerun(error, no_session=NO_SESSION in stderr)
             raise error
         return str(done.stdout)
 
@@ -102,7 +107,8 @@ class IpmiDriver:
     def power_cycle(self, bmc: BmcAccess) -> None:
         """On when off, else a hard reset (IPMI's power cycle does nothing to a node off)."""
         off = self.power_state(bmc) == "off"
-        self._call(bmc, "power cycle", "chassis", "power", "on" if off else "reset")
+        self._call(bmc, "power cycle", "chassis", "power", "on" if off else "reset",
+                   resend=off)
 
     def set_pxe_boot(self, bmc: BmcAccess) -> None:
         self._call(bmc, "set boot device", "chassis", "bootdev", "pxe")

@@ -170,14 +170,25 @@ def test_ipmi_failures_say_what_happened(stderr: str, expected: str, transient: 
     assert err.value.message == expected and err.value.transient is transient
 
 
-def test_ipmi_reruns_a_call_whose_session_was_never_opened_only():
+def test_ipmi_reruns_a_lost_call_but_never_resends_a_reset():
     run = FakeIpmitool((1, "", NO_SESSION), (0, "", ""))
     IpmiDriver(run=run).power_off(BMC, graceful=False)
     assert run.commands() == ["chassis power off", "chassis power off"]
-    refused = FakeIpmitool((1, "", "Invalid completion code received: Node busy\n"))
-    with pytest.raises(OobError):
+    lost = "Unable to set Chassis Power Control to Reset\n"
+    reset = FakeIpmitool((0, "Chassis Power is on\n", ""), (1, "", lost), (0, "", ""))
+    with pytest.raises(OobError, match="failed power cycle: Unable to set"):
+        IpmiDriver(run=reset).power_cycle(BMC)
+    assert reset.commands() == ["chassis power status", "chassis power reset"]
+    refused = FakeIpmitool((1, "", "> RAKP 2 HMAC is invalid\n" + NO_SESSION))
+    with pytest.raises(OobError, match="refused the credentials"):
         IpmiDriver(run=refused).power_off(BMC, graceful=True)
     assert refused.commands() == ["chassis power soft"]
+
+
+def test_ipmi_a_command_answered_before_its_session_failed_to_close_is_done():
+    run = FakeIpmitool((1, "Chassis Power Control: Down/Off\n", "Close Session command failed\n"))
+    IpmiDriver(run=run).power_off(BMC, graceful=False)
+    assert run.commands() == ["chassis power off"]
 
 
 def test_ipmi_a_call_past_its_timeout_is_a_transient_error():
