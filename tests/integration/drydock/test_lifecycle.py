@@ -67,7 +67,7 @@ def test_prepare_and_deploy_torn_down_nodes_end_deployed_and_ready(lc_env: Lifec
         # deploy_nodes ends at MAAS Deployed; the node joins Kubernetes after (its Ready is
         # what Shipyard's wait_node_ready waits for)
         lc_env.until(lambda n=name: lc_env.sim(f"/nodes/{n}")["kubernetes"]["ready"],
-                     what=f"{name} Ready in Kubernetes")
+                     timeout=120, what=f"{name} Ready in Kubernetes")  # as the site allows
         assert node["disks"]["sda"]["marker"] not in (None, os_before[name])
         assert node["disks"]["sdb"]["marker"] == data_before[name]
         assert node["mounts"]["/var/lib/data"] == {"disk": "sdb",
