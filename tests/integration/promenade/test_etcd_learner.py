@@ -194,7 +194,7 @@ def test_a_learner_that_never_catches_up_is_not_promoted(site: Site) -> None:
     with Sampler(Etcd3Port(timeout=1.0), site.spec) as sampler, \
             pytest.raises(LearnerNotCaughtUp) as caught:
         site.joiner().join_node(NEW, [site.spec], timeout=6)
-    assert time.monotonic() - started < 20  # bounded
+    assert time.monotonic() - started < 60  # bounded by the join's timeout, not waiting on
     assert "did not catch up in time: its etcd has not started" in caught.value.message
     assert "the learner was removed again; the cluster is as it was" in caught.value.message
     assert caught.value.code == 409 and caught.value.reason == "LearnerNotCaughtUp"

@@ -68,8 +68,8 @@ def test_watches_see_a_node_change_and_pods_leave(admin: Admin, promenade: Prome
     version = kube.get_node("pk-w1").version
     kube.patch_node("pk-w1", labels={"watched": "yes"})
     started = time.monotonic()
-    assert kube.watch_node("pk-w1", version, 10.0) is True  # the change after `version`
-    assert time.monotonic() - started < 5
+    assert kube.watch_node("pk-w1", version, 120.0) is True  # the change after `version`
+    assert time.monotonic() - started < 60  # seen, not the watch's end
     pod = admin.create("/api/v1/namespaces/demo/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pk-w1-bare"},
         "spec": {"nodeName": "pk-w1", "terminationGracePeriodSeconds": 1,
