@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import flask
-from sushy_tools.emulator.resources import drives, indicators, storage
+from sushy_tools.emulator.resources import drives, indicators, storage, volumes
 from sushy_tools.emulator.resources.systems.base import AbstractSystemsDriver
 
 from sitesim.bmc.redfish import ENVIRON_KEY, REDFISH_BOOT, RedfishBackend
@@ -90,6 +90,16 @@ class SiteDrives(drives.StaticDriver):  # type: ignore[misc]
         return _backend().drives(identity, storage_id)
 
 
+class SiteVolumes(volumes.StaticDriver):  # type: ignore[misc]
+    """No logical volumes: an empty Volumes collection, as a BMC without RAID answers (the
+    emulator's own driver answers 500 for a controller it has no volumes configured for, and a
+    Redfish client such as Ironic's inspection retries that for 30 s)."""
+
+    def get_volumes_col(self, identity: str, storage_id: str) -> list[dict[str, Any]]:
+        found = super().get_volumes_col(identity, storage_id)
+        return list(found) if found else []
+
+
 _INSTALL_LOCK = threading.Lock()
 
 
@@ -106,6 +116,7 @@ def install_drivers() -> Any:
             for prop, driver in (("systems", SiteSystems()),
                                  ("storage", SiteStorage(app.config, app.logger)),
                                  ("drives", SiteDrives(app.config, app.logger)),
+                                 ("volumes", SiteVolumes(app.config, app.logger)),
                                  ("indicators", SiteIndicators(app.config, app.logger))):
                 method = getattr(type(app), prop).fget.__wrapped__
                 cache.setdefault(method, {})[(frozenset(), frozenset())] = driver

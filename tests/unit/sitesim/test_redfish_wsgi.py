@@ -124,3 +124,12 @@ def test_a_bmc_without_drive_erase_offers_no_action_and_refuses_it(model):
                         "Drive.SecureErase", headers=AUTH, json={})
     assert reply.status_code == 400
     assert model.call_count("redfish", "secure_erase", "node04") == 0
+
+
+def test_a_storage_controller_without_volumes_lists_none(client):
+    """A BMC without RAID volumes answers an empty collection (Ironic's redfish inspection
+    reads it; a 500 there made the inspection retry for 30 s)."""
+    uid = system_uuid("demo", "node04")
+    reply = client.get(f"/redfish/v1/Systems/{uid}/Storage/1/Volumes", headers=AUTH)
+    assert reply.status_code == 200, reply.text
+    assert reply.json["Members"] == [] and reply.json["Members@odata.count"] == 0
