@@ -18,8 +18,7 @@ HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
 
 
 @pytest.fixture(scope="module")
-def ironic_site(ironic_server: object) -> Iterator[Site]:
-    # (ironic_server: the same installed-or-fail check; this site starts its own Ironic)
+def ironic_site(ironic_installed: None) -> Iterator[Site]:
     site = start_test_site("etc/sites/ironic-demo.yaml")
     try:
         yield site
