@@ -211,11 +211,15 @@ def finish(ctx: FinishContext) -> None:
 TERMINAL = {s.value for s in TERMINAL_STEP}
 
 
-def live_holders(action: Any, step_states: dict[str, str]) -> list[str]:
-    """Holders of an action's nodes that took their slots and have not given them back."""
+def live_holders(action: Any, steps: list[Any]) -> list[str]:
+    """Holders of an action's nodes that took slots (a node in no failure domain takes none)
+    and have not given them back."""
+    by_id = {s.step_id: s for s in steps}
+    pending = StepState.PENDING.value
     return [holder(action.marker, n) for n in action.target_nodes or []
-            if step_states.get(f"{TAKE}.{n}") == StepState.SUCCESS.value
-            and step_states.get(f"{RELEASE}.{n}", StepState.PENDING.value) not in TERMINAL]
+            if (took := by_id.get(f"{TAKE}.{n}")) is not None
+            and took.state == StepState.SUCCESS.value and (took.output or {}).get("domains")
+            and getattr(by_id.get(f"{RELEASE}.{n}"), "state", pending) not in TERMINAL]
 
 
 class SlotRenewer:
@@ -236,8 +240,7 @@ class SlotRenewer:
         for action in self.store.active():
             if action.lease_owner is not None and (action.lease_expires or 0.0) < now:
                 continue  # its worker died: let the slots lapse
-            states = {s.step_id: s.state for s in self.store.steps(action.id)}
-            for name in live_holders(action, states):
+            for name in live_holders(action, self.store.steps(action.id)):
                 try:
                     self.svc.drydock.renew_budget_slot(
                         name, lease_seconds=self.svc.settings.budget_lease,

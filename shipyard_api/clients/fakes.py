@@ -179,6 +179,7 @@ class FakeDrydock:
     # failure-domain budget: every node in one domain "rack:all" of this budget (None: none)
     budget: int | None = None
     slots: dict[str, str] = field(default_factory=dict)  # holder -> node
+    renewals: list[str] = field(default_factory=list)  # holders asked to renew, in order
     _by_key: dict[str, str] = field(default_factory=dict)
     budget_holders: dict[str, str | None] = field(default_factory=dict)  # task -> holder
     _reads: dict[str, int] = field(default_factory=dict)
@@ -224,6 +225,7 @@ class FakeDrydock:
     def renew_budget_slot(self, holder: str, *, lease_seconds: float,
                           ctx: RequestContext) -> BudgetSlots:
         with self._lock:
+            self.renewals.append(holder)
             if holder not in self.slots:
                 raise NotFound(f"{holder} holds no slot", reason="SlotsNotHeld")
             return {"holder": holder, "slots": []}

@@ -150,3 +150,19 @@ def test_deploy_site_shows_the_nodes_drydock_holds_back_as_a_blocker(
     assert blocked["blockers"][0]["domain"] == "rack:rack01"
     assert "node02: failure domain rack:rack01" in blocked["message"]
     assert "drydock:k:node01" in blocked["message"]
+
+
+def test_a_node_in_no_failure_domain_has_nothing_to_renew(harness: Harness) -> None:
+    """Its take step took no slot (the design declares no budget for it): Drydock is not
+    asked to renew a holder it does not know, once per quarter lease for the whole action."""
+    from shipyard_api.actions.budget import SlotRenewer
+
+    harness.commit(tag="site-action-success")
+    harness.drydock.budget = None  # no failure domain: the take answers no slot
+    harness.drydock.polls_to_finish = 10**6
+    action = harness.create("redeploy_server", {"target_nodes": "node01"})
+    harness.run_until(lambda: harness.step(action["id"], "take_budget_slot.node01")
+                      ["state"] == "success")
+    renewer = SlotRenewer(harness.store, harness.services, clock=harness.clock)
+    assert renewer.renew_once() == 0
+    assert harness.drydock.renewals == []
