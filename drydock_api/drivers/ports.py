@@ -204,17 +204,11 @@ class OobDriver(Protocol):
         """Boot from the network next time (a one-time boot override)."""
 
 
-class OobRouter:
-    """An OobDriver choosing the Redfish or IPMI driver by the node's `oob.type`."""
-
-    def __init__(self, drivers: dict[str, OobDriver]) -> None:
-        self._drivers = drivers
+class RoutedOob:
+    """An OobDriver passing each call to the driver `_pick` chooses for the node."""
 
     def _pick(self, bmc: BmcAccess) -> OobDriver:
-        try:
-            return self._drivers[bmc.type]
-        except KeyError:
-            raise OobError(f"No driver for oob type {bmc.type}") from None
+        raise NotImplementedError
 
     def power_state(self, bmc: BmcAccess) -> str:
         return self._pick(bmc).power_state(bmc)
@@ -242,3 +236,16 @@ class OobRouter:
 
     def set_pxe_boot(self, bmc: BmcAccess) -> None:
         self._pick(bmc).set_pxe_boot(bmc)
+
+
+class OobRouter(RoutedOob):
+    """An OobDriver choosing the Redfish or IPMI driver by the node's `oob.type`."""
+
+    def __init__(self, drivers: dict[str, OobDriver]) -> None:
+        self._drivers = drivers
+
+    def _pick(self, bmc: BmcAccess) -> OobDriver:
+        try:
+            return self._drivers[bmc.type]
+        except KeyError:
+            raise OobError(f"No driver for oob type {bmc.type}") from None

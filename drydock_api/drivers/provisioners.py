@@ -14,7 +14,7 @@ from typing import Protocol
 
 from common.errors import UnprocessableEntity
 from common.status import Message, validation_message
-from drydock_api.drivers.ports import EraseStatus, OobDriver, OobError, Provisioner
+from drydock_api.drivers.ports import OobDriver, OobError, Provisioner, RoutedOob
 from drydock_api.nodes.design import DEFAULT_PROVISIONER, PROVISIONERS, BmcAccess
 
 LABELS = {"maas": "MAAS", "ironic": "Ironic"}  # as step messages name them
@@ -91,7 +91,7 @@ def problems(wanted: str | None, configured: list[str]) -> list[Message]:
                                name="ProvisionerNotConfigured")]
 
 
-class PowerPaths:
+class PowerPaths(RoutedOob):
     """An OobDriver choosing the power path of a node by its design's provisioner
     (BmcAccess.provisioner): `paths` by provisioner name; a name without a path is refused."""
 
@@ -103,30 +103,3 @@ class PowerPaths:
             return self._paths[bmc.provisioner]
         except KeyError:
             raise OobError(not_configured(bmc.provisioner, sorted(self._paths))) from None
-
-    def power_state(self, bmc: BmcAccess) -> str:
-        return self._pick(bmc).power_state(bmc)
-
-    def power_off(self, bmc: BmcAccess, *, graceful: bool) -> None:
-        self._pick(bmc).power_off(bmc, graceful=graceful)
-
-    def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
-        return self._pick(bmc).erasable_drives(bmc)
-
-    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
-        return self._pick(bmc).secure_erase(bmc, drive)
-
-    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
-        return self._pick(bmc).erase_status(bmc, task)
-
-    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
-        return self._pick(bmc).find_erase(bmc, drive)
-
-    def power_on(self, bmc: BmcAccess) -> None:
-        self._pick(bmc).power_on(bmc)
-
-    def power_cycle(self, bmc: BmcAccess) -> None:
-        self._pick(bmc).power_cycle(bmc)
-
-    def set_pxe_boot(self, bmc: BmcAccess) -> None:
-        self._pick(bmc).set_pxe_boot(bmc)
