@@ -15,7 +15,7 @@ class PlanRequest(TypedDict):
 
 class ActionRequest(TypedDict):
     name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site', 'test_site', 'update_software']
-    parameters: NotRequired[dict[str, Any]]
+    parameters: NotRequired[dict[str, Any] | None]
     plan_id: NotRequired[str]
 
 

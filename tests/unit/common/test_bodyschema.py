@@ -36,5 +36,5 @@ def test_one_400_lists_every_problem_and_the_callers_own() -> None:
                        "Invalid action request", extra=["a rule of the caller"])
     assert caught.value.code == 400 and caught.value.reason == "ValidationFailure"
     assert [m["message"] for m in caught.value.messages] == [
-        "name is required", "unknown field 'x'", "parameters must be an object",
+        "name is required", "unknown field 'x'", "parameters must be an object or null",
         "a rule of the caller"]
