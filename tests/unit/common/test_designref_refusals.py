@@ -33,7 +33,9 @@ def service_conf(root: Path) -> Any:
     conf = cfg.ConfigOpts()
     config.register_common(conf)
     conf([], default_config_files=[])
-    policy_opts.set_defaults(conf, policy_file=str(root / "policy.yaml"))
+    policy_opts.set_defaults(conf)  # registers the options; a policy_file here would
+    # change oslo.policy's default for every later ConfigOpts of the process
+    conf.set_override("policy_file", str(root / "policy.yaml"), group="oslo_policy")
     conf.set_override("file_root", str(root), group="design")
     conf.set_override("token_file", str(root / "tokens.yaml"), group="auth")
     conf.set_override("connection", f"sqlite:///{root}/service.db", group="database")

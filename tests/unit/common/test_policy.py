@@ -28,7 +28,9 @@ def setup(tmp_path):
     policy_file.write_text("{}\n")
     conf = cfg.ConfigOpts()
     conf([], default_config_files=[])
-    policy_opts.set_defaults(conf, policy_file=str(policy_file))
+    policy_opts.set_defaults(conf)  # registers the options; a policy_file here would
+    # change oslo.policy's default for every later ConfigOpts of the process
+    conf.set_override("policy_file", str(policy_file), group="oslo_policy")
     clock = Clock()
     enforcer = Policy(conf, RULES, clock=clock)
     return enforcer, policy_file, clock
