@@ -4,14 +4,10 @@ gone, the credentials refused, datagrams lost on the way."""
 
 from __future__ import annotations
 
-import random
-import select
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -19,6 +15,7 @@ from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.ports import OobError
 from drydock_api.nodes.design import BmcAccess
 from sitesim.bmc.ipmi import PyghmiBmcs
+from sitesim.bmc.lossy import LossyProxy
 from sitesim.model import SiteModel
 from sitesim.ports import free_port
 from sitesim.scheduler import Scheduler
@@ -47,44 +44,6 @@ def site() -> Iterator[tuple[SiteModel, BmcAccess]]:
     finally:
         bmcs.stop()
         scheduler.stop()
-
-
-class LossyRelay:
-    """A UDP relay in front of the BMC dropping `loss` of the datagrams each way."""
-
-    def __init__(self, port: int, loss: float) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port, self.target, self.loss = self.sock.getsockname()[1], port, loss
-        self.up: dict[Any, socket.socket] = {}
-        self.rng, self.stop, self.dropped = random.Random(3), threading.Event(), 0
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def keep(self) -> bool:
-        if self.rng.random() < self.loss:
-            self.dropped += 1
-            return False
-        return True
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for sock in select.select([self.sock, *self.up.values()], [], [], 0.1)[0]:
-                data, addr = sock.recvfrom(65536)
-                if sock is self.sock:
-                    if addr not in self.up:
-                        self.up[addr] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                    if self.keep():
-                        self.up[addr].sendto(data, ("127.0.0.1", self.target))
-                elif self.keep():
-                    client = next(a for a, s in self.up.items() if s is sock)
-                    self.sock.sendto(data, client)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(2)
-        for sock in [self.sock, *self.up.values()]:
-            sock.close()
 
 
 def test_power_off_and_on_reach_the_site(site: tuple[SiteModel, BmcAccess]) -> None:
@@ -126,7 +85,7 @@ def test_a_wrong_password_is_refused_at_once_and_not_retried(
 def test_calls_through_a_lossy_link_succeed_or_fail_in_bounded_time(
         site: tuple[SiteModel, BmcAccess]) -> None:
     _, bmc = site
-    relay = LossyRelay(bmc.port, 0.2)
+    relay = LossyProxy(("127.0.0.1", bmc.port), 0.2)
     lossy = BmcAccess("ipmi", "127.0.0.1", relay.port, USER, PASSWORD)
     driver = IpmiDriver(timeout=20)
     answers: list[str] = []
