@@ -266,10 +266,12 @@ def release(ctx: NodeContext) -> Outcome:
                             "at": ctx.clock(), "acquired": bool(state.get("acquired"))})
     erase = planned_erase
     state["erase"] = erase
+    state["requested"] = True  # saved with the intent: a takeover must not release again
     answer = ctx.ask("release", "release", lambda: maas.release(machine.system_id, erase),
                      machine=machine.system_id, erase=erase)
-    # MAAS answers a release of a Ready machine with success and does nothing: no erase
-    state["requested"] = answer.status_name not in NOTHING_TO_RELEASE
+    if answer.status_name in NOTHING_TO_RELEASE:  # MAAS answers a Ready machine, does nothing
+        state["requested"] = False
+        ctx.checkpoint()
     return Retry(ctx.settings.maas_poll, "release requested")
 
 

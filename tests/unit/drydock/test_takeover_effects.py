@@ -247,3 +247,32 @@ def test_a_release_whose_answer_died_with_its_worker_is_not_sent_again(
     rows = disk_rows(task, "n1")
     assert all(r["verified_by"].startswith("MAAS finished the secure erase")
                for r in rows.values()), rows
+
+
+class _DiesWhenRead:
+    """MAAS's answer to a release, read by a worker that dies before it saves what it saw."""
+
+    @property
+    def status_name(self) -> str:
+        raise Crash()
+
+
+def test_a_release_accepted_before_its_worker_died_is_not_sent_again(
+        make_site: SiteFactory) -> None:
+    clock = FakeClock()
+    site = make_site(["n1"], clock=clock, steps={"release_timeout": 600.0})
+    original = site.maas.release
+
+    def release_then_die(system_id: str, erase: str | None) -> Any:
+        original(system_id, erase)
+        return _DiesWhenRead()  # accepted and saved; the worker dies reading the answer
+
+    site.maas.release = release_then_die  # type: ignore[method-assign]
+    task_id = create(site)
+    run(site, "first")
+    site.maas.release = original  # type: ignore[method-assign]
+    task = take_over(site, clock, task_id)  # the machine reads Ready by now
+    assert task["result"]["status"] == "success", task["result"]["message"]
+    assert site.maas.calls[("release", "n1")] == 1
+    assert site.maas.calls[("allocate", "n1")] == 0
+    assert site.maas.erase_modes == {"n1": "secure"}
