@@ -25,6 +25,8 @@ import time
 import uuid
 from pathlib import Path
 
+from common.poll import NotYet, poll
+
 RUN_TOKEN_ENV = "BERTH_UP_RUN"
 GRACE_SECONDS = 3.0
 PROC = Path("/proc")
@@ -57,15 +59,20 @@ def sweep(token: str, grace: float = GRACE_SECONDS) -> int:
     me = os.getpid()
     first = marked_pids(token, me)
     signal_all(first, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and marked_pids(token, me):
-        time.sleep(0.1)
-    for _ in range(50):  # processes that forked meanwhile are caught on the next pass
+
+    def gone() -> None | NotYet[list[int]]:
         left = marked_pids(token, me)
-        if not left:
-            break
+        return NotYet(left) if left else None
+
+    def kill(left: list[int]) -> None:
         signal_all(left, signal.SIGKILL)
-        time.sleep(0.1)
+
+    def stop(_: list[int]) -> None:
+        return None
+
+    poll(gone, deadline=time.monotonic() + grace, interval=0.1, expire=stop)
+    # SIGKILL what is left; processes that forked meanwhile are caught on the next pass
+    poll(gone, attempts=51, interval=0.1, between=kill, expire=stop)
     return len(first)
 
 

@@ -19,6 +19,7 @@ from berth_launcher.keeper import Keeper
 from berth_launcher.ports import PortError, PortLayout, command_line, taken_ports
 from berth_launcher.services import UpError
 from berth_launcher.status import ENV_FILE, PID_FILE
+from common.poll import NotYet, poll
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -122,12 +123,15 @@ def stop_launcher(directory: Path, timeout: float) -> None:
         pid_file.unlink(missing_ok=True)
         click.echo(f"berth up (pid {pid}) was not running")
         return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ended() -> None | NotYet[None]:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            click.echo(f"stopped berth up (pid {pid})")
-            return
-        time.sleep(0.1)
-    raise click.ClickException(f"berth up (pid {pid}) still running after {timeout:.0f}s")
+            return None
+        return NotYet()
+
+    def running(_: None) -> None:
+        raise click.ClickException(f"berth up (pid {pid}) still running after {timeout:.0f}s")
+
+    poll(ended, deadline=time.monotonic() + timeout, interval=0.1, expire=running)
+    click.echo(f"stopped berth up (pid {pid})")

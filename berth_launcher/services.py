@@ -15,6 +15,7 @@ from pathlib import Path
 
 import requests
 
+from common.poll import NotYet, poll
 from sitesim.processes import terminate
 
 PR_SET_PDEATHSIG = 1
@@ -77,17 +78,18 @@ def start_worker(name: str, config: Path, log: Path, cwd: Path | None = None,
 def wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], log: Path,
                  timeout: float = 60.0, path: str = "/api/v1.0/health") -> None:
     """Until `url` + `path` answers 200/204; UpError when the process exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy() -> None | NotYet[None]:
         if proc.poll() is not None:
             raise UpError(f"{name} exited with {proc.returncode}; see {log}")
-        try:
+        with contextlib.suppress(requests.RequestException):
             if requests.get(f"{url}{path}", timeout=1).status_code in (200, 204):
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    raise UpError(f"{name} did not become healthy in {timeout:.0f}s; see {log}")
+                return None
+        return NotYet()
+
+    def late(_: None) -> None:
+        raise UpError(f"{name} did not become healthy in {timeout:.0f}s; see {log}")
+
+    poll(healthy, deadline=time.monotonic() + timeout, interval=0.1, expire=late)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:

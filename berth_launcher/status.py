@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
 
 import click
 import requests
+
+from common.poll import NotYet, poll
 
 ENV_FILE = "env"
 PID_FILE = "berth-up.pid"
@@ -113,13 +116,15 @@ def status(berth_dir: str, wait: bool, timeout: float, interval: float) -> None:
     """Exit 0 when `berth up` is ready (env file written, every service healthy, the site
     design committed in Shipyard); otherwise exit 1 with one line saying why."""
     directory = Path(berth_dir)
-    deadline = time.monotonic() + timeout
-    while True:
+    def ready() -> str | NotYet[NotReady]:
         try:
-            click.echo(check(directory))
-            return
+            return check(directory)
         except NotReady as exc:
-            if not wait or time.monotonic() >= deadline:
-                click.echo(f"not ready: {exc}", err=True)
-                raise SystemExit(1) from None
-        time.sleep(interval)
+            return NotYet(exc)
+
+    def not_ready(exc: NotReady) -> str:
+        click.echo(f"not ready: {exc}", err=True)
+        raise SystemExit(1)
+
+    click.echo(poll(ready, deadline=time.monotonic() + timeout if wait else -math.inf,
+                    interval=interval, expire=not_ready))

@@ -25,6 +25,7 @@ from gunicorn.workers.base import Worker
 
 from common.connguard import ConnectionGuard, Limits
 from common.httphead import HeadLimits
+from common.poll import NotYet, poll
 
 HEARTBEAT = 1.0
 SWITCH_INTERVAL = 0.001
@@ -82,12 +83,18 @@ class WaitressWorker(Worker):  # type: ignore[misc]
         gunicorn's `graceful_timeout`)."""
         with guard.lock:
             guard.draining = True
-        deadline = time.monotonic() + self.cfg.graceful_timeout
         answered = False
-        while guard.busy() and time.monotonic() < deadline:
+
+        def idle() -> None | NotYet[None]:
+            return NotYet() if guard.busy() else None
+
+        def answering(_: None) -> None:
+            nonlocal answered
             answered = True
             self.notify()
-            time.sleep(0.1)
+
+        poll(idle, deadline=time.monotonic() + self.cfg.graceful_timeout, interval=0.1,
+             expire=lambda _: None, between=answering)
         if answered:
             time.sleep(0.2)  # for waitress to send what the last answers left in its buffers
         guard.stop()

@@ -408,17 +408,27 @@ class Drainer:
         if not pods:
             return
         left = {p.uid for p in pods}
-        while True:
+        started = self._clock()
+
+        def gone() -> None | NotYet[None]:
+            nonlocal left, started
             started = self._clock()
             piece = min(WAIT_SLICE, max(0.0, deadline - started))
             left = self._kube.wait_pods_gone(node, left, piece)
             self._p.gone(p.key for p in pods if p.uid not in left)
             self._p.flush()
-            if not left or self._clock() >= deadline:
-                break
+            return NotYet() if left else None
+
+        def rest(seconds: float) -> None:  # a watch answered early: do not spin
+            pause = min(seconds, started + WAIT_SLICE - self._clock())
+            if pause > 0:
+                self._sleep(pause)
+
+        def checked(_: None) -> None:
             self._check()
-            if self._clock() - started < piece:  # answered early: do not spin
-                self._sleep(piece - (self._clock() - started))
+
+        poll(gone, deadline=deadline, interval=WAIT_SLICE, expire=lambda _: None,
+             between=checked, clock=self._clock, sleep=rest)
         for pod in pods:
             if pod.uid in left:
                 failures.setdefault(pod.key, f"{pod.key}: still present on {node} at the timeout")
