@@ -63,12 +63,12 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
     deps = deps or build_deps(conf)
     rt = deps.runtime
     history = TaskHistory(rt.store)
-    builddata = BuildData(history, rt.ports.maas)
+    builddata = BuildData(history, rt.ports.machines)
     routes: list[tuple[str, object]] = [
         (f"{P}/tasks", TasksResource(rt.service, rt.loader.check,
                                      TaskRetention(history, rt.store.clock))),
         (f"{P}/tasks/preview", TaskPreviewResource(TaskPreview(
-            rt.service, rt.loader.design, rt.inventory, rt.nodes, rt.ports.oob))),
+            rt.service, rt.loader.design, rt.inventory, rt.nodes, rt.ports.erase))),
         (f"{P}/tasks/{{task_id}}", TaskResource(rt.service, rt.waiters,
                                                  conf.api.long_poll_max_wait, builddata)),
         (f"{P}/tasks/{{task_id}}/builddata", TaskBuildDataResource(builddata)),
@@ -86,7 +86,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
         *bootaction_routes(rt),
         (f"{P}/budgets/slots", BudgetSlotsResource(rt.budgets)),
         (f"{P}/budgets/slots/{{holder}}", BudgetSlotResource(rt.budgets)),
-        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.oob, rt.ports.maas,
+        (f"{P}/wipeplan", WipePlanResource(rt.loader.design, rt.ports.erase, rt.ports.machines,
                                            rt.ports.backends)),
         *audit_routes(rt.store.engine, config.SERVICE),
     ]

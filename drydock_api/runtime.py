@@ -181,12 +181,12 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
         conf.bootactions.report_url or f"{conf.peers.drydock_url.rstrip('/')}/api/v1.0/"
                                         "bootactions/")
     default = backends.default()  # a design's Region picks one (Ports.for_provisioner)
-    ports = Ports(maas=default.port, oob=oob,
-                  labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
-                  retire=nodes.retire, retirement=default.retirement, records=nodes,
-                  bootactions=bootactions,
-                  bmc_check=partial(against_profile, timeout=conf.oob.request_timeout),
-                  provisioner=default.label, backends=backends)
+    ports = Ports.of(default.port, oob,
+                     labeller=labeller or PromenadeLabeller(peer_client(conf, "promenade")),
+                     retire=nodes.retire, retirement=default.retirement, records=nodes,
+                     bootactions=bootactions,
+                     bmc_check=partial(against_profile, timeout=conf.oob.request_timeout),
+                     provisioner=default.label, backends=backends)
     pool = ThreadPoolExecutor(max_workers=conf.worker.node_pool_size,
                               thread_name_prefix="drydock-node")
     actions = build_actions()

@@ -1,4 +1,12 @@
-"""The ports Drydock's steps use: NodeDriver (MAAS) and OobDriver (BMCs), and their errors.
+"""The ports Drydock's steps use, one small interface per concern as Ironic shapes them, and
+their errors.
+
+    provisioner (MAAS, Ironic)   MachineLookup < MachinesInterface, StorageInterface,
+                                 SiteInterface; Provisioner is the three together
+    BMC (Redfish, IPMI)          PowerInterface, BootInterface, EraseInterface;
+                                 OobDriver is the three together
+
+Each consumer takes the narrowest interface it uses, so a test hands it only that.
 
     BadGateway (common)
     └── DriverError          an external system failed; `transient` says if a retry may help
@@ -84,8 +92,8 @@ class EraseStatus:
     message: str = ""
 
 
-class NodeDriver(Protocol):
-    """The provisioner (MAAS)."""
+class MachineLookup(Protocol):
+    """Reading the provisioner's machines (node views, wipe plans, build data)."""
 
     def find_machine(self, hostname: str) -> Machine | None:
         """The machine with this hostname, or None when MAAS does not know it."""
@@ -93,60 +101,9 @@ class NodeDriver(Protocol):
     def list_machines(self) -> list[Machine]:
         """Every machine MAAS knows."""
 
-    def release(self, system_id: str, erase: str | None) -> Machine:
-        """Release; `erase` None (no erase), 'secure', 'quick' or 'zero'. MAAS erases only a
-        machine it releases (Allocated, Deployed, Failed ...): a Ready or Releasing machine is
-        answered as it is, nothing erased; other statuses are refused (409)."""
 
-    def delete_machine(self, system_id: str) -> None:
-        """Remove the machine from MAAS (absent already is fine)."""
-
-    def check(self) -> str:
-        """Reachable and authorised? Returns a short description (raises otherwise)."""
-
-
-class MaasResults(Protocol):
-    def commissioning_results(self, system_id: str) -> list[ScriptResult]:
-        """The machine's commissioning script results (MAAS keeps its last commissioning's)."""
-
-
-class MaasStorage(Protocol):
-    def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
-        """Add a partition (size None: the rest of the disk); returns its id."""
-
-    def format_partition(self, system_id: str, device_id: int, part_id: int, fstype: str,
-                         mount_point: str | None) -> None:
-        """Put a filesystem on a partition and mount it."""
-
-    def delete_partition(self, system_id: str, device_id: int, part_id: int) -> None:
-        """Remove a partition."""
-
-    def unformat_device(self, system_id: str, device_id: int) -> None:
-        """Remove the filesystem of a whole disk."""
-
-
-class MaasSite(Protocol):
-    def tags(self) -> list[str]:
-        """Names of the tags MAAS has."""
-
-    def create_tag(self, name: str, comment: str) -> None:
-        """Create a tag (an existing one is fine)."""
-
-    def tag_machine(self, tag: str, system_id: str) -> None:
-        """Attach a tag to a machine."""
-
-    def delete_tag(self, name: str) -> None:
-        """Delete a tag (and so take it off every machine); an unknown one is fine."""
-
-    def get_config(self, name: str) -> str | None:
-        """A MAAS configuration value."""
-
-    def set_config(self, name: str, value: str) -> None:
-        """Set a MAAS configuration value."""
-
-
-class Provisioner(NodeDriver, MaasStorage, MaasSite, Protocol):
-    """What prepare/deploy need from MAAS beyond the teardown calls."""
+class MachinesInterface(MachineLookup, Protocol):
+    """A machine's life in the provisioner: enlist, commission, deploy, release, delete."""
 
     def find_by_mac(self, mac: str) -> Machine | None:
         """The machine with this boot MAC, or None."""
@@ -167,18 +124,95 @@ class Provisioner(NodeDriver, MaasStorage, MaasSite, Protocol):
         """Start deploying an Allocated machine with this image (and kernel, and base64
         cloud-init user data)."""
 
+    def release(self, system_id: str, erase: str | None) -> Machine:
+        """Release; `erase` None (no erase), 'secure', 'quick' or 'zero'. MAAS erases only a
+        machine it releases (Allocated, Deployed, Failed ...): a Ready or Releasing machine is
+        answered as it is, nothing erased; other statuses are refused (409)."""
+
+    def delete_machine(self, system_id: str) -> None:
+        """Remove the machine from MAAS (absent already is fine)."""
+
+
+class MaasResults(Protocol):
+    def commissioning_results(self, system_id: str) -> list[ScriptResult]:
+        """The machine's commissioning script results (MAAS keeps its last commissioning's)."""
+
+
+class StorageInterface(Protocol):
+    """A machine's disk layout as the provisioner records it (no byte on a disk changes)."""
+
     def block_devices(self, system_id: str) -> list[BlockDevice]:
         """The machine's physical disks with their partitions."""
 
+    def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
+        """Add a partition (size None: the rest of the disk); returns its id."""
 
-class OobDriver(Protocol):
-    """A node's BMC (Redfish or IPMI)."""
+    def format_partition(self, system_id: str, device_id: int, part_id: int, fstype: str,
+                         mount_point: str | None) -> None:
+        """Put a filesystem on a partition and mount it."""
+
+    def delete_partition(self, system_id: str, device_id: int, part_id: int) -> None:
+        """Remove a partition."""
+
+    def unformat_device(self, system_id: str, device_id: int) -> None:
+        """Remove the filesystem of a whole disk."""
+
+
+class SiteInterface(Protocol):
+    """The provisioner as a whole: reachable, its tags and its settings."""
+
+    def check(self) -> str:
+        """Reachable and authorised? Returns a short description (raises otherwise)."""
+
+    def tags(self) -> list[str]:
+        """Names of the tags MAAS has."""
+
+    def create_tag(self, name: str, comment: str) -> None:
+        """Create a tag (an existing one is fine)."""
+
+    def tag_machine(self, tag: str, system_id: str) -> None:
+        """Attach a tag to a machine."""
+
+    def delete_tag(self, name: str) -> None:
+        """Delete a tag (and so take it off every machine); an unknown one is fine."""
+
+    def get_config(self, name: str) -> str | None:
+        """A MAAS configuration value."""
+
+    def set_config(self, name: str, value: str) -> None:
+        """Set a MAAS configuration value."""
+
+
+class Provisioner(MachinesInterface, StorageInterface, SiteInterface, Protocol):
+    """A whole provisioner (MAAS, Ironic): what the wiring hands out, one interface to each
+    consumer."""
+
+
+class PowerInterface(Protocol):
+    """A node's power at its BMC (Ironic's PowerInterface). Requests do not wait."""
 
     def power_state(self, bmc: BmcAccess) -> str:
         """'on' or 'off'."""
 
     def power_off(self, bmc: BmcAccess, *, graceful: bool) -> None:
-        """Request power off: graceful (OS shutdown) or forced. Does not wait."""
+        """Request power off: graceful (OS shutdown) or forced."""
+
+    def power_on(self, bmc: BmcAccess) -> None:
+        """Request power on."""
+
+    def power_cycle(self, bmc: BmcAccess) -> None:
+        """Reboot: reset a node that is on, power on one that is off."""
+
+
+class BootInterface(Protocol):
+    """A node's next boot device (Ironic's management interface, set_boot_device)."""
+
+    def set_pxe_boot(self, bmc: BmcAccess) -> None:
+        """Boot from the network next time (a one-time boot override)."""
+
+
+class EraseInterface(Protocol):
+    """Erasing a node's drives one by one at its BMC (Redfish Drive.SecureErase)."""
 
     def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
         """Drives whose BMC offers Drive.SecureErase: device name → drive handle."""
@@ -194,14 +228,10 @@ class OobDriver(Protocol):
         """The BMC task of an erase of this drive the BMC runs or ran (asked by a worker
         that died before saving the answer), or None when the BMC knows of none."""
 
-    def power_on(self, bmc: BmcAccess) -> None:
-        """Request power on. Does not wait."""
 
-    def power_cycle(self, bmc: BmcAccess) -> None:
-        """Reset a node that is on, power on one that is off. Does not wait."""
-
-    def set_pxe_boot(self, bmc: BmcAccess) -> None:
-        """Boot from the network next time (a one-time boot override)."""
+class OobDriver(PowerInterface, BootInterface, EraseInterface, Protocol):
+    """A node's whole BMC (Redfish, IPMI, the fake): what the wiring hands out, one interface
+    to each consumer."""
 
 
 class RoutedOob:

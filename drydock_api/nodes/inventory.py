@@ -23,7 +23,7 @@ from common.context import RequestContext
 from common.errors import BerthError, NotFound
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import teardown_view
-from drydock_api.drivers.ports import Machine, NodeDriver, OobDriver
+from drydock_api.drivers.ports import Machine, MachineLookup, PowerInterface
 from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.nodes.snapshot import Listing, MachineSnapshot
@@ -32,7 +32,7 @@ Power = tuple[str | None, str | None]  # (state, error)
 
 
 class Inventory:
-    def __init__(self, maas: NodeDriver, oob: OobDriver,
+    def __init__(self, maas: MachineLookup, power: PowerInterface,
                  records: Callable[[], dict[str, NodeRecord]],
                  last_design_ref: Callable[[], Any],
                  designs: Callable[[Any, RequestContext], Design],
@@ -41,7 +41,7 @@ class Inventory:
                  records_key: Callable[[], Any] | None = None,
                  backends: Backends | None = None) -> None:
         self._maas = maas
-        self._oob = oob
+        self._bmc_power = power
         self._records = records
         self._last_ref = last_design_ref
         self._designs = designs
@@ -139,7 +139,7 @@ class Inventory:
         if name not in known:
             raise NotFound(f"Node {name} is not in the design", reason="NodeNotFound")
 
-    def _provisioner(self, design: Design) -> tuple[NodeDriver, MachineSnapshot]:
+    def _provisioner(self, design: Design) -> tuple[MachineLookup, MachineSnapshot]:
         """The provisioner the design's Region names (422 when not configured here) and
         its machine listing."""
         if self._backends is None:
@@ -155,7 +155,7 @@ class Inventory:
                     on_refresh=self._encode_again)
         return backend.port, snapshot
 
-    def _live(self, port: NodeDriver, node: NodeDef) -> tuple[Machine | None, str | None, Power]:
+    def _live(self, port: MachineLookup, node: NodeDef) -> tuple[Machine | None, str | None, Power]:
         """The node's machine in its provisioner (or the error) and its power state."""
         try:
             machine, error = port.find_machine(node.name), None
@@ -167,7 +167,7 @@ class Inventory:
         if node.bmc is None:
             return None, "no usable oob access in the design"
         try:
-            return self._oob.power_state(node.bmc), None
+            return self._bmc_power.power_state(node.bmc), None
         except BerthError as exc:
             return None, exc.message
 

@@ -34,7 +34,7 @@ from common.workflow import IllegalTransition, transition
 from drydock_api.budgets.slots import SlotStore
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import NodeStore
-from drydock_api.drivers.ports import OobDriver
+from drydock_api.drivers.ports import PowerInterface
 from drydock_api.nodes.design import BmcAccess, Design
 from drydock_api.nodes.power import (
     HARD,
@@ -85,12 +85,12 @@ class RebootSettings:
 
 
 class RebootReconciler:
-    def __init__(self, nodes: NodeStore, oob: OobDriver,
+    def __init__(self, nodes: NodeStore, power: PowerInterface,
                  designs: Callable[[Any, RequestContext], Design],
                  latest_ref: Callable[[], Any], settings: RebootSettings, owner: str,
                  clock: Callable[[], float]) -> None:
         self._nodes = nodes
-        self._oob = oob
+        self._power = power
         self._designs = designs
         self._latest_ref = latest_ref
         self.settings = settings
@@ -156,7 +156,7 @@ class RebootReconciler:
             if record.reboot_error != why:
                 self._nodes.update(name, reboot_error=why)
             return False
-        power = self._oob.power_state(bmc)
+        power = self._power.power_state(bmc)
         now = self._clock()
         requests = active(self._nodes.reboots(name))
         values: dict[str, Any] = {"power_state": power}
@@ -223,7 +223,7 @@ class RebootReconciler:
         if power == "on":
             return self._powered_on(name, phase, now, values)
         if phase == Phase.OFF or now - started >= self.settings.power_on_retry:
-            self._oob.power_on(bmc)
+            self._power.power_on(bmc)
             enter(phase, Phase.ON, values, now)
         return False
 
@@ -247,13 +247,13 @@ class RebootReconciler:
                          phase == Phase.HARD, now)
         progress = {**policy.view(), "outcome": "in-progress"}
         if step == Next.GRACEFUL:
-            self._oob.power_off(bmc, graceful=True)
+            self._power.power_off(bmc, graceful=True)
             enter(phase, Phase.SOFT, values, now)
             values["last_power_off"] = {**progress, "graceful_at": now}
             LOG.info("Reboot of %s: graceful power off requested", name)
         elif step == Next.FORCE:
             after = now - started if phase == Phase.SOFT else None
-            self._oob.power_off(bmc, graceful=False)
+            self._power.power_off(bmc, graceful=False)
             enter(phase, Phase.HARD, values, now)
             values["last_power_off"] = {**progress, **({} if after is None
                                                        else {"forced_after": after})}

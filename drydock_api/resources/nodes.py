@@ -18,7 +18,7 @@ from common.policy import authorize
 from common.status import status_body, validation_message
 from drydock_api.bootactions.service import BootActionService
 from drydock_api.db.nodes import NodeStore
-from drydock_api.drivers.ports import NodeDriver, OobDriver
+from drydock_api.drivers.ports import EraseInterface, MachineLookup
 from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import require_filter, select_nodes
@@ -109,10 +109,10 @@ class WipePlanResource:
     """How destroy_nodes would keep or wipe each disk of these nodes, or why it refuses a
     node: asked before anything is touched (Shipyard's redeploy_server preflight)."""
 
-    def __init__(self, designs: Callable[[Any, RequestContext], Design], oob: OobDriver,
-                 maas: NodeDriver | None = None, backends: Backends | None = None) -> None:
+    def __init__(self, designs: Callable[[Any, RequestContext], Design], erase: EraseInterface,
+                 maas: MachineLookup | None = None, backends: Backends | None = None) -> None:
         self._designs = designs
-        self._oob = oob
+        self._erase = erase
         self._maas = maas
         self._backends = backends  # the design's provisioner reports its machines
 
@@ -144,7 +144,7 @@ class WipePlanResource:
         select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
                      design.nodes, design.rack_labels)
         maas = self._backends.get(design.provisioner).port if self._backends else self._maas
-        resp.media = [wipe.plan_for(design.nodes[n], options, self._oob,
+        resp.media = [wipe.plan_for(design.nodes[n], options, self._erase,
                                     wipe.machine_of(maas, n) if maas else None)
                       for n in names]
 

@@ -64,13 +64,13 @@ def verify_oob(ctx: NodeContext) -> Outcome:
     if ctx.node.bmc is None:
         return Failed("NoOobAccess", f"Node {ctx.node.name} has no usable oob address and "
                       f"credentials")
-    state = ctx.ports.oob.power_state(ctx.node.bmc)
+    state = ctx.ports.power.power_state(ctx.node.bmc)
     return Done(f"BMC {ctx.node.bmc.describe()} answers: power {state}",
                 output={"power_state": state})
 
 
 def verify_maas(ctx: NodeContext) -> Outcome:
-    machine, who = ctx.ports.maas.find_machine(ctx.node.name), ctx.ports.provisioner
+    machine, who = ctx.ports.machines.find_machine(ctx.node.name), ctx.ports.provisioner
     if machine is None:
         return Done(f"{who} does not know this machine", output={"maas_status": None})
     return Done(f"{who} status {machine.status_name}",

@@ -21,7 +21,7 @@ from typing import Any
 
 from common.errors import BerthError, NotFound
 from drydock_api.db.history import StepRecord, TaskHistory
-from drydock_api.drivers.ports import NodeDriver, ScriptResult
+from drydock_api.drivers.ports import MachineLookup, ScriptResult
 
 LOG = logging.getLogger(__name__)
 DATA_FORMAT = "application/json"
@@ -84,7 +84,7 @@ def _under(task_id: str) -> Callable[[StepRecord], bool]:
 
 
 class BuildData:
-    def __init__(self, history: TaskHistory, maas: NodeDriver | None = None) -> None:
+    def __init__(self, history: TaskHistory, maas: MachineLookup | None = None) -> None:
         self._history = history
         self._maas = maas
 

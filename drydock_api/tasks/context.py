@@ -9,7 +9,16 @@ from typing import Any, Protocol, TypeVar
 
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
-from drydock_api.drivers.ports import OobDriver, Provisioner
+from drydock_api.drivers.ports import (
+    BootInterface,
+    EraseInterface,
+    MachinesInterface,
+    OobDriver,
+    PowerInterface,
+    Provisioner,
+    SiteInterface,
+    StorageInterface,
+)
 from drydock_api.drivers.provisioners import Backends, Retirement
 from drydock_api.nodes.design import BmcAccess, NodeDef
 
@@ -84,10 +93,33 @@ class BootActions(Protocol):
               ) -> tuple[str, list[dict[str, Any]]] | None: ...
 
 
+class _NotGiven:
+    """A port its holder was not given (a test hands a step only the ports it uses): any use
+    fails, naming the port."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        raise AttributeError(f"no {self._name} port was given ({attr} asked)")
+
+
+def _not_given(name: str) -> Any:
+    return field(default_factory=lambda: _NotGiven(name))
+
+
 @dataclass
 class Ports:
-    maas: Provisioner
-    oob: OobDriver
+    """What steps reach the world through, one interface per concern (drivers.ports): a step
+    uses only those it needs. `Ports.of` gives all six from one provisioner and one BMC
+    driver."""
+
+    machines: MachinesInterface = _not_given("machines")
+    storage: StorageInterface = _not_given("storage")
+    site: SiteInterface = _not_given("site")
+    power: PowerInterface = _not_given("power")
+    boot: BootInterface = _not_given("boot")
+    erase: EraseInterface = _not_given("erase")
     labeller: Labeller | None = None
     retire: Callable[[str, str | None], None] | None = None
     records: NodeRecords | None = None
@@ -99,16 +131,23 @@ class Ports:
     backends: Backends | None = None  # the configured provisioners (a design picks one)
     retirement: Retirement | None = None  # the provisioner's own retired flag (Ironic's)
 
+    @classmethod
+    def of(cls, maas: Provisioner, oob: OobDriver, **others: Any) -> Ports:
+        """The provisioner's three interfaces from `maas`, the BMC's three from `oob`."""
+        return cls(machines=maas, storage=maas, site=maas, power=oob, boot=oob, erase=oob,
+                   **others)
+
     def for_provisioner(self, name: str) -> Ports:
-        """These ports with the provisioner a design's Region names as `maas` (422 when it
-        is not configured), and its own retired flag where it keeps one."""
+        """These ports with the provisioner a design's Region names as machines, storage and
+        site (422 when it is not configured), and its own retired flag where it keeps one."""
         if self.backends is None:
             return self
         backend = self.backends.get(name)
         if backend.label == self.provisioner:  # these ports are that provisioner's already
             return self
-        return replace(self, maas=backend.port, provisioner=backend.label,
-                       retirement=backend.retirement)
+        port = backend.port
+        return replace(self, machines=port, storage=port, site=port,
+                       provisioner=backend.label, retirement=backend.retirement)
 
 
 @dataclass

@@ -58,10 +58,10 @@ def plan_wipe(ctx: NodeContext) -> Outcome:
     done truthfully (then the node is refused, untouched)."""
     node, options = ctx.node, ctx.options
     need_bmc = wipe.needs_bmc(options)
-    erasable = set(ctx.ports.oob.erasable_drives(node.bmc)) if need_bmc and node.bmc else set()
+    erasable = set(ctx.ports.erase.erasable_drives(node.bmc)) if need_bmc and node.bmc else set()
     plan = wipe.plan(node, options, erasable)
     if plan.maas_erase and not plan.refusal:
-        machine = ctx.ports.maas.find_machine(node.name)
+        machine = ctx.ports.machines.find_machine(node.name)
         plan = wipe.with_maas(plan, node, options, erasable,
                               wipe.MaasView(machine.status_name if machine else None))
     if plan.refusal:
@@ -90,7 +90,7 @@ def power_off(ctx: NodeContext) -> Outcome:
     BMC reports off, recording what the node got. Each request is written ahead
     (NodeContext.ask): a graceful shutdown that may have reached the BMC is never asked
     again; one the BMC refused or did not answer is."""
-    bmc, oob, state, now = _bmc(ctx), ctx.ports.oob, ctx.state, ctx.clock()
+    bmc, oob, state, now = _bmc(ctx), ctx.ports.power, ctx.state, ctx.clock()
     policy = policy_of(ctx)
     graceful, force = state.get("graceful"), state.get("force") or {}
     if oob.power_state(bmc) == "off":
@@ -133,7 +133,7 @@ def _force_off(ctx: NodeContext, bmc: BmcAccess, after: float | None) -> Retry:
     on request)."""
     if "accepted_at" not in (ctx.state.get("force") or {}):
         after = (ctx.state.get("force") or {}).get("after", after)
-        ctx.ask("force", "ForceOff", lambda: ctx.ports.oob.power_off(bmc, graceful=False),
+        ctx.ask("force", "ForceOff", lambda: ctx.ports.power.power_off(bmc, graceful=False),
                 bmc=bmc.describe(), **({} if after is None else {"after": after}))
         return Retry(ctx.settings.power_poll, "ForceOff requested")
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
@@ -176,7 +176,7 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
                if d["method"] == wipe.BMC]
     if not planned:
         return Done("No disk to erase through the BMC", output={"bmc": {}})
-    bmc, oob, state = _bmc(ctx), ctx.ports.oob, ctx.state
+    bmc, erase, state = _bmc(ctx), ctx.ports.erase, ctx.state
     finished: dict[str, dict[str, Any]] = state.setdefault("finished", {})
     for disk, e in teardown.earlier_erases(ctx.teardown, ctx.task).items():
         if disk in planned and disk not in finished:
@@ -185,12 +185,12 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
     todo = [d for d in planned if d not in finished]
     unstarted = [d for d in todo if not (state.get(f"erase:{d}") or {}).get("job")]
     if unstarted:
-        erasable = oob.erasable_drives(bmc)
+        erasable = erase.erasable_drives(bmc)
         for disk in unstarted:
             _start_erase(ctx, bmc, disk, erasable[disk])
     for disk in todo:
         job = state[f"erase:{disk}"]
-        status = oob.erase_status(bmc, job["job"])
+        status = erase.erase_status(bmc, job["job"])
         if status.state == "failed":
             return Failed("SecureEraseFailed",
                           f"Drive.SecureErase of {disk} failed on {bmc.describe()}: "
@@ -219,11 +219,11 @@ def _start_erase(ctx: NodeContext, bmc: BmcAccess, disk: str, drive: str) -> Non
     have started one and forgotten it is one HTTP request wide."""
     key = f"erase:{disk}"
     if key in ctx.state:
-        job = ctx.ports.oob.find_erase(bmc, drive)
+        job = ctx.ports.erase.find_erase(bmc, drive)
         if job is not None:
             ctx.accepted(key, job=job, found_at_bmc=True)
             return
-    ctx.ask(key, "SecureErase", lambda: ctx.ports.oob.secure_erase(bmc, drive),
+    ctx.ask(key, "SecureErase", lambda: ctx.ports.erase.secure_erase(bmc, drive),
             bmc=bmc.describe(), disk=disk, drive=drive)
 
 
@@ -232,9 +232,9 @@ def release(ctx: NodeContext) -> Outcome:
     re-released). When the plan leaves the wipe to MAAS, the release carries the erase: a
     machine that is (or became) Ready is allocated first, since MAAS releases a Ready machine
     without erasing; one MAAS can neither release nor allocate fails WipeNotPossible."""
-    maas, name, state = ctx.ports.maas, ctx.node.name, ctx.state
+    machines, name, state = ctx.ports.machines, ctx.node.name, ctx.state
     planned_erase = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
-    machine = maas.find_machine(name)
+    machine = machines.find_machine(name)
     if machine is None:
         if planned_erase:
             return _wipe_not_possible(name, "its machine left MAAS before MAAS erased it", None)
@@ -267,7 +267,7 @@ def release(ctx: NodeContext) -> Outcome:
     erase = planned_erase
     state["erase"] = erase
     state["requested"] = True  # saved with the intent: a takeover must not release again
-    answer = ctx.ask("release", "release", lambda: maas.release(machine.system_id, erase),
+    answer = ctx.ask("release", "release", lambda: machines.release(machine.system_id, erase),
                      machine=machine.system_id, erase=erase)
     if answer.status_name in NOTHING_TO_RELEASE:  # MAAS answers a Ready machine, does nothing
         state["requested"] = False
@@ -288,7 +288,7 @@ def _acquire(ctx: NodeContext, system_id: str, status: str) -> Outcome:
         return _wipe_not_possible(ctx.node.name, f"MAAS now reports it {status}, which "
                                   "MAAS neither releases nor allocates", status)
     try:
-        ctx.ports.maas.allocate(system_id)
+        ctx.ports.machines.allocate(system_id)
     except MaasError as exc:
         if exc.transient:
             raise
@@ -299,10 +299,10 @@ def _acquire(ctx: NodeContext, system_id: str, status: str) -> Outcome:
 
 
 def delete(ctx: NodeContext) -> Outcome:
-    machine, who = ctx.ports.maas.find_machine(ctx.node.name), ctx.ports.provisioner
+    machine, who = ctx.ports.machines.find_machine(ctx.node.name), ctx.ports.provisioner
     if machine is None:
         return Done(f"Not in {who}: nothing to delete")
-    ctx.ports.maas.delete_machine(machine.system_id)
+    ctx.ports.machines.delete_machine(machine.system_id)
     if who == "Ironic":  # Ironic discovers no machine: the node stays enrolled
         return Done(f"Ironic: node {machine.system_id} unreserved and kept enrolled "
                     "(manageable) for prepare_nodes")

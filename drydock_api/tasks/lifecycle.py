@@ -24,7 +24,7 @@ BOOTACTION_API_FILE = "/etc/drydock/bootaction-api"
 
 
 def _machine(ctx: NodeContext) -> Machine | None:
-    return ctx.ports.maas.find_machine(ctx.node.name)
+    return ctx.ports.machines.find_machine(ctx.node.name)
 
 
 def _boot_mac(ctx: NodeContext) -> str | None:
@@ -36,7 +36,7 @@ def _boot_mac(ctx: NodeContext) -> str | None:
 def enlist(ctx: NodeContext) -> Outcome:
     """Known to MAAS (by hostname, or by boot MAC and renamed) → done. Otherwise PXE boot it
     once through its BMC and power-cycle it, then wait for MAAS to enlist it."""
-    maas, node, state = ctx.ports.maas, ctx.node, ctx.state
+    machines, node, state = ctx.ports.machines, ctx.node, ctx.state
     machine = _machine(ctx)
     if machine is not None:
         how = "enlisted after PXE boot" if state.get("pxe_at") else "already known"
@@ -44,9 +44,9 @@ def enlist(ctx: NodeContext) -> Outcome:
                     f"({machine.status_name})",
                     output={"system_id": machine.system_id, "pxe": bool(state.get("pxe_at"))})
     mac = _boot_mac(ctx)
-    found = maas.find_by_mac(mac) if mac else None
+    found = machines.find_by_mac(mac) if mac else None
     if found is not None:
-        renamed = maas.rename(found.system_id, node.name)
+        renamed = machines.rename(found.system_id, node.name)
         return Done(f"{ctx.ports.provisioner} knew boot MAC {mac} as {found.hostname}: "
                     f"renamed to {node.name}",
                     output={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
@@ -60,11 +60,11 @@ def enlist(ctx: NodeContext) -> Outcome:
         refused = bmccheck.gate(ctx)
         if refused is not None:
             return refused
-        oob = ctx.ports.oob
+        boot, power = ctx.ports.boot, ctx.ports.power
 
         def pxe_boot() -> None:
-            oob.set_pxe_boot(bmc)
-            oob.power_cycle(bmc)
+            boot.set_pxe_boot(bmc)
+            power.power_cycle(bmc)
 
         ctx.ask("pxe", "PXE boot and power cycle", pxe_boot, bmc=bmc.describe())
         state["pxe_at"] = ctx.clock()
@@ -75,7 +75,7 @@ def enlist(ctx: NodeContext) -> Outcome:
 
 def commission(ctx: NodeContext) -> Outcome:
     """New or Failed commissioning → commission (once) and wait for Ready."""
-    maas, state, who = ctx.ports.maas, ctx.state, ctx.ports.provisioner
+    machines, state, who = ctx.ports.machines, ctx.state, ctx.ports.provisioner
     machine = _machine(ctx)
     if machine is None:
         return Failed("MachineGone", f"{who} no longer knows the machine")
@@ -88,7 +88,7 @@ def commission(ctx: NodeContext) -> Outcome:
                       f"{who} failed to commission {ctx.node.name}: {_detail(machine)}",
                       details={"maas_status": status})
     if status in COMMISSIONABLE:
-        maas.commission(machine.system_id)
+        machines.commission(machine.system_id)
         state["requested"] = True
         return Retry(ctx.settings.maas_poll, "commissioning requested")
     if status in BUSY:
@@ -123,15 +123,15 @@ def _wanted(spec: Any) -> list[tuple[Any, str | None, str | None]]:
 
 def _lay_out(ctx: NodeContext, system_id: str, device: BlockDevice,
              wanted: list[tuple[Any, str | None, str | None]]) -> None:
-    maas = ctx.ports.maas
+    storage = ctx.ports.storage
     for part in device.partitions:
-        maas.delete_partition(system_id, device.id, part.id)
+        storage.delete_partition(system_id, device.id, part.id)
     if device.fstype:
-        maas.unformat_device(system_id, device.id)
+        storage.unformat_device(system_id, device.id)
     for size, fstype, mount in wanted:
-        part_id = maas.create_partition(system_id, device.id, parse_size(size))
+        part_id = storage.create_partition(system_id, device.id, parse_size(size))
         if fstype:
-            maas.format_partition(system_id, device.id, part_id, fstype, mount)
+            storage.format_partition(system_id, device.id, part_id, fstype, mount)
 
 
 def _kept(ctx: NodeContext) -> list[str]:
@@ -142,11 +142,11 @@ def _kept(ctx: NodeContext) -> list[str]:
 def _leave_unused(ctx: NodeContext, system_id: str, device: BlockDevice) -> None:
     """A kept disk: no partition or filesystem in MAAS's layout, so curtin never touches it
     (these are record edits; no byte on the disk changes)."""
-    maas = ctx.ports.maas
+    storage = ctx.ports.storage
     for part in device.partitions:
-        maas.delete_partition(system_id, device.id, part.id)
+        storage.delete_partition(system_id, device.id, part.id)
     if device.fstype:
-        maas.unformat_device(system_id, device.id)
+        storage.unformat_device(system_id, device.id)
 
 
 def kept_mounts(ctx: NodeContext) -> list[list[str]]:
@@ -181,19 +181,19 @@ def hand_over_boot_actions(ctx: NodeContext, system_id: str) -> str | None:
     """As Airship's Drydock: record the node's boot actions under a new key and hand the key
     to the machine as the MAAS tag <hostname>__baid__<key> (earlier ones deleted). Returns
     the boot action API for the user data, or None when no boot action applies."""
-    port, maas, name = ctx.ports.bootactions, ctx.ports.maas, ctx.node.name
+    port, site, name = ctx.ports.bootactions, ctx.ports.site, ctx.node.name
     if port is None:
         return None
-    for tag in maas.tags():
+    for tag in site.tags():
         if tag.startswith(f"{name}{KEY_TAG}"):
-            maas.delete_tag(tag)
+            site.delete_tag(tag)
     begun = port.begin(name, ctx.task, ctx.design_ref, ctx.request)
     if begun is None:
         return None
     key, actions = begun
     tag = f"{name}{KEY_TAG}{key}"
-    maas.create_tag(tag, "boot action key")
-    maas.tag_machine(tag, system_id)
+    site.create_tag(tag, "boot action key")
+    site.tag_machine(tag, system_id)
     ctx.state["bootactions"] = actions
     ctx.message({"message": f"Boot actions {', '.join(a['action_name'] for a in actions)} "
                  f"for {name}; key handed over in its {ctx.ports.provisioner} tag "
@@ -214,7 +214,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
         return Done(f"{machine.status_name}: storage left as it is")
     storage = ctx.node.data.get("storage")
     devices = (storage.get("physical_devices") if isinstance(storage, dict) else None) or {}
-    have = {d.name: d for d in ctx.ports.maas.block_devices(machine.system_id)}
+    have = {d.name: d for d in ctx.ports.storage.block_devices(machine.system_id)}
     missing = sorted(n for n in devices if n not in have)
     if missing:
         return Failed("DiskMissing", f"{ctx.ports.provisioner} found no disk "
@@ -249,7 +249,7 @@ def _platform(ctx: NodeContext, key: str) -> str:
 
 def deploy(ctx: NodeContext) -> Outcome:
     """Allocate and deploy with the design's image (once); wait for Deployed."""
-    maas, state, who = ctx.ports.maas, ctx.state, ctx.ports.provisioner
+    machines, state, who = ctx.ports.machines, ctx.state, ctx.ports.provisioner
     machine = _machine(ctx)
     if machine is None:
         return Failed("MachineUnknown", f"{who} does not know the machine: run prepare_nodes "
@@ -265,14 +265,14 @@ def deploy(ctx: NodeContext) -> Outcome:
     if status in BUSY:
         return Retry(ctx.settings.maas_poll, f"{who} status {status}")
     if status == "Ready":
-        maas.allocate(machine.system_id)
+        machines.allocate(machine.system_id)
         status = "Allocated"
     if status == "Allocated":
         image, kernel = _platform(ctx, "image"), _platform(ctx, "kernel")
         if ctx.ports.records is not None:  # the disks are written again: a new life
             ctx.ports.records.end_teardown(ctx.node.name)
         api = hand_over_boot_actions(ctx, machine.system_id)
-        maas.deploy(machine.system_id, image, kernel or None, user_data(ctx, api))
+        machines.deploy(machine.system_id, image, kernel or None, user_data(ctx, api))
         state["requested"] = True
         mounts = ", ".join(f"{m[0]} at {m[1]}" for m in kept_mounts(ctx))
         return Retry(ctx.settings.maas_poll, f"deploying {image or 'the default image'}"

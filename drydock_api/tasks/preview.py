@@ -15,7 +15,7 @@ from typing import Any
 from common.context import RequestContext
 from common.designref import href_of
 from drydock_api.db.nodes import NodeStore
-from drydock_api.drivers.ports import OobDriver
+from drydock_api.drivers.ports import EraseInterface
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import select_nodes
 from drydock_api.nodes.inventory import Inventory
@@ -53,9 +53,9 @@ def _machine(view: dict[str, Any]) -> Callable[[], wipe.MaasView] | None:
 
 class TaskPreview:
     def __init__(self, service: TaskService, designs: Callable[[Any, RequestContext], Design],
-                 inventory: Inventory, nodes: NodeStore, oob: OobDriver) -> None:
+                 inventory: Inventory, nodes: NodeStore, erase: EraseInterface) -> None:
         self._service, self._designs = service, designs
-        self._inventory, self._nodes, self._oob = inventory, nodes, oob
+        self._inventory, self._nodes, self._erase = inventory, nodes, erase
 
     def preview(self, body: dict[str, Any], ctx: RequestContext) -> dict[str, Any]:
         """400 for a request POST /tasks would refuse; else the per-node preview."""
@@ -76,7 +76,7 @@ class TaskPreview:
                 out["skipped"].append({"node": name, "reason": "retired: left out by "
                                        f"{action.name}"})
                 continue
-            plan = (wipe.plan_for(design.nodes[name], options, self._oob, _machine(view))
+            plan = (wipe.plan_for(design.nodes[name], options, self._erase, _machine(view))
                     if action.name == "destroy_nodes" else None)
             blockers, warnings = _findings(action, view, self._nodes.busy(name), plan)
             out["nodes"].append({

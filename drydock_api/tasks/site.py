@@ -20,7 +20,7 @@ BOOT_CONFIG = {"default_osystem": "default_osystem",
 def verify_site(ctx: SiteContext) -> SiteOutcome:
     """MAAS reachable and our API key accepted."""
     try:
-        text = ctx.ports.maas.check()
+        text = ctx.ports.site.check()
     except BerthError as exc:
         return SiteOutcome(False, f"MAAS check failed: {exc.message}",
                            [simple_message(f"MAAS: {exc.message}", context_type="site")])
@@ -64,19 +64,19 @@ def wanted_config(docs: list[Document]) -> dict[str, str]:
 
 def prepare_site(ctx: SiteContext) -> SiteOutcome:
     """Create missing tags, apply boot settings; each change is one message."""
-    maas = ctx.ports.maas
+    port = ctx.ports.site
     messages: list[Message] = []
     try:
-        have = set(maas.tags())
+        have = set(port.tags())
         for tag, comment in sorted(wanted_tags(ctx.documents).items()):
             if tag in have:
                 continue
-            maas.create_tag(tag, comment)
+            port.create_tag(tag, comment)
             messages.append(simple_message(f"Created MAAS tag {tag}", error=False))
         for name, value in sorted(wanted_config(ctx.documents).items()):
-            if maas.get_config(name) == value:
+            if port.get_config(name) == value:
                 continue
-            maas.set_config(name, value)
+            port.set_config(name, value)
             messages.append(simple_message(f"Set MAAS {name} = {value}", error=False))
     except BerthError as exc:
         messages.append(simple_message(f"prepare_site: {exc.message}"))

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drydock_api.drivers.ports import DriverError, NodeDriver, OobDriver
+from drydock_api.drivers.ports import DriverError, EraseInterface, MachineLookup
 from drydock_api.nodes.design import NodeDef
 
 BMC = "redfish Drive.SecureErase"
@@ -151,14 +151,14 @@ def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str]
     return Plan([_entry(os_disk, "wiped", BMC), *kept])
 
 
-def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver,
+def plan_for(node: NodeDef, options: Mapping[str, Any], erase: EraseInterface,
              machine: Callable[[], MaasView] | None = None) -> dict[str, Any]:
     """The plan of one node as JSON, asking its BMC which drives it can erase and, when the
     wipe is left to MAAS and `machine` is given, MAAS for the machine's status."""
     erasable: set[str] = set()
     if needs_bmc(options) and node.bmc is not None:
         try:
-            erasable = set(oob.erasable_drives(node.bmc))
+            erasable = set(erase.erasable_drives(node.bmc))
         except DriverError as exc:
             return {"node": node.name, "refusal": f"Node {node.name}: its BMC could not say "
                     f"which drives it can erase: {exc.message}", "disks": [],
@@ -174,7 +174,7 @@ def plan_for(node: NodeDef, options: Mapping[str, Any], oob: OobDriver,
     return as_json(node.name, p)
 
 
-def machine_of(maas: NodeDriver, name: str) -> Callable[[], MaasView]:
+def machine_of(maas: MachineLookup, name: str) -> Callable[[], MaasView]:
     """Reads the node's machine from MAAS when the plan needs it."""
     def read() -> MaasView:
         found = maas.find_machine(name)

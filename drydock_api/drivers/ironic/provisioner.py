@@ -10,7 +10,7 @@ from typing import Any
 from drydock_api.drivers.ironic import states as st
 from drydock_api.drivers.ironic.client import IronicClient, IronicRefused
 from drydock_api.drivers.ironic.states import IronicNode
-from drydock_api.drivers.ports import BlockDevice, EraseStatus, Machine, OobDriver, OobError
+from drydock_api.drivers.ports import BlockDevice, EraseInterface, EraseStatus, Machine, OobError
 from drydock_api.nodes.design import BmcAccess
 
 # MAAS erase modes → Ironic's: both secure and zero are a full erase, quick only the metadata.
@@ -202,7 +202,7 @@ class IronicOob:
     """The OobDriver port through Ironic: the node whose driver_info names this BMC is powered
     with Ironic's power states; disk erase stays with the BMC (`direct`)."""
 
-    def __init__(self, client: IronicClient, direct: OobDriver) -> None:
+    def __init__(self, client: IronicClient, direct: EraseInterface) -> None:
         self.client, self.direct = client, direct
 
     def _node(self, bmc: BmcAccess) -> IronicNode:

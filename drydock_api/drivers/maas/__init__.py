@@ -1,1 +1,1 @@
-"""MAAS 2.0 API driver (NodeDriver) and its fake."""
+"""MAAS 2.0 API driver (Provisioner) and its fake."""

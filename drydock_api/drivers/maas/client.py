@@ -1,4 +1,4 @@
-"""NodeDriver over the MAAS 2.0 REST API: requests + OAuth1 PLAINTEXT, bounded retries."""
+"""Provisioner over the MAAS 2.0 REST API: requests + OAuth1 PLAINTEXT, bounded retries."""
 
 from __future__ import annotations
 

@@ -315,7 +315,7 @@ def test_maas_outage_shows_in_extended_health_but_keeps_the_api_ready(
     def maas_down() -> Any:
         raise BadGateway("MAAS unreachable: connection refused")
 
-    site.runtime.ports.maas.check = maas_down  # type: ignore[method-assign]
+    site.maas.check = maas_down  # type: ignore[method-assign]
     app = create_app(make_conf(tmp_path), Deps(
         runtime=site.runtime, health_checks=site.runtime.health_checks(),
         dependency_checks=site.runtime.dependency_checks()))

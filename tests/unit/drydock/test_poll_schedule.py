@@ -20,7 +20,7 @@ def run(step_fn: object, clock: FakeClock) -> tuple[Outcome, list[float]]:
     (waiting until each saved next attempt time); the outcome and every wait."""
     waits: list[float] = []
     node = NodeDef("n1", None, (), {}, None, None, None, None, (), None)
-    ctx = NodeContext(node=node, options={}, ports=Ports(maas=FakeMaas(), oob=FakeOob()),
+    ctx = NodeContext(node=node, options={}, ports=Ports.of(FakeMaas(), FakeOob()),
                       settings=SETTINGS, request=None, clock=clock)  # type: ignore[arg-type]
     step = node_step("release", step_fn, lambda s: s.release_timeout)  # type: ignore[arg-type]
     engine, seen = StepEngine(clock=clock), Attempts.first(clock())
@@ -97,7 +97,7 @@ def test_the_time_no_worker_ran_the_step_does_not_count_against_its_timeout() ->
     request and still gets the step's time to see it done, instead of failing at once."""
     clock = FakeClock()
     node = NodeDef("n1", None, (), {}, None, None, None, None, (), None)
-    ctx = NodeContext(node=node, options={}, ports=Ports(maas=FakeMaas(), oob=FakeOob()),
+    ctx = NodeContext(node=node, options={}, ports=Ports.of(FakeMaas(), FakeOob()),
                       settings=SETTINGS, request=None, clock=clock)  # type: ignore[arg-type]
     asked: list[float] = []
 

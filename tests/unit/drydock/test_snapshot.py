@@ -8,7 +8,7 @@ from typing import cast
 import pytest
 
 from common.context import RequestContext
-from drydock_api.drivers.ports import MaasError, Machine, NodeDriver, OobDriver
+from drydock_api.drivers.ports import MaasError, Machine, MachineLookup, PowerInterface
 from drydock_api.nodes import inventory as inventory_module
 from drydock_api.nodes.design import parse_design
 from drydock_api.nodes.inventory import Inventory
@@ -69,7 +69,7 @@ def test_a_long_node_list_is_encoded_again_as_soon_as_a_background_listing_lands
     """The request after a background MAAS listing finds the new list encoded already."""
     maas, now = Maas(), [100.0]
     design = parse_design(designs.simple_site(["n1", "n2"]))
-    inventory = Inventory(cast(NodeDriver, maas), cast(OobDriver, None), records=dict,
+    inventory = Inventory(cast(MachineLookup, maas), cast(PowerInterface, None), records=dict,
                           last_design_ref=lambda: "ref", designs=lambda ref, ctx: design,
                           live_limit=1, listing_max_age=10.0, clock=lambda: now[0],
                           records_key=lambda: 0)

@@ -146,7 +146,7 @@ class RaceMaas(FakeMaas):
 def race_site(make_site: SiteFactory, then: str | None) -> tuple[Site, RaceMaas]:
     site = make_site(["n1"])
     race = RaceMaas(then)
-    site.runtime.ports.maas = race  # the worker's steps use these ports
+    site.runtime.ports.machines = race  # the worker's steps use these ports
     power_off = site.oob.power_off
 
     def arm(bmc: BmcAccess, *, graceful: bool) -> None:
