@@ -9,18 +9,17 @@ from typing import Any
 
 from ulid import ULID
 
+from common.bodyschema import require_schema
 from common.context import RequestContext
 from common.designref import href_of
 from common.documents import Document
 from common.errors import (
-    BadRequest,
     Conflict,
     Forbidden,
     InternalError,
     NotFound,
     Unauthenticated,
 )
-from common.status import simple_message
 from drydock_api.bootactions import design as ba_design
 from drydock_api.bootactions import render
 from drydock_api.bootactions.store import (
@@ -39,28 +38,6 @@ STATUSES = ("Success", "Failure", "success", "failure")
 
 class AssetRenderFailed(InternalError):
     reason, title, retry = "BootActionAssetError", "Boot action asset failed", False
-
-
-def report_problems(body: Any) -> list[str]:
-    """Airship's report body: {status: success|failure (any case of those two), details:
-    [{message: str, error: bool, ...}]}; nothing else at the top."""
-    if not isinstance(body, dict):
-        return ["The body must be a JSON object"]
-    out = [f"Unknown field {k!r}" for k in body if k not in ("status", "details")]
-    if "status" in body and body["status"] not in STATUSES:
-        out.append(f"status must be success or failure, not {body['status']!r}")
-    details = body.get("details", [])
-    if not isinstance(details, list):
-        return [*out, "details must be a list"]
-    for i, item in enumerate(details):
-        if not isinstance(item, dict):
-            out.append(f"details[{i}] must be an object")
-            continue
-        if not isinstance(item.get("message"), str):
-            out.append(f"details[{i}].message is required (a string)")
-        if not isinstance(item.get("error"), bool):
-            out.append(f"details[{i}].error is required (true or false)")
-    return out
 
 
 class BootActionService:
@@ -147,10 +124,8 @@ class BootActionService:
         if row is None:
             raise NotFound(f"Boot action {action_id} not found")
         self._check_key(row.node, row.key_hash, key)
-        problems = report_problems(body)
-        if problems:
-            raise BadRequest("Error processing body.",
-                             messages=[simple_message(p) for p in problems])
+        require_schema("drydock", "BootActionReport", body, "Error processing body.",
+                       reason="BadRequest")
         status = body.get("status")
         updated = self._store.report(action_id, status.lower() if status else None,
                                      list(body.get("details") or []), "node")

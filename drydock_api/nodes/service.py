@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from common.bodyschema import require_schema
 from common.context import RequestContext
-from common.errors import Conflict, NotFound, ValidationFailed
-from common.status import validation_message
+from common.errors import Conflict, NotFound
 from drydock_api.db.models import RebootRow
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.provisioners import Backends
@@ -17,7 +17,6 @@ from drydock_api.nodes.reboot import policy_of
 
 AVAILABLE = ("Ready", "Allocated")
 MODES = ("soft", "hard")
-MAX_KEY = 255
 
 
 class NodeRetired(Conflict):
@@ -36,39 +35,23 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
-def _invalid(what: str, problems: list[str]) -> ValidationFailed:
-    return ValidationFailed(f"Invalid {what}", messages=[
-        validation_message(p, name=what.replace(" ", "")) for p in problems])
+def retirement_rules(body: dict[str, Any]) -> list[str]:
+    """What RetirementRequest's schema cannot say: a reason goes with retired: true."""
+    if "retired_reason" in body and body.get("retired") is not True:
+        return ["retired_reason is only allowed with retired: true"]
+    return []
 
 
-def check_retire_body(body: dict[str, Any]) -> list[str]:
-    problems = [f"unknown field {k!r}" for k in body if k not in ("retired", "retired_reason")]
-    retired, reason = body.get("retired"), body.get("retired_reason")
-    if "retired" not in body:
-        problems.append("retired is required (true or false)")
-    elif not isinstance(retired, bool):
-        problems.append("retired must be true or false")
-    if reason is not None and not isinstance(reason, str):
-        problems.append("retired_reason must be a string")
-    if "retired_reason" in body and retired is not True:
-        problems.append("retired_reason is only allowed with retired: true")
-    return problems
-
-
-def check_reboot_body(body: dict[str, Any]) -> list[str]:
-    problems = [f"unknown field {k!r}" for k in body
-                if k not in ("mode", "key", "value", "power_policy", "grace_period")]
-    if body.get("mode", "soft") not in MODES:
-        problems.append(f"mode must be soft or hard, not {body.get('mode')!r}")
-    problems += power.check(body, prefix="")
-    policy = body.get("power_policy")
-    if "mode" in body and policy in power.POLICIES \
-            and (body["mode"] == "hard") != (policy == power.HARD):
-        problems.append(f"mode {body['mode']} contradicts power_policy {policy}: give one")
-    key = body.get("key")
-    if key is not None and not (isinstance(key, str) and 0 < len(key) <= MAX_KEY
-                                and "/" not in key):
-        problems.append(f"key must be a string of 1 to {MAX_KEY} characters without '/'")
+def reboot_rules(body: dict[str, Any]) -> list[str]:
+    """What RebootRequest's schema cannot say: mode and power_policy agree; no grace period
+    for a hard power-off."""
+    policy, mode = body.get("power_policy"), body.get("mode")
+    problems = []
+    if mode in MODES and policy in power.POLICIES and (mode == "hard") != (policy == power.HARD):
+        problems.append(f"mode {mode} contradicts power_policy {policy}: give one")
+    if "grace_period" in body and policy == power.HARD:
+        problems.append("grace_period is not used with power_policy hard (no graceful "
+                        "shutdown is asked)")
     return problems
 
 
@@ -86,9 +69,8 @@ class NodeService:
 
     def retire(self, ctx: RequestContext, name: str, body: dict[str, Any],
                design_ref: Any) -> dict[str, Any]:
-        problems = check_retire_body(body)
-        if problems:
-            raise _invalid("retirement request", problems)
+        require_schema("drydock", "RetirementRequest", body, "Invalid retirement request",
+                       extra=retirement_rules(body))
         view = self._view(ctx, name, design_ref)
         busy = self._nodes.busy(name) if body["retired"] else None
         if busy:
@@ -134,9 +116,8 @@ class NodeService:
 
     def add_reboot(self, ctx: RequestContext, name: str, body: dict[str, Any],
                    design_ref: Any) -> tuple[dict[str, Any], bool]:
-        problems = check_reboot_body(body)
-        if problems:
-            raise _invalid("reboot request", problems)
+        require_schema("drydock", "RebootRequest", body, "Invalid reboot request",
+                       extra=reboot_rules(body))
         self._inventory.require(ctx, name, design_ref)
         record = self._nodes.get(name)
         if record is not None and record.retired:

@@ -8,6 +8,7 @@ from typing import Any
 import falcon
 
 from common.body import read_json_object
+from common.bodyschema import require_schema
 from common.context import RequestContext
 from common.designref import href_of
 from common.documents import Document
@@ -87,15 +88,9 @@ class NodeFilterResource:
     @authorize("drydock:node_filter")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
-        fields = ("design_ref", "node_filter", "exclude_retired")
-        problems = [f"unknown field {k!r}" for k in body if k not in fields]
-        problems += [] if "design_ref" in body else ["design_ref is required"]
-        exclude = body.get("exclude_retired", False)
-        problems += [] if isinstance(exclude, bool) else ["exclude_retired must be a boolean"]
-        if problems:
-            raise ValidationFailed("Invalid node filter request", messages=[
-                validation_message(p, name="NodeFilterRequest") for p in problems])
         check_filter_names(body.get("node_filter"))
+        require_schema("drydock", "NodeFilterRequest", body, "Invalid node filter request")
+        exclude = body.get("exclude_retired", False)
         require_filter(body.get("node_filter"))
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
@@ -119,27 +114,16 @@ class WipePlanResource:
     @authorize("drydock:wipe_plan")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
-        fields = ("design_ref", "node_names", "options")
-        problems = [f"unknown field {k!r}" for k in body if k not in fields]
-        problems += [] if "design_ref" in body else ["design_ref is required"]
-        raw = body.get("node_names")
-        found = check_names(raw) if isinstance(raw, list) and raw else None
-        if found is None:
-            problems.append("node_names must be a non-empty list of node names")
-        elif not found.ok:
+        options = body.get("options") or {}
+        own = destroy.check_options(options) if isinstance(options, dict) else []
+        require_schema("drydock", "WipePlanRequest", body, "Invalid wipe plan request",
+                       extra=[p for p in own if "all_nodes" not in p])
+        found = check_names(body["node_names"])
+        if not found.ok:
             raise InvalidNodeName("node_names holds names that are not valid node names",
                                   messages=found.messages("node_names", "WipePlanRequest"))
-        options = body.get("options") or {}
-        if not isinstance(options, dict):
-            problems.append("options must be an object")
-            options = {}
-        problems += [p for p in destroy.check_options(options) if "all_nodes" not in p]
-        if problems:
-            raise ValidationFailed("Invalid wipe plan request", messages=[
-                validation_message(p, name="WipePlanRequest") for p in problems])
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
-        assert found is not None
         names = list(found.names)
         select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
                      design.nodes, design.rack_labels)
@@ -158,6 +142,8 @@ class ValidateDesignResource:
     @authorize("drydock:validate_design")
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req)
+        require_schema("drydock", "ValidateDesignRequest", body,
+                       "Invalid design validation request")
         ref = body if "href" in body else body.get("design_ref")
         docs = self._documents(href_of(ref), req.context.berth)
         messages = validate_design(docs, self._provisioners)

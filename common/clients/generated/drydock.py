@@ -7,6 +7,26 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
+
+class RetirementRequest(TypedDict):
+    retired: bool
+    retired_reason: NotRequired[str | None]
+
+
+class BudgetRenewRequest(TypedDict):
+    lease_seconds: NotRequired[float]
+
+
+class BootActionDetail(TypedDict):
+    message: str
+    error: bool
+
+
+class BootActionReport(TypedDict):
+    status: NotRequired[Literal['success', 'failure', 'Success', 'Failure']]
+    details: NotRequired[list[BootActionDetail]]
+
+
 Href: TypeAlias = str
 
 
@@ -160,6 +180,27 @@ class Status(TypedDict):
     details: Details
 
 
+class WipePlanRequest(TypedDict):
+    design_ref: DesignRef
+    node_names: list[str]
+    options: NotRequired[dict[str, Any] | None]
+
+
+class RebootRequest(TypedDict):
+    mode: NotRequired[Literal['soft', 'hard']]
+    power_policy: NotRequired[PowerPolicy]
+    grace_period: NotRequired[float]
+    key: NotRequired[str | None]
+    value: NotRequired[Any]
+
+
+class ValidateDesignBody(TypedDict):
+    design_ref: DesignRef
+
+
+ValidateDesignRequest: TypeAlias = DesignRef | ValidateDesignBody
+
+
 class BudgetSlotRequest(TypedDict):
     holder: str
     node: str
@@ -276,3 +317,9 @@ class BudgetSlots(TypedDict):
     domains: NotRequired[list[str]]
     blockers: NotRequired[list[BudgetBlocker]]
     slots: NotRequired[list[BudgetSlot]]
+
+
+class NodeFilterRequest(TypedDict):
+    design_ref: DesignRef
+    node_filter: NotRequired[NodeFilter | None]
+    exclude_retired: NotRequired[bool]
