@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any
 
 from common.clients.drydock import FINISHED
 from common.context import RequestContext
@@ -50,15 +50,12 @@ PHASE_CONFIG = {"prepare": ("prepare_node_interval", "prepare_node_timeout"),
                 DEPLOY: ("deploy_interval", "deploy_timeout")}
 
 
-class NodeSelectionPort(DrydockPort, Protocol):
-    """Drydock as the baremetal step needs it: tasks, node records, and node filters."""
-
-    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
-                     ctx: RequestContext) -> list[str]: ...
+# Drydock as the baremetal step needs it: tasks, node records, and node filters.
+NodeSelectionPort = DrydockPort
 
 
-def _drydock(ctx: StepContext) -> NodeSelectionPort:
-    return cast(NodeSelectionPort, services(ctx).drydock)
+def _drydock(ctx: StepContext) -> DrydockPort:
+    return services(ctx).drydock
 
 
 def _config(ctx: StepContext, key: str) -> float:
@@ -112,7 +109,7 @@ def _plan(ctx: StepContext) -> Outcome:
                     f"{len(strategy.groups)} group(s), {len(deployment.nodes)} node(s)")
 
 
-def plan_deployment(docs: list[dict[str, Any]], drydock: NodeSelectionPort, ref: str,
+def plan_deployment(docs: list[dict[str, Any]], drydock: DrydockPort, ref: str,
                     rc: RequestContext) -> Failed | tuple[Deployment, list[str]]:
     """The design's strategy checked, its groups' nodes selected and its groups ordered (the
     deployment and the retired nodes left out), or why it cannot be planned."""
@@ -132,7 +129,7 @@ def plan_deployment(docs: list[dict[str, Any]], drydock: NodeSelectionPort, ref:
         return failed("InvalidDeploymentStrategy", str(exc))
 
 
-def select_groups(drydock: NodeSelectionPort, ref: str, strategy: Strategy,
+def select_groups(drydock: DrydockPort, ref: str, strategy: Strategy,
                   rc: RequestContext) -> tuple[list[str], dict[str, list[str]]]:
     """The retired nodes, and each group's nodes in design order, retired ones left out.
 

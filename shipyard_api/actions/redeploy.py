@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from common.clients.promenade import DrainProgress
 from common.context import RequestContext
@@ -82,12 +82,11 @@ def destroy_options(params: Mapping[str, Any]) -> dict[str, Any]:
     return {**options, **power.options(params)}
 
 
-def admit(prepared: Prepared, services_: Any, ctx: RequestContext) -> None:
+def admit(prepared: Prepared, svc: Services, ctx: RequestContext) -> None:
     """Before anything is touched: every target is a node Drydock may redeploy (not retired)
     and can tear down as asked (each wipe real: see Drydock's wipe plan). 400 naming each."""
     if prepared.revision_id is None or not prepared.targets:
         return  # preflight reports the missing revision
-    svc = cast(Services, services_)
     design_ref = svc.documents.design_ref(prepared.revision_id, svc.settings.public_url)
     targets = list(prepared.targets)
     problems = [f"{n['hostname']} is retired"

@@ -5,24 +5,32 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from common.clients.drydock import (
     FINISHED,
     BudgetBlocker,
     BudgetSlot,
     BudgetSlots,
+    Node,
+    NodeFilter,
     ResultStatus,
     Task,
     TaskStatus,
 )
-from common.clients.promenade import NodeView
+from common.clients.promenade import NodeView, ReadyStatus
 from common.context import RequestContext
 from common.errors import BadGateway, Conflict, NotFound
 from common.status import status_body
 from shipyard_api.clients.ports import NodeWatch, TaskWatch
 
 BMC_ACTIONS = ("power_off_nodes", "destroy_nodes", "prepare_nodes", "deploy_nodes")
+
+
+class FakeTask(Task):
+    """A task as the fake keeps it: Drydock's task and the nodes its filter named."""
+
+    nodes: list[str]
 
 
 @dataclass
@@ -41,7 +49,7 @@ class FakePromenade:
     fail_decommission: set[str] = field(default_factory=set)
     fenced: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
-    views: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # node views set
+    views: dict[str, NodeView | None] = field(default_factory=dict)  # node views set
     previews: dict[str, dict[str, Any]] = field(default_factory=dict)  # decommission previews
     ready_after: int = 1
     on_decommission: Callable[[str], None] | None = None
@@ -118,21 +126,23 @@ class FakePromenade:
     def watch_node(self, node: str, *, since: str | None, wait: float,
                    ctx: RequestContext) -> NodeWatch:
         """Answers at once, without a version (the caller polls at its interval)."""
-        return NodeWatch(cast(NodeView | None, self.node_status(node, ctx=ctx)), None)
+        return NodeWatch(self.node_status(node, ctx=ctx), None)
 
-    def node_status(self, node: str, *, ctx: RequestContext) -> dict[str, Any] | None:
+    def node_status(self, node: str, *, ctx: RequestContext) -> NodeView | None:
         """`views[node]` when set; else Ready until removed from the cluster, then Ready
         from the `ready_after`-th read on (the redeployed node joining)."""
         with self._lock:
             self.calls.append(Call("node_status", node, None, ctx.marker))
             if node in self.views:
                 view = self.views[node]
-                return None if view is None else dict(view)
+                return None if view is None else view.copy()
             reads = 0
             if ("remove_from_cluster", node) in self.effects:
                 reads = self._status_reads[node] = self._status_reads.get(node, 0) + 1
-        ready = "True" if reads == 0 or reads >= self.ready_after else "Unknown"
-        return {"name": node, "kubelet": {"ready": ready, "ready_since": None}}
+        ready: ReadyStatus = "True" if reads == 0 or reads >= self.ready_after else "Unknown"
+        return {"name": node, "kubelet": {"ready": ready, "ready_since": None}, "labels": {},
+                "annotations": {}, "cordoned": False, "pods": {}, "eviction_locks": [],
+                "etcd": []}
 
     def put_labels(self, node: str, labels: Mapping[str, str], ctx: RequestContext) -> None:
         """The node ends with exactly these labels (404 for a node in `unknown`)."""
@@ -170,8 +180,8 @@ class FakeDrydock:
     versions: bool = False  # watch_task answers with versions (Drydock's long-poll)
     fail: set[tuple[str, str]] = field(default_factory=set)
     calls: list[Call] = field(default_factory=list)
-    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    node_list: list[dict[str, Any]] = field(default_factory=list)
+    tasks: dict[str, FakeTask] = field(default_factory=dict)
+    node_list: list[Node] = field(default_factory=list)
     power: dict[str, str] = field(default_factory=dict)  # node -> on/off (default on)
     bmc_down: set[str] = field(default_factory=set)
     terminated: list[str] = field(default_factory=list)
@@ -242,23 +252,24 @@ class FakeDrydock:
             return [{"holder": h, "node": n} for h, n in self.slots.items()
                     if holder in (None, h)]
 
-    def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+    def create_task(self, action: str, design_ref: str, node_filter: NodeFilter | None,
                     options: Mapping[str, Any], *, ctx: RequestContext,
-                    key: str, budget_holder: str | None = None) -> dict[str, Any]:
+                    key: str, budget_holder: str | None = None) -> Task:
         nodes = _filter_nodes(node_filter)
         with self._lock:
             self.calls.append(Call(f"create:{action}", ",".join(nodes), key, ctx.marker))
             if key in self._by_key:
-                return dict(self.tasks[self._by_key[key]])
+                return self.tasks[self._by_key[key]].copy()
             task_id = f"task-{len(self.tasks) + 1}"
-            self.tasks[task_id] = {"task_id": task_id, "action": action,
+            self.tasks[task_id] = {"kind": "Task", "task_id": task_id, "action": action,
+                                   "subtask_id_list": [],
                                    "status": TaskStatus.QUEUED.value, "design_ref": design_ref,
                                    "node_filter": node_filter,
                                    "options": dict(options), "nodes": nodes,
                                    "result": {"status": ResultStatus.INCOMPLETE.value}}
             self._by_key[key] = task_id
             self.budget_holders[task_id] = budget_holder
-            return dict(self.tasks[task_id])
+            return self.tasks[task_id].copy()
 
     def watch_task(self, task_id: str, *, since: str | None, wait: float,
                    ctx: RequestContext) -> TaskWatch:
@@ -266,9 +277,9 @@ class FakeDrydock:
         reads with `versions`, else none (the caller polls at its interval)."""
         task = self.get_task(task_id, ctx=ctx)
         version = str(self._reads.get(task_id, 0)) if self.versions else None
-        return TaskWatch(cast(Task, task), version)
+        return TaskWatch(task, version)
 
-    def get_task(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+    def get_task(self, task_id: str, *, ctx: RequestContext) -> Task:
         with self._lock:
             self.calls.append(Call("get_task", None, None, ctx.marker))
             task = self.tasks.get(task_id)
@@ -288,17 +299,17 @@ class FakeDrydock:
                 task["result"] = {"status": result.value,
                                   "failures": failures,
                                   "successes": [n for n in task["nodes"] if n not in failures]}
-            return dict(task)
+            return task.copy()
 
     def terminate_task(self, task_id: str, *, ctx: RequestContext) -> None:
         with self._lock:
             self.calls.append(Call("terminate", None, task_id, ctx.marker))
             self.terminated.append(task_id)
             task = self.tasks.get(task_id)
-            if task is not None and task["status"] != TaskStatus.COMPLETE:
+            if task is not None and task["status"] != TaskStatus.COMPLETE.value:
                 task["status"] = TaskStatus.TERMINATED.value
 
-    def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> dict[str, Any]:
+    def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> Node:
         with self._lock:
             self.calls.append(Call("node", name, design_ref, ctx.marker))
             labels = next((dict(n.get("labels") or {}) for n in self.node_list
@@ -319,9 +330,9 @@ class FakeDrydock:
             return {"init_task_id": task_id, task_id: dict(self.tasks[task_id])}
 
     def nodes(self, design_ref: str | None, *, ctx: RequestContext,
-              retired: bool | None = None) -> list[dict[str, Any]]:
+              retired: bool | None = None) -> list[Node]:
         self.calls.append(Call("nodes", None, design_ref, ctx.marker))
-        return [dict(n) for n in self.node_list
+        return [n.copy() for n in self.node_list
                 if retired is None or bool(n.get("retired")) == retired]
 
     def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
@@ -330,7 +341,7 @@ class FakeDrydock:
         return [{"node": n, "refusal": self.wipe_refusals.get(n), "disks": [],
                  "maas_erase": None} for n in nodes]
 
-    def task_preview(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
+    def task_preview(self, action: str, design_ref: str, node_filter: NodeFilter | None,
                      options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]:
         """Per node: BMC as `node()` reports it, the wipe refusal, retirement."""
         self.calls.append(Call(f"preview:{action}", None, design_ref, ctx.marker))
@@ -357,7 +368,7 @@ class FakeDrydock:
             out["blockers"] += blockers
         return out
 
-    def select_nodes(self, design_ref: str, node_filter: dict[str, Any] | None, *,
+    def select_nodes(self, design_ref: str, node_filter: NodeFilter | None, *,
                      ctx: RequestContext) -> list[str]:
         self.calls.append(Call("nodefilter", None, design_ref, ctx.marker))
         named = _filter_nodes(node_filter)  # only node_names filters are understood here
@@ -369,7 +380,7 @@ class FakeDrydock:
                    if t["action"] == action and (node is None or node in t["nodes"]))
 
 
-def _filter_nodes(node_filter: dict[str, Any] | None) -> list[str]:
+def _filter_nodes(node_filter: NodeFilter | None) -> list[str]:
     if not node_filter:
         return []
     names: list[str] = []

@@ -66,6 +66,9 @@ class DrydockPort(Protocol):
 
     def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
 
+    def select_nodes(self, design_ref: str, node_filter: NodeFilter | None, *,
+                     ctx: RequestContext) -> list[str]: ...
+
     def nodes(self, design_ref: str | None, *, ctx: RequestContext,
               retired: bool | None = None) -> list[Node]: ...
 

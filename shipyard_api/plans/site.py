@@ -5,12 +5,12 @@ left out), dependencies and success criteria, and what Drydock says of each node
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, cast
+from typing import Any
 
 from common.api import API_PREFIX as P
 from common.context import RequestContext
 from common.errors import BerthError
-from shipyard_api.actions.baremetal import NodeSelectionPort, select_groups
+from shipyard_api.actions.baremetal import select_groups
 from shipyard_api.actions.ports import Services
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.documents.validation import shipyard_checks
@@ -30,7 +30,7 @@ def selection(svc: Services, rc: RequestContext, ref: str,
               strategy: Strategy) -> tuple[list[str], Deployment]:
     """The retired nodes, and the groups' nodes in processing order as the baremetal step
     selects them (Drydock's node listing and filter semantics, retired nodes left out)."""
-    retired, members = select_groups(cast(NodeSelectionPort, svc.drydock), ref, strategy, rc)
+    retired, members = select_groups(svc.drydock, ref, strategy, rc)
     return sorted(retired), Deployment(strategy, members)
 
 

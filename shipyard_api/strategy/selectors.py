@@ -7,12 +7,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.clients.drydock import FilterItem, NodeFilter
 from shipyard_api.strategy.model import Group, Selector
 
 
-def selector_filter(selector: Selector) -> dict[str, Any]:
+def selector_filter(selector: Selector) -> FilterItem:
     """One selector as a Drydock filter_set entry: the intersection of its criteria."""
-    entry: dict[str, Any] = {"filter_type": "intersection"}
+    entry: FilterItem = {"filter_type": "intersection"}
     if selector.node_names:
         entry["node_names"] = list(selector.node_names)
     if selector.node_tags:
@@ -24,7 +25,7 @@ def selector_filter(selector: Selector) -> dict[str, Any]:
     return entry
 
 
-def node_filter(group: Group) -> dict[str, Any] | None:
+def node_filter(group: Group) -> NodeFilter | None:
     """The group's Drydock node filter: the union of its selectors; None selects all nodes."""
     if group.selects_all:
         return None

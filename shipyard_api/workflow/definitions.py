@@ -8,6 +8,7 @@ from typing import Any
 
 from common import workflow
 from common.context import RequestContext
+from shipyard_api.workflow.services import DocumentsPort, Services
 
 
 @dataclass
@@ -26,7 +27,7 @@ class StepContext:
     attempt: int
     memo: dict[str, Any]
     outputs: Mapping[str, Mapping[str, Any]]
-    services: Any
+    services: Services
     now: float
     # Shows progress while the step runs: replaces the running step's details.
     report: Callable[[dict[str, Any]], object] = lambda details: None
@@ -62,7 +63,7 @@ class FinishContext:
     succeeded: bool
     step_states: Mapping[str, str]
     outputs: Mapping[str, Mapping[str, Any]]
-    services: Any
+    services: Services
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,11 @@ class Prepared:
 class ActionDefinition:
     name: str
     steps: Sequence[StepDef]
-    prepare: Callable[[Mapping[str, Any], Any], Prepared]
+    prepare: Callable[[Mapping[str, Any], DocumentsPort], Prepared]
     finish: Callable[[FinishContext], None] | None = None
     # Checks with the peers before the action is admitted (raise a 4xx error to refuse it):
     # (prepared, services, request context).
-    admit: Callable[[Prepared, Any, Any], None] | None = None
+    admit: Callable[[Prepared, Services, RequestContext], None] | None = None
 
     def step(self, name: str) -> StepDef:
         for s in self.steps:

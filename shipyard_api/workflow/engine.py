@@ -25,6 +25,7 @@ from shipyard_api.workflow.definitions import (
     StepDef,
 )
 from shipyard_api.workflow.models import ActionRow, StepRow
+from shipyard_api.workflow.services import Services
 from shipyard_api.workflow.states import TERMINAL_ACTION, TERMINAL_STEP, ActionState, StepState
 from shipyard_api.workflow.store import ActionStore, LeaseLost
 
@@ -47,7 +48,7 @@ class Engine:
     """Runs claimed actions for one worker identity (`owner`)."""
 
     def __init__(self, store: ActionStore, definitions: Mapping[str, ActionDefinition],
-                 services: Any, *, owner: str, settings: EngineSettings | None = None,
+                 services: Services, *, owner: str, settings: EngineSettings | None = None,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
                  executor: Callable[[int], Executor] | None = None,
