@@ -11,6 +11,7 @@ import falcon
 
 from common import disruption
 from common.body import read_json, read_text
+from common.bodyschema import require_schema
 from common.context import RequestContext
 from common.errors import BadRequest, Forbidden
 from common.nodenames import require_name, require_names
@@ -75,19 +76,22 @@ class Query:
 
 def design_ref_body(req: falcon.Request) -> Any:
     """The design reference of the body: `{rel, href, type}`, or a bare href (a JSON string,
-    or a text/plain body)."""
+    or a text/plain body), checked against the document's DesignRef: without an href 400
+    MissingDesignRef, a bad one 400 InvalidDesignRef listing every problem."""
     if (req.content_type or "").split(";")[0].strip().lower() == "text/plain":
-        text = read_text(req, ("text/plain",)).strip()
-        if text:
-            return text
-        raise MissingDesignRef("The text/plain body must be the design's href")
-    body = read_json(req, required=False)
-    if isinstance(body, dict) and isinstance(body.get("href"), str) and body["href"].strip():
-        return body
-    if isinstance(body, str) and body.strip():
-        return body.strip()
-    raise MissingDesignRef("A design reference is required in the body: {rel: design, href: "
-                           "..., type: application/x-yaml} or a bare href")
+        body: Any = read_text(req, ("text/plain",)).strip()
+        if not body:
+            raise MissingDesignRef("The text/plain body must be the design's href")
+        component = "Href"
+    else:
+        body, component = read_json(req, required=False), "DesignRef"
+        href = body.get("href") if isinstance(body, dict) else body
+        if not (isinstance(href, str) and href.strip()):
+            raise MissingDesignRef("A design reference is required in the body: {rel: design, "
+                                   "href: ..., type: application/x-yaml} or a bare href")
+    require_schema("promenade", component, body, "Invalid design reference",
+                   reason="InvalidDesignRef")
+    return body.strip() if isinstance(body, str) else body
 
 
 def leave_of(req: falcon.Request, query: Query) -> disruption.Leave | None:

@@ -190,3 +190,12 @@ class NodeView(TypedDict):
     eviction_locks: list[str]
     etcd: list[EtcdMembership]
     drain_progress: NotRequired[DrainProgress | None]
+
+
+class DesignLink(TypedDict):
+    rel: NotRequired[str]
+    href: Href
+    type: NotRequired[str]
+
+
+DesignRef: TypeAlias = DesignLink | Href
