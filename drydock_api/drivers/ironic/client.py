@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.errors import Conflict
+from common.poll import NotYet, doubling, poll
 from drydock_api.drivers.ironic import states as st
 from drydock_api.drivers.ironic.states import IronicNode, from_sdk
-from drydock_api.drivers.ports import DriverError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess, DriverError
 
 API_VERSION = "1.61"  # `retired`/`retired_reason` (1.61), `automated_clean` (1.47)
 LOCKED = "is locked by host"  # Ironic's NodeLocked message (409, like other conflicts)
@@ -95,33 +95,29 @@ class IronicClient:
     # --- one request ----------------------------------------------------------------------
     def _request(self, method: str, path: str, body: Any = None,
                  microversion: str | None = None) -> Any:
-        from openstack import exceptions
-
-        delay = self.settings.lock_backoff
-        for attempt in range(self.settings.lock_retries + 1):
+        """One Ironic API request; a 409 NodeLocked is sent again after a doubling pause, at
+        most `lock_retries` times, then fails (transient) with Ironic's message."""
+        def send() -> Any:
             response = self.bm.request(path, method, json=body,
                                        microversion=microversion or self.settings.api_version,
                                        raise_exc=False, retriable_status_codes=[])
             text = response.text or ""
             if response.status_code == 409 and LOCKED in text:
-                if attempt < self.settings.lock_retries:
-                    self.lock_waits += 1
-                    self._sleep(delay)
-                    delay = min(delay * 2, self.settings.lock_backoff_max)
-                    continue
-                raise IronicError(f"{method} {path}: node still locked after "
-                                  f"{self.settings.lock_retries} retries: {_fault(text)}",
-                                  transient=True)
-            if response.status_code in (400, 404, 406, 409):
-                raise IronicRefused(f"Ironic refused {method} {path} "
-                                    f"({response.status_code}): {_fault(text)}")
-            try:
-                exceptions.raise_from_response(response)
-            except exceptions.SDKException as exc:
-                raise IronicError(f"{method} {path}: {exc}",
-                                  transient=response.status_code >= 500) from exc
-            return response.json() if text.strip() else None
-        raise AssertionError("unreachable")
+                return NotYet(text)
+            return _answer(method, path, response, text)
+
+        def locked(text: str) -> Any:
+            raise IronicError(f"{method} {path}: node still locked after "
+                              f"{self.settings.lock_retries} retries: {_fault(text)}",
+                              transient=True)
+
+        def counted(_: str) -> None:
+            self.lock_waits += 1
+
+        return poll(send, interval=doubling(self.settings.lock_backoff,
+                                            self.settings.lock_backoff_max),
+                    attempts=self.settings.lock_retries + 1, expire=locked, between=counted,
+                    clock=self._clock, sleep=self._sleep)
 
     def node(self, name: str) -> IronicNode | None:
         from openstack import exceptions
@@ -309,39 +305,62 @@ class IronicClient:
         return self.wait_power(name, final, server_timeout + 15)
 
     def wait_power(self, name: str, state: str, timeout: float) -> IronicNode:
-        deadline = self._clock() + timeout
-        while True:
+        """Poll until the power state is `state` with no target left; Ironic's last_error
+        once it has stopped elsewhere, or the deadline, ends the wait."""
+        def reached() -> IronicNode | NotYet[IronicNode]:
             node = self.get(name)
             if node.target_power_state is None and node.power_state == state:
                 return node
-            if node.target_power_state is None and node.last_error and \
-                    node.power_state != state:
+            if node.target_power_state is None and node.last_error:
                 raise IronicStateError(f"{name}: power {state!r} not reached: "
                                        f"{node.last_error}")
-            if self._clock() >= deadline:
-                raise IronicStateError(f"{name}: power {state!r} not reached in "
-                                       f"{timeout:.0f}s ({node.power_state})", transient=True)
-            self._sleep(self.settings.poll)
+            return NotYet(node)
+
+        def late(node: IronicNode) -> IronicNode:
+            raise IronicStateError(f"{name}: power {state!r} not reached in "
+                                   f"{timeout:.0f}s ({node.power_state})", transient=True)
+
+        return poll(reached, deadline=self._clock() + timeout, interval=self.settings.poll,
+                    expire=late, clock=self._clock, sleep=self._sleep)
 
     def wait_provision(self, name: str, reach: set[str], *, doing: str = "",
                        timeout: float | None = None) -> IronicNode:
         """Poll until the provision state is one of `reach` with no target left; a failure
         state, maintenance or the deadline ends the wait with Ironic's last_error."""
         limit = timeout if timeout is not None else self.settings.timeout
-        deadline = self._clock() + limit
-        while True:
+
+        def reached() -> IronicNode | NotYet[IronicNode]:
             node = self.get(name)
             if node.provision_state in reach and not node.target_provision_state:
                 return node
             if node.failed or node.maintenance:
                 raise IronicStateError(f"{name}: {doing or 'transition'} stopped: "
                                        f"{node.cause()}")
-            if self._clock() >= deadline:
-                raise IronicStateError(f"{name}: {doing or 'transition'} did not reach "
-                                       f"{'/'.join(sorted(reach))} in {limit:.0f}s: "
-                                       f"{node.cause()}", transient=True)
-            self._sleep(self.settings.poll)
+            return NotYet(node)
 
+        def late(node: IronicNode) -> IronicNode:
+            raise IronicStateError(f"{name}: {doing or 'transition'} did not reach "
+                                   f"{'/'.join(sorted(reach))} in {limit:.0f}s: "
+                                   f"{node.cause()}", transient=True)
+
+        return poll(reached, deadline=self._clock() + limit, interval=self.settings.poll,
+                    expire=late, clock=self._clock, sleep=self._sleep)
+
+
+def _answer(method: str, path: str, response: Any, text: str) -> Any:
+    """Ironic's JSON answer; IronicRefused for what it will not do to this node (400, 404,
+    406, another 409), IronicError (transient on a 5xx) for the rest."""
+    from openstack import exceptions
+
+    if response.status_code in (400, 404, 406, 409):
+        raise IronicRefused(f"Ironic refused {method} {path} "
+                            f"({response.status_code}): {_fault(text)}")
+    try:
+        exceptions.raise_from_response(response)
+    except exceptions.SDKException as exc:
+        raise IronicError(f"{method} {path}: {exc}",
+                          transient=response.status_code >= 500) from exc
+    return response.json() if text.strip() else None
 
 def _fault(text: str) -> str:
     """Ironic's faultstring out of its error body (JSON inside JSON), else the text."""
