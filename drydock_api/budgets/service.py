@@ -36,15 +36,6 @@ def exhausted(node: str, blockers: list[Blocker]) -> BudgetExhausted:
         details={"blockers": [b.as_dict() for b in blockers]}, retry=False)
 
 
-def _lease(body: dict[str, Any], problems: list[str]) -> float:
-    value = body.get("lease_seconds", DEFAULT_LEASE)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 1 <= value <= MAX_LEASE:
-        problems.append(f"lease_seconds must be a number from 1 to {MAX_LEASE:g}")
-        return DEFAULT_LEASE
-    return float(value)
-
-
 def _refuse(problems: list[str]) -> None:
     if problems:
         raise ValidationFailed("Invalid budget slot request", messages=[
@@ -82,10 +73,10 @@ class BudgetService:
         return {"holder": holder, "node": node, "slots": self._view(self.slots.held(holder))}
 
     def renew(self, holder: str, body: dict[str, Any]) -> dict[str, Any]:
-        problems = [f"unknown field {k!r}" for k in body if k != "lease_seconds"]
+        problems = schema_problems("drydock", "BudgetRenewRequest", body)
         check_holder(holder, problems)
-        lease = _lease(body, problems)
         _refuse(problems)
+        lease = float(body.get("lease_seconds", DEFAULT_LEASE))
         held = self.slots.renew(holder, lease)
         if not held:
             raise SlotsNotHeld(f"{holder} holds no slot (never taken, given up, or its lease "
