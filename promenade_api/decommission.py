@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from common.disruption import Leave
 from common.errors import BerthError, NotFound
 from common.status import Message, simple_message
+from promenade_api.db.runs import PhaseState
 from promenade_api.errors import DisassociateStepFailure, NodeNotReady, OperationCancelled
 from promenade_api.etcd.model import ClusterSpec
 from promenade_api.kube.drain import DrainReport
@@ -155,7 +156,8 @@ class Journal(Protocol):
 
     def started(self, name: str) -> list[Message]: ...
 
-    def ended(self, name: str, state: str, outcome: str, messages: list[Message]) -> None: ...
+    def ended(self, name: str, state: PhaseState, outcome: str,
+              messages: list[Message]) -> None: ...
 
 
 class NoJournal:
@@ -167,7 +169,8 @@ class NoJournal:
     def started(self, name: str) -> list[Message]:
         return []
 
-    def ended(self, name: str, state: str, outcome: str, messages: list[Message]) -> None:
+    def ended(self, name: str, state: PhaseState, outcome: str,
+              messages: list[Message]) -> None:
         return None
 
 

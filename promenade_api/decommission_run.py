@@ -20,9 +20,11 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from common.clients.generated.promenade import DecommissionPhase
+from common.clients.generated.promenade import DecommissionRun as RunView
 from common.errors import BerthError, InternalError
+from common.jsontypes import JSON, JSONObject
 from common.poll import NotYet, poll
 from common.status import Message, simple_message, status_body
 from promenade_api.db import make_engine
@@ -34,6 +36,7 @@ from promenade_api.db.runs import (
     RUNNING,
     SUCCEEDED,
     TAKEOVER,
+    PhaseState,
     RunLost,
     RunStore,
     busy,
@@ -53,13 +56,13 @@ class RunRequest:
 
     node: str
     params: DecommissionParams
-    wire: dict[str, Any]  # the query parameters and the design reference, as sent
+    wire: JSONObject  # the query parameters and the design reference, as sent
     fingerprint: str
     user: str
     wait: float
 
 
-def fingerprint_of(node: str, query: Mapping[str, Any], design_ref: Any,
+def fingerprint_of(node: str, query: Mapping[str, object], design_ref: JSON,
                    idempotency_key: str | None) -> str:
     """Two requests are the same decommission when node, parameters, design reference and
     the caller's Idempotency-Key (or its absence) are the same."""
@@ -95,7 +98,7 @@ class RunJournal:
 
     store: RunStore
     run_id: str
-    recorded_phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recorded_phases: dict[str, DecommissionPhase] = field(default_factory=dict)
 
     def recorded(self, name: str) -> list[Message] | None:
         """The messages of a phase that already has its outcome (not run again)."""
@@ -115,7 +118,8 @@ class RunJournal:
                                "re-checked against the cluster and run again", error=False,
                                step=name)]
 
-    def ended(self, name: str, state: str, outcome: str, messages: list[Message]) -> None:
+    def ended(self, name: str, state: PhaseState, outcome: str,
+              messages: list[Message]) -> None:
         self.store.phase_ended(self.run_id, name, state, outcome, list(messages))
 
 
@@ -154,7 +158,7 @@ class DurableDecommission:
     def __init__(self, svc: Promenade, store: RunStore, poll: float = 0.25) -> None:
         self.svc, self.store, self.poll = svc, store, poll
 
-    def answer(self, req: RunRequest, inputs: Inputs) -> tuple[int, dict[str, Any]]:
+    def answer(self, req: RunRequest, inputs: Inputs) -> tuple[int, JSONObject]:
         """The run's answer (status code, status body): executed here, or the one of the
         active run of the same request, waited for at most `req.wait` seconds (409 with the
         run's phase after that). An executed run's failure is raised as its error."""
@@ -172,11 +176,11 @@ class DurableDecommission:
                 return int(run["status_code"] or 500), dict(run["result"] or {})
         return self._execute(run, req, inputs, taken_over=kind == TAKEOVER)
 
-    def _wait(self, run: dict[str, Any], deadline: float) -> tuple[dict[str, Any], str]:
+    def _wait(self, run: RunView, deadline: float) -> tuple[RunView, str]:
         """Wait for the run to be over ("over"), or take it over once its lease lapsed."""
         LOG.info("decommission of %s: joining run %s", run["node"], run["id"])
 
-        def over() -> tuple[dict[str, Any], str] | NotYet[dict[str, Any]]:
+        def over() -> tuple[RunView, str] | NotYet[RunView]:
             current = self.store.get(run["id"]) or run
             if current["state"] != RUNNING:
                 return current, "over"
@@ -185,15 +189,15 @@ class DurableDecommission:
                 return self.store.get(run["id"]) or current, TAKEOVER
             return NotYet(current)
 
-        def still_running(current: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        def still_running(current: RunView) -> tuple[RunView, str]:
             raise busy(current, f"The decommission of {current['node']} (run {current['id']}) "
                        f"is still running, at phase {current['phase']}; ask again to keep "
                        "waiting for it")
 
         return poll(over, deadline=deadline, interval=self.poll, expire=still_running)
 
-    def _execute(self, run: dict[str, Any], req: RunRequest, inputs: Inputs, *,
-                 taken_over: bool) -> tuple[int, dict[str, Any]]:
+    def _execute(self, run: RunView, req: RunRequest, inputs: Inputs, *,
+                 taken_over: bool) -> tuple[int, JSONObject]:
         run_id, node = run["id"], req.node
         if taken_over:
             LOG.warning("decommission of %s: taking over run %s (its process stopped) at "

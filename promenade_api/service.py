@@ -6,16 +6,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from oslo_config import cfg
 
 from common.clients.promenade import NodeView, ready_status
 from common.context import RequestContext, current_marker
-from common.designref import DesignResolver
 from common.disruption import Leave
 from common.documents import Document, select
 from common.errors import BerthError, NotFound
+from common.jsontypes import JSON, JSONObject
 from common.status import Message, simple_message
 from promenade_api.errors import (
     ClearLabelsError,
@@ -29,15 +29,15 @@ from promenade_api.etcd.joining import EtcdJoiner
 from promenade_api.etcd.model import ClusterSpec
 from promenade_api.etcd.port import EtcdError, EtcdPort
 from promenade_api.etcd.removal import EtcdRemover
-from promenade_api.kube.agents import AgentWaiter
+from promenade_api.kube.agents import AgentsGone, AgentWaiter
 from promenade_api.kube.drain import Drainer, DrainReport, DrainSettings, held_locks, plan_drain
-from promenade_api.kube.fence import Fencer
-from promenade_api.kube.kubelet import KubeletStopper
-from promenade_api.kube.labels import LabelManager
+from promenade_api.kube.fence import Fenced, Fencer
+from promenade_api.kube.kubelet import KubeletStopped, KubeletStopper
+from promenade_api.kube.labels import LabelManager, LabelsCleared, LabelsReplaced
 from promenade_api.kube.lease import LeaseLock
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 from promenade_api.kube.progress import PROGRESS_ANNOTATION, DrainProgress, encode, parse
-from promenade_api.kube.removal import remove_from_cluster
+from promenade_api.kube.removal import NodeRemoved, remove_from_cluster
 from promenade_api.kube.taints import TaintSweeper
 
 NODE_SCHEMA = "drydock/BaremetalNode/v1"
@@ -115,10 +115,16 @@ def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
         service_roles=tuple(conf.auth.service_roles))
 
 
+class DesignSource(Protocol):
+    """Where designs come from: common.designref.DesignResolver, or a test's own."""
+
+    def resolve(self, ref: JSON, ctx: RequestContext | None = None) -> list[Document]: ...
+
+
 class Promenade:
     """The node operations of the teardown spec over a KubePort and an EtcdPort."""
 
-    def __init__(self, kube: KubePort, etcd: EtcdPort, resolver: DesignResolver | Any,
+    def __init__(self, kube: KubePort, etcd: EtcdPort, resolver: DesignSource,
                  settings: Settings, *, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
@@ -146,7 +152,7 @@ class Promenade:
     def drain_progress(self, node: str) -> DrainProgress:
         """Progress of a drain of `node`, published on the Node for every process to read;
         it carries the caller's context marker, so Shipyard knows its own drain's record."""
-        def publish(record: dict[str, Any]) -> None:
+        def publish(record: JSONObject) -> None:
             self.kube.patch_node(node, annotations={PROGRESS_ANNOTATION: encode(record)})
 
         return DrainProgress(node, current_marker.get(), self.wall(), self.wall, publish)
@@ -176,16 +182,16 @@ class Promenade:
                           poll_interval=self.settings.join_poll,
                           max_lag=self.settings.learner_max_lag)
 
-    def design(self, ref: Any, ctx: RequestContext | None) -> list[Document]:
+    def design(self, ref: JSON, ctx: RequestContext | None) -> list[Document]:
         docs: list[Document] = self.resolver.resolve(ref, ctx)
         return docs
 
-    def clusters(self, ref: Any, ctx: RequestContext | None, *,
+    def clusters(self, ref: JSON, ctx: RequestContext | None, *,
                  required: bool = True) -> list[ClusterSpec]:
         """The design's etcd clusters; without the document: 404, or none when not required."""
         return _clusters_of(self.design(ref, ctx), required)
 
-    def decommission_inputs(self, ref: Any, ctx: RequestContext | None
+    def decommission_inputs(self, ref: JSON, ctx: RequestContext | None
                             ) -> tuple[list[ClusterSpec], set[str]]:
         """The design's etcd clusters (none without the document) and its node names."""
         docs = self.design(ref, ctx)
@@ -203,7 +209,7 @@ class Promenade:
                 node, self.settings.drain_timeout if timeout is None else timeout,
                 self.settings.drain_grace_period if grace is None else grace, leave, operator)
 
-    def fence(self, node: str, timeout: int, check: Callable[[], None]) -> dict[str, Any]:
+    def fence(self, node: str, timeout: int, check: Callable[[], None]) -> Fenced:
         """Remove the pods of a node whose power-off was confirmed (out-of-service taint)."""
         fencer = Fencer(self.kube, clock=self.clock, sleep=self.sleep,
                         poll_interval=self.settings.kubelet_poll, check=check,
@@ -214,7 +220,7 @@ class Promenade:
             return fencer.run(node, timeout)
 
     def await_agents(self, node: str, timeout: int | None,
-                     check: Callable[[], None] = lambda: None) -> dict[str, Any]:
+                     check: Callable[[], None] = lambda: None) -> AgentsGone:
         """Wait for the node's per-node agents to be removed and their locks released."""
         waiter = AgentWaiter(self.kube, self.settings.drain, clock=self.clock,
                              sleep=self.sleep, check=check)
@@ -223,13 +229,13 @@ class Promenade:
             return waiter.wait(node, self.settings.drain_timeout if timeout is None
                                else timeout)
 
-    def clear_labels(self, node: str, timeout: int | None) -> dict[str, Any]:
+    def clear_labels(self, node: str, timeout: int | None) -> LabelsCleared:
         with self.timed("clear_labels"), step_errors(ClearLabelsError,
                                                      f"Clearing the labels of {node} failed"):
             return self.labels().clear(node, self.settings.clear_labels_timeout
                                        if timeout is None else timeout)
 
-    def put_labels(self, node: str, labels: Any) -> dict[str, Any]:
+    def put_labels(self, node: str, labels: JSON) -> LabelsReplaced:
         return self.labels().replace(node, labels)
 
     def remove_etcd(self, node: str, clusters: list[ClusterSpec], timeout: int | None, *,
@@ -253,7 +259,7 @@ class Promenade:
     def etcd_health(self, clusters: list[ClusterSpec]) -> list[Message]:
         return self.remover().health_messages(clusters)
 
-    def shutdown_kubelet(self, node: str, timeout: int | None = None) -> dict[str, Any]:
+    def shutdown_kubelet(self, node: str, timeout: int | None = None) -> KubeletStopped:
         stopper = KubeletStopper(self.kube, pod_label=self.settings.kubelet_pod_label,
                                  clock=self.clock, sleep=self.sleep,
                                  poll_interval=self.settings.kubelet_poll)
@@ -262,12 +268,12 @@ class Promenade:
             return stopper.shutdown(node, self.settings.kubelet_timeout if timeout is None
                                     else timeout)
 
-    def remove_from_cluster(self, node: str) -> dict[str, Any]:
+    def remove_from_cluster(self, node: str) -> NodeRemoved:
         with self.timed("remove_from_cluster"), step_errors(
                 DeleteNodeError, f"Removing {node} from the cluster failed"):
             return remove_from_cluster(self.kube, node, self.settings.drain)
 
-    def validate_design(self, ref: Any, ctx: RequestContext | None) -> list[Message]:
+    def validate_design(self, ref: JSON, ctx: RequestContext | None) -> list[Message]:
         return validate_design(self.design(ref, ctx))
 
     def _require_node(self, node: str) -> None:

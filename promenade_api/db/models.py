@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from sqlalchemy import JSON, Float, Index, Integer, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from common.clients.generated.promenade import DecommissionPhase
+from common.jsontypes import JSONObject
+
+RunState = Literal["running", "succeeded", "failed"]
 
 
 class Base(DeclarativeBase):
@@ -25,12 +30,12 @@ class DecommissionRun(Base):
     node: Mapped[str] = mapped_column(String(253))
     active_node: Mapped[str | None] = mapped_column(String(253), unique=True)
     fingerprint: Mapped[str] = mapped_column(String(64))
-    params: Mapped[dict[str, Any]] = mapped_column(JSON)
-    state: Mapped[str] = mapped_column(String(16))
+    params: Mapped[JSONObject] = mapped_column(JSON)
+    state: Mapped[RunState] = mapped_column(String(16))
     phase: Mapped[str | None] = mapped_column(String(32))
-    phases: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    phases: Mapped[list[DecommissionPhase]] = mapped_column(JSON)
     status_code: Mapped[int | None] = mapped_column(Integer)
-    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    result: Mapped[JSONObject | None] = mapped_column(JSON)
     created_by: Mapped[str] = mapped_column(String(255))
     takeovers: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[float] = mapped_column(Float)

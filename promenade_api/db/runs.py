@@ -8,21 +8,30 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from common.clients.generated.promenade import DecommissionPhase
+from common.clients.generated.promenade import DecommissionRun as RunView
 from common.errors import Conflict
 from common.idempotency_store import default_owner
+from common.jsontypes import JSONObject
 from common.lease import Lease
-from promenade_api.db.models import DecommissionRun
+from common.status import Message
+from promenade_api.db.models import DecommissionRun, RunState
 
 LEASE = Lease(DecommissionRun.lease_owner, DecommissionRun.lease_expires)
-RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
-PHASE_RUNNING, PHASE_SUCCEEDED, PHASE_FAILED, PHASE_SKIPPED = (
-    "running", "succeeded", "failed", "skipped")
+RUNNING: RunState = "running"
+SUCCEEDED: RunState = "succeeded"
+FAILED: RunState = "failed"
+PhaseState = Literal["running", "succeeded", "failed", "failed-not-fatal", "skipped"]
+PHASE_RUNNING: PhaseState = "running"
+PHASE_SUCCEEDED: PhaseState = "succeeded"
+PHASE_FAILED: PhaseState = "failed"
+PHASE_SKIPPED: PhaseState = "skipped"
 NEW, JOIN, TAKEOVER = "new", "join", "takeover"
 
 
@@ -41,13 +50,13 @@ class RunLost(Conflict):
 @dataclass(frozen=True)
 class Admission:
     kind: str  # new | join | takeover
-    run: dict[str, Any]
+    run: RunView
 
 
-def view(row: DecommissionRun) -> dict[str, Any]:
+def view(row: DecommissionRun) -> RunView:
     """The run as GET .../decommission shows it."""
     return {"id": row.id, "node": row.node, "state": row.state, "phase": row.phase,
-            "phases": [dict(p) for p in row.phases], "fingerprint": row.fingerprint,
+            "phases": [p.copy() for p in row.phases], "fingerprint": row.fingerprint,
             "params": dict(row.params), "created_by": row.created_by,
             "takeovers": row.takeovers, "created_at": row.created_at,
             "updated_at": row.updated_at, "ended_at": row.ended_at,
@@ -63,7 +72,7 @@ class RunStore:
         self.engine, self.lease, self.clock = engine, lease, clock
         self.owner = owner or default_owner()
 
-    def admit(self, node: str, fingerprint: str, params: dict[str, Any],
+    def admit(self, node: str, fingerprint: str, params: JSONObject,
               user: str) -> Admission:
         """Start a run of `node`, or join / take over the active run of the same request;
         409 naming the active run when it is another request's."""
@@ -113,12 +122,12 @@ class RunStore:
             return LEASE.renew(s, [DecommissionRun.id == run_id], self.owner, self.clock(),
                                self.lease)
 
-    def get(self, run_id: str) -> dict[str, Any] | None:
+    def get(self, run_id: str) -> RunView | None:
         with Session(self.engine) as s:
             row = s.get(DecommissionRun, run_id)
             return None if row is None else view(row)
 
-    def latest(self, node: str) -> dict[str, Any] | None:
+    def latest(self, node: str) -> RunView | None:
         """The node's active run, else its newest."""
         with Session(self.engine) as s:
             row = s.scalars(select(DecommissionRun).where(DecommissionRun.node == node)
@@ -127,52 +136,59 @@ class RunStore:
             return None if row is None else view(row)
 
     # -- the journal (only the lease holder writes) ------------------------------------------
-    def phase_started(self, run_id: str, name: str) -> dict[str, Any] | None:
+    def phase_started(self, run_id: str, name: str) -> DecommissionPhase | None:
         """Record `name`'s start (attempts + 1) before its effect; the record it had before
         (None: never started)."""
         now = self.clock()
-        before: dict[str, Any] | None = None
+        before: DecommissionPhase | None = None
 
-        def change(phases: list[dict[str, Any]]) -> None:
+        def change(phases: list[DecommissionPhase]) -> None:
             nonlocal before
             rec = next((p for p in phases if p["name"] == name), None)
             if rec is None:
-                rec = {"name": name, "attempts": 0, "started_at": None}
+                rec = _new_phase(name)
                 phases.append(rec)
             else:
-                before = dict(rec)
-            rec.update(state=PHASE_RUNNING, attempts=int(rec["attempts"]) + 1,
-                       started_at=rec["started_at"] or now, attempt_started_at=now,
-                       ended_at=None, outcome=None)
+                before = rec.copy()
+            rec["state"] = PHASE_RUNNING
+            rec["attempts"] = int(rec["attempts"]) + 1
+            rec["started_at"] = rec.get("started_at") or now
+            rec["attempt_started_at"] = now
+            rec["ended_at"] = None
+            rec["outcome"] = None
         self._write(run_id, change, phase=name)
         return before
 
-    def phase_ended(self, run_id: str, name: str, state: str, outcome: str,
-                    messages: list[Any]) -> None:
+    def phase_ended(self, run_id: str, name: str, state: PhaseState, outcome: str,
+                    messages: list[Message]) -> None:
         now = self.clock()
 
-        def change(phases: list[dict[str, Any]]) -> None:
+        def change(phases: list[DecommissionPhase]) -> None:
             rec = next((p for p in phases if p["name"] == name), None)
             if rec is None:  # a phase skipped without starting
-                rec = {"name": name, "attempts": 0, "started_at": None}
+                rec = _new_phase(name)
                 phases.append(rec)
-            rec.update(state=state, ended_at=now, outcome=outcome, messages=messages)
+            rec["state"] = state
+            rec["ended_at"] = now
+            rec["outcome"] = outcome
+            rec["messages"] = messages
         self._write(run_id, change)
 
-    def finish(self, run_id: str, state: str, status_code: int, result: dict[str, Any]) -> None:
+    def finish(self, run_id: str, state: RunState, status_code: int,
+               result: JSONObject) -> None:
         """The run is over: its answer kept, the node free for another decommission."""
         with Session(self.engine) as s, s.begin():
             LEASE.drop(s, [DecommissionRun.id == run_id], self.owner, state=state,
                        status_code=status_code, result=result, active_node=None,
                        ended_at=self.clock(), updated_at=self.clock())
 
-    def _write(self, run_id: str, change: Callable[[list[dict[str, Any]]], None],
-               **values: Any) -> None:
+    def _write(self, run_id: str, change: Callable[[list[DecommissionPhase]], None],
+               **values: object) -> None:
         with Session(self.engine) as s, s.begin():
             row = s.get(DecommissionRun, run_id)
             if row is None or row.lease_owner != self.owner or row.state != RUNNING:
                 raise RunLost(f"Decommission run {run_id} is no longer held by this process")
-            phases = [dict(p) for p in row.phases]
+            phases = [p.copy() for p in row.phases]
             change(phases)
             done = s.execute(update(DecommissionRun).where(
                 DecommissionRun.id == run_id, DecommissionRun.lease_owner == self.owner)
@@ -181,6 +197,11 @@ class RunStore:
                 raise RunLost(f"Decommission run {run_id} is no longer held by this process")
 
 
-def busy(run: dict[str, Any], message: str) -> DecommissionBusy:
+def _new_phase(name: str) -> DecommissionPhase:
+    """A phase's record before its first start (its state is set at once)."""
+    return {"name": name, "attempts": 0, "started_at": None, "state": PHASE_RUNNING}
+
+
+def busy(run: RunView, message: str) -> DecommissionBusy:
     return DecommissionBusy(message, details={
         "node": run["node"], "run": run["id"], "phase": run["phase"], "state": run["state"]})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from common.poll import NotYet, poll
 from common.status import simple_message
@@ -21,6 +21,13 @@ from promenade_api.kube.drain import DrainSettings, held_locks
 from promenade_api.kube.port import KubePort
 
 LOG = logging.getLogger(__name__)
+
+
+class AgentsGone(TypedDict):
+    """The answer of a wait for the node's agents: how long it took (s)."""
+
+    node: str
+    waited: float
 
 
 class AgentWaiter:
@@ -39,10 +46,10 @@ class AgentWaiter:
         pods = sorted(p.key for p in self._kube.list_pods(node) if self._s.is_agent(p))
         return locks, pods
 
-    def wait(self, node: str, timeout: int) -> dict[str, Any]:
+    def wait(self, node: str, timeout: int) -> AgentsGone:
         started = self._clock()
 
-        def gone() -> dict[str, Any] | NotYet[tuple[list[str], list[str]]]:
+        def gone() -> AgentsGone | NotYet[tuple[list[str], list[str]]]:
             locks, pods = self.state(node)
             if locks or pods:
                 return NotYet((locks, pods))
@@ -54,7 +61,7 @@ class AgentWaiter:
                      ", ".join(held[0]) or "-", ", ".join(held[1]) or "-")
             self._check()
 
-        def late(held: tuple[list[str], list[str]]) -> dict[str, Any]:
+        def late(held: tuple[list[str], list[str]]) -> AgentsGone:
             locks, pods = held
             raise DrainNodeError(
                 f"The agents on {node} did not release their locks within {timeout}s "

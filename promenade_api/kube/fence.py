@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypedDict
 
 from common.poll import NotYet, poll
 from common.status import simple_message
@@ -25,6 +25,15 @@ FENCED = "out-of-service taint: waiting for the control plane to delete the pod"
 LOG = logging.getLogger(__name__)
 OUT_OF_SERVICE = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
                   "effect": "NoExecute"}
+
+
+class Fenced(TypedDict):
+    """The answer of a fence: the pods the taint removed and those tolerating it."""
+
+    node: str
+    taint: str
+    removed: list[str]
+    tolerating: list[str]
 
 
 class Fencer:
@@ -44,7 +53,7 @@ class Fencer:
         self._progress_of = progress or (lambda node: DrainProgress(
             node, None, 0.0, lambda: 0.0, lambda record: None))
 
-    def run(self, node: str, timeout: int) -> dict[str, Any]:
+    def run(self, node: str, timeout: int) -> Fenced:
         progress = self._progress_of(node)
         progress.phase("fencing")
         try:
@@ -57,7 +66,7 @@ class Fencer:
         finally:
             progress.flush()
 
-    def _run(self, node: str, timeout: int, progress: DrainProgress) -> dict[str, Any]:
+    def _run(self, node: str, timeout: int, progress: DrainProgress) -> Fenced:
         current = self._kube.get_node(node)
         before = {p.key for p in self._kube.list_pods(node)}
         missing = {k: v for k, v in self._signal.items() if current.labels.get(k) != v}
@@ -72,7 +81,7 @@ class Fencer:
                                                                 self._deadline))
             self._kube.add_taint(node, OUT_OF_SERVICE)
 
-        def removed() -> dict[str, Any] | NotYet[list[str]]:
+        def removed() -> Fenced | NotYet[list[str]]:
             pods = self._kube.list_pods(node)
             left = sorted(p.key for p in pods if not p.tolerates(OUT_OF_SERVICE))
             progress.gone(set(before) - set(left))
@@ -84,7 +93,7 @@ class Fencer:
             return {"node": node, "taint": OUT_OF_SERVICE["key"],
                     "removed": sorted(before - set(staying)), "tolerating": staying}
 
-        def late(left: list[str]) -> dict[str, Any]:
+        def late(left: list[str]) -> Fenced:
             raise DrainNodeError(
                 f"Pods of {node} were not removed within {timeout}s of the "
                 f"{OUT_OF_SERVICE['key']} taint",

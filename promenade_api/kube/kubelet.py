@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from common.poll import NotYet, poll
 from common.status import simple_message
@@ -13,6 +13,13 @@ from promenade_api.kube.labels import DECOMMISSION_LABEL
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 
 LOG = logging.getLogger(__name__)
+
+
+class KubeletStopped(TypedDict):
+    """The answer of shutdown-kubelet: how the stop was seen."""
+
+    node: str
+    evidence: str
 
 
 class KubeletStopper:
@@ -24,7 +31,7 @@ class KubeletStopper:
         self._kube, self._pod_label = kube, pod_label
         self._clock, self._sleep, self._poll = clock, sleep, poll_interval
 
-    def shutdown(self, node: str, timeout: int) -> dict[str, Any]:
+    def shutdown(self, node: str, timeout: int) -> KubeletStopped:
         self._kube.get_node(node)
         LOG.info("shutdown-kubelet %s: setting %s=enabled", node, DECOMMISSION_LABEL)
         try:
@@ -35,7 +42,7 @@ class KubeletStopper:
             raise ShutdownKubeletError(f"Could not label {node}: {exc.message}") from exc
         seen = ""  # the node's version at the last check
 
-        def stopped() -> dict[str, Any] | NotYet[None]:
+        def stopped() -> KubeletStopped | NotYet[None]:
             nonlocal seen
             how, seen = self._stopped(node)
             if not how:
@@ -49,7 +56,7 @@ class KubeletStopper:
             else:
                 self._sleep(seconds)
 
-        def still_running(_: None) -> dict[str, Any]:
+        def still_running(_: None) -> KubeletStopped:
             raise ShutdownKubeletError(
                 f"The kubelet of {node} did not stop within {timeout}s",
                 messages=[simple_message(

@@ -6,9 +6,10 @@ import fnmatch
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from common.errors import BadRequest
+from common.jsontypes import JSON
 from common.poll import NotYet, poll
 from common.status import simple_message
 from promenade_api.errors import ClearLabelsError
@@ -36,7 +37,7 @@ def kept(key: str, keep: Sequence[str]) -> bool:
                                            for p in (*keep, *MAINTENANCE_LABELS))
 
 
-def label_problems(labels: Any) -> list[str]:
+def label_problems(labels: object) -> list[str]:
     """Every reason these labels are not valid Kubernetes labels."""
     if not isinstance(labels, dict):
         return ["The body must be a JSON object mapping label keys to string values"]
@@ -82,6 +83,23 @@ def pod_fits(pod: Pod, labels: Mapping[str, str]) -> bool:
                for term in pod.node_affinity_terms)
 
 
+class LabelsCleared(TypedDict):
+    """The answer of clear-labels: the labels removed and those left."""
+
+    node: str
+    removed_labels: list[str]
+    labels: dict[str, str]
+
+
+class LabelsReplaced(TypedDict):
+    """The answer of PUT labels: the node's labels now, and the keys set and removed."""
+
+    node: str
+    labels: dict[str, str]
+    added: list[str]
+    removed: list[str]
+
+
 class LabelManager:
     """Clear-labels and PUT node-labels on one KubePort."""
 
@@ -92,7 +110,7 @@ class LabelManager:
         self._agent = agent  # per-node agents leave when their operators say (agents.py)
         self._clock, self._sleep, self._poll = clock, sleep, poll_interval
 
-    def clear(self, node: str, timeout: int) -> dict[str, Any]:
+    def clear(self, node: str, timeout: int) -> LabelsCleared:
         """Remove every non-kept label, then wait for pods that no longer fit to leave."""
         if timeout < 0:
             raise BadRequest(f"timeout must not be negative, not {timeout}")
@@ -124,16 +142,16 @@ class LabelManager:
                                                "leave", node, len(m)),
                     clock=self._clock, sleep=self._sleep)
 
-    def replace(self, node: str, wanted: Any) -> dict[str, Any]:
+    def replace(self, node: str, wanted: JSON) -> LabelsReplaced:
         """PUT semantics: the node ends with exactly `wanted` plus its kubernetes.io labels."""
         problems = label_problems(wanted)
-        if problems:
+        if problems or not isinstance(wanted, dict):  # not a dict: a problem said so
             raise BadRequest("Invalid node labels",
                              messages=[simple_message(p) for p in problems])
         current = self._kube.get_node(node)
         patch: dict[str, str | None] = {
             k: None for k in current.labels if k not in wanted and not is_kubernetes_label(k)}
-        patch.update({k: v for k, v in wanted.items() if current.labels.get(k) != v})
+        patch.update({k: str(v) for k, v in wanted.items() if current.labels.get(k) != v})
         labels = dict(current.labels)
         if patch:
             labels = dict(self._kube.patch_node(node, labels=patch).labels)

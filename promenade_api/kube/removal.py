@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TypedDict
 
 from common.status import simple_message
 from promenade_api.errors import DeleteNodeError, NodeNotDrained
@@ -32,7 +32,14 @@ def removal_problems(kube: KubePort, node: str, settings: DrainSettings) -> list
     return problems
 
 
-def remove_from_cluster(kube: KubePort, node: str, settings: DrainSettings) -> dict[str, Any]:
+class NodeRemoved(TypedDict):
+    """The answer of remove-from-cluster."""
+
+    node: str
+    deleted: bool
+
+
+def remove_from_cluster(kube: KubePort, node: str, settings: DrainSettings) -> NodeRemoved:
     problems = removal_problems(kube, node, settings)
     if problems:
         raise NodeNotDrained(f"{node} cannot be removed from the cluster",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import falcon
 
@@ -25,6 +24,7 @@ from promenade_api.decommission_run import (
     request_timeout,
     scratch_store,
 )
+from promenade_api.etcd.model import ClusterSpec
 from promenade_api.preview import PreviewParams, preview
 from promenade_api.resources.params import (
     Query,
@@ -42,7 +42,7 @@ WAITED_HEADER = "X-Long-Poll"  # changed | timeout | busy (over the cap: answere
 
 
 def render(resp: falcon.Response, message: str, messages: list[Message] | None = None,
-           details: dict[str, Any] | None = None) -> None:
+           details: Mapping[str, object] | None = None) -> None:
     resp.status = falcon.HTTP_200
     resp.content_type = falcon.MEDIA_JSON
     resp.text = json.dumps(status_body(200, message, messages=messages or [], extra=details))
@@ -147,7 +147,8 @@ class RemoveEtcdResource:
 
 
 def etcd_membership(svc: Promenade, req: falcon.Request, node_id: str,
-                    change: Callable[[str, Any, int | None], list[Message]]) -> list[Message]:
+                    change: Callable[[str, list[ClusterSpec], int | None], list[Message]]
+                    ) -> list[Message]:
     """A change of `node_id`'s etcd memberships (remove, join) with the request's timeout
     and the design's clusters."""
     query = Query(req, ["timeout"])

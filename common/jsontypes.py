@@ -1,0 +1,20 @@
+"""JSON as stored and sent: one recursive alias instead of `Any` for values of unknown shape."""
+
+from __future__ import annotations
+
+from typing import TypeAlias, Union
+
+# Union and quoted names: a recursive alias that is also a real object at run time (SQLAlchemy
+# reads `Mapped[...]` annotations).
+JSON: TypeAlias = Union[dict[str, "JSON"], list["JSON"], str, int, float, bool, None]  # noqa: UP007
+JSONObject: TypeAlias = dict[str, JSON]
+
+
+def as_list(value: JSON) -> list[JSON]:
+    """`value` when it is an array, else no items (a value stored by this code is one)."""
+    return value if isinstance(value, list) else []
+
+
+def as_float(value: JSON, default: float) -> float:
+    """`value` as a number (a number or a numeric string), else `default`."""
+    return float(value) if isinstance(value, int | float | str) else default
