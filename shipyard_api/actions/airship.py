@@ -18,7 +18,7 @@ from shipyard_api.actions.views import (
     try_number,
     validations_view,
 )
-from shipyard_api.workflow.models import ActionRow, StepRow
+from shipyard_api.workflow.models import ActionRow, StepNote, StepRow
 from shipyard_api.workflow.store import ActionStore
 
 WORKFLOW_WINDOW = 30 * 86400.0  # GET /workflows without `since`: the last 30 days
@@ -39,7 +39,7 @@ def positive_int(raw: str | None, name: str) -> int | None:
     return value
 
 
-def log_line(step: StepRow, note: dict[str, Any]) -> str:
+def log_line(step: StepRow, note: StepNote) -> str:
     at = note.get("at")
     stamp = N.iso(at) if isinstance(at, int | float) else "-"
     return f"[{stamp}] {step.step_id} try {note.get('try') or '-'}: {note.get('message')}"

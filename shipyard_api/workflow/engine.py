@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
 
 from common.audit import acting, current_actor, worker_actor
 from common.context import current_marker
 from common.errors import BerthError
+from common.jsontypes import JSONObject, as_float
 from common.workflow import Done, Failed, Outcome, Retry, StepPolicy, next_attempt
 from shipyard_api.workflow.definitions import (
     ActionDefinition,
@@ -24,7 +24,7 @@ from shipyard_api.workflow.definitions import (
     StepContext,
     StepDef,
 )
-from shipyard_api.workflow.models import ActionRow, StepRow
+from shipyard_api.workflow.models import ActionRow, StepNote, StepRow
 from shipyard_api.workflow.services import Services
 from shipyard_api.workflow.states import TERMINAL_ACTION, TERMINAL_STEP, ActionState, StepState
 from shipyard_api.workflow.store import ActionStore, LeaseLost
@@ -122,7 +122,7 @@ def execute(defn: StepDef, ctx: StepContext) -> Outcome | BaseException:
         return exc
 
 
-def _note(now: float, message: str, step: StepRow) -> dict[str, Any]:
+def _note(now: float, message: str, step: StepRow) -> StepNote:
     """A line of the step's log; `try` counts the step's failed attempts before it plus one
     (a step that waits and polls again stays in the same try, as a rescheduled task does)."""
     return {"at": now, "message": message, "try": step.failures + 1}
@@ -251,7 +251,8 @@ class _Run:
 
     def _start(self, action: ActionRow, step: StepRow, steps: list[StepRow],
                policy: StepPolicy, keys: set[str], now: float) -> None:
-        memo = {**(step.memo or {}), "exclusive": sorted(keys)} if keys else step.memo
+        memo: JSONObject = ({**(step.memo or {}), "exclusive": [*sorted(keys)]} if keys
+                            else step.memo)
         self.e.store.save_step(self.action_id, self.e.owner, step.step_id, S.RUNNING,
                                attempts=step.attempts + 1, memo=memo,
                                started_at=step.started_at if step.started_at else now)
@@ -302,10 +303,11 @@ class _Run:
         e = self.e
         retry = exc.instance_retry if isinstance(exc, BerthError) else True
         reason = exc.instance_reason if isinstance(exc, BerthError) else type(exc).__name__
-        details = exc.to_status() if isinstance(exc, BerthError) else {"error": str(exc)}
+        details: JSONObject = (exc.to_status() if isinstance(exc, BerthError)
+                               else {"error": str(exc)})
         failures = step.failures + 1
         memo = dict(step.memo or {})
-        since = float(memo.setdefault(FAILING_SINCE, now))
+        since = as_float(memo.setdefault(FAILING_SINCE, now), now)
         outage = now - since
         if not isinstance(exc, BerthError):
             LOG.error("Step %s of %s raised", step.step_id, self.action_id, exc_info=exc)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import (
     JSON,
@@ -17,7 +17,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from common.jsontypes import JSONObject
 from shipyard_api.db import Base
+
+# A line of a step's log: when, what, and the try it belongs to (see engine._note).
+StepNote = TypedDict("StepNote", {"at": float, "message": str, "try": int})
 
 
 class ActionRow(Base):
@@ -26,7 +30,7 @@ class ActionRow(Base):
 
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     name: Mapped[str] = mapped_column(String(64))
-    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    parameters: Mapped[JSONObject] = mapped_column(JSON, default=dict)
     state: Mapped[str] = mapped_column(String(16), index=True)
     marker: Mapped[str] = mapped_column(String(64))
     user: Mapped[str | None] = mapped_column(String(255), nullable=True)
@@ -42,7 +46,7 @@ class ActionRow(Base):
     target_nodes: Mapped[list[str]] = mapped_column(JSON, default=list)
     reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
-    validations: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    validations: Mapped[list[JSONObject]] = mapped_column(JSON, default=list)
     # Bumped by every write of a listed field (the action list's cache keys on its sum).
     changes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Bumped by every write of the action's own view: its row, a step, an audit entry (the
@@ -68,10 +72,10 @@ class StepRow(Base):
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     next_attempt_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    memo: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    output: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    notes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    memo: Mapped[JSONObject] = mapped_column(JSON, default=dict)
+    output: Mapped[JSONObject] = mapped_column(JSON, default=dict)
+    details: Mapped[JSONObject] = mapped_column(JSON, default=dict)
+    notes: Mapped[list[StepNote]] = mapped_column(JSON, default=list)
     reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from common.jsontypes import JSONObject
 from common.workflow import StepPolicy
 from shipyard_api.clients.ports import DrydockPort, PromenadePort
 
@@ -18,7 +19,7 @@ class DocumentsPort(Protocol):
                            cleartext: bool = True) -> list[dict[str, Any]]: ...
 
     def add_tag(self, revision_id: int, tag: str,
-                data: dict[str, Any] | None = None) -> dict[str, Any]: ...
+                data: JSONObject | None = None) -> object: ...
 
     def intermediate_commits(self, using_revision: int) -> list[int]: ...
 

@@ -5,18 +5,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TypedDict, Unpack
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import Engine, bindparam, func, select, text, update
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
+from common.jsontypes import JSONObject, as_list
 from common.lease import Lease
 from common.pgwake import notify_in
 from common.prepared import PreparedRead
 from shipyard_api.workflow import audit
 from shipyard_api.workflow.definitions import PlannedStep
-from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
+from shipyard_api.workflow.models import ActionRow, AuditRow, StepNote, StepRow
 from shipyard_api.workflow.states import (
     CLAIMABLE,
     CONTROLS,
@@ -37,6 +38,21 @@ CHANGES_CHANNEL = "berth_shipyard_changes"
 
 # Asked on every list request (see PreparedRead).
 LEASE = Lease(ActionRow.lease_owner, ActionRow.lease_expires)
+
+
+class StepValues(TypedDict, total=False):
+    """The columns of a step that `save_step` writes beside its state."""
+
+    attempts: int
+    failures: int
+    started_at: float | None
+    ended_at: float | None
+    next_attempt_at: float | None
+    memo: JSONObject
+    output: JSONObject
+    details: JSONObject
+    notes: list[StepNote]
+    reason: str | None
 LIST_KEY = select(func.count(), func.coalesce(func.sum(ActionRow.changes), 0))
 # Asked on every GET /actions/{id}: the action's version (None when there is no such action).
 VERSION = select(ActionRow.version).where(ActionRow.id == bindparam("action_id"))
@@ -56,9 +72,10 @@ class ActionStore:
         self._create_lock = threading.Lock()
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         """The database engine (the audit log's routes read the same database)."""
-        return self._sessions.kw["bind"]
+        bind: Engine = self._sessions.kw["bind"]
+        return bind
 
     # -- creation and reads -------------------------------------------------------------
     def create(self, row: ActionRow, steps: Sequence[PlannedStep],
@@ -201,10 +218,10 @@ class ActionStore:
 
     # -- transitions --------------------------------------------------------------------
     def transition(self, action_id: str, target: ActionState, now: float,
-                   **values: Any) -> bool:
+                   **values: object) -> bool:
         """Move the action to `target` if its current state allows it (conditional UPDATE)."""
         sources = [a.value for a in sources_of(target)]
-        extra: dict[str, Any] = dict(values)
+        extra: dict[str, object] = dict(values)
         if target in TERMINAL_ACTION:
             extra.setdefault("ended_at", now)
         with self._sessions.begin() as s:
@@ -265,10 +282,10 @@ class ActionStore:
                               .where(StepRow.state.in_(live), StepRow.action_id != except_action,
                                      ActionRow.state.not_in([a.value for a in TERMINAL_ACTION]))
                               ).all()
-        return {str(k) for memo in memos for k in (memo or {}).get("exclusive") or []}
+        return {str(k) for memo in memos for k in as_list((memo or {}).get("exclusive"))}
 
     def save_step(self, action_id: str, owner: str, sid: str, target: StepState,
-                  **values: Any) -> None:
+                  **values: Unpack[StepValues]) -> None:
         """Persist one step's new state, only while `owner` still holds the action's lease."""
         with self._sessions.begin() as s:
             holder = s.scalar(select(ActionRow.lease_owner).where(ActionRow.id == action_id))
@@ -289,7 +306,7 @@ class ActionStore:
             notify_in(s, CHANGES_CHANNEL, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
-                        details: dict[str, Any]) -> bool:
+                        details: JSONObject) -> bool:
         """Replace a running step's details (its live progress) while `owner` holds the
         action; False when the step no longer runs or the lease is gone."""
         with self._sessions.begin() as s:
@@ -315,7 +332,7 @@ class ActionStore:
 def _bump(s: Session, action_id: str, *, listed: bool = False) -> None:
     """The action's view changed (a step or an audit entry): a new version; `listed`: a
     step's state changed, which the action list shows too (its steps' summary)."""
-    values: dict[str, Any] = {"version": ActionRow.version + 1}
+    values: dict[str, object] = {"version": ActionRow.version + 1}
     if listed:
         values["changes"] = ActionRow.changes + 1
     s.execute(update(ActionRow).where(ActionRow.id == action_id).values(**values))
