@@ -138,14 +138,16 @@ class Site:
     def _start_all(self) -> None:
         self._stops.append(self.scheduler.stop)
         self._serve("sitesim", AdminApp(self.model, self.info), self.ports.admin)
-        self.kube = start_kube(self.model, self.ports.kube, self.dir)
-        self._stops.append(self.kube.stop)
-        self.model.kube = self.kube
-        self.urls["kube"] = self.kube.url
+        if self.spec.kubernetes:
+            self.kube = start_kube(self.model, self.ports.kube, self.dir)
+            self._stops.append(self.kube.stop)
+            self.model.kube = self.kube
+            self.urls["kube"] = self.kube.url
         self.etcd = EtcdManager(self.model, self.dir)
         self._stops.append(self.etcd.stop)
         self.etcd.start()
-        self.kube.on_node_labels(self.etcd.on_node_labels)
+        if self.kube is not None:
+            self.kube.on_node_labels(self.etcd.on_node_labels)
         self._start_bmcs()
         store = MachineStore(self.model, self._power_parameters)
         for node in self.spec.nodes:

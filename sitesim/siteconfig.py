@@ -123,6 +123,8 @@ class SiteSpec:
     failure_domains: tuple[Mapping[str, Any], ...] = ()
     # Who provisions the site's nodes: its MAAS, or a real Ironic started with the site.
     provisioner: str = "maas"
+    # False: a site of servers with no cluster on them (provisioning only: nothing joins)
+    kubernetes: bool = True
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:
@@ -148,7 +150,8 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
         raise SiteConfigError(["the site YAML must be a mapping"])
     _check_keys(raw, {"site", "region", "defaults", "nodes", "etcd", "faults", "timings",
                       "maas", "workloads", "deployment_configuration",
-                      "deployment_strategy", "failure_domains", "provisioner"}, "top level",
+                      "deployment_strategy", "failure_domains", "provisioner", "kubernetes"},
+                "top level",
                 problems)
     name = raw.get("site")
     if not isinstance(name, str) or not NAME_RE.match(name):
@@ -182,6 +185,9 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
     provisioner = raw.get("provisioner", "maas")
     if provisioner not in PROVISIONERS:
         problems.append(f"provisioner: must be one of {', '.join(PROVISIONERS)}")
+    kubernetes = raw.get("kubernetes", True)
+    if not isinstance(kubernetes, bool):
+        problems.append("kubernetes: must be true or false")
     if problems:
         raise SiteConfigError(problems)
     return SiteSpec(
@@ -189,7 +195,7 @@ def parse_site(raw: Any, *, source: str = "") -> SiteSpec:
         etcd=tuple(etcd), faults=tuple(faults), timings=timings, maas_api_key=str(key),
         workloads=bool(raw.get("workloads", True)), deployment=deployment,
         strategy=strategy, source=source, failure_domains=tuple(domains),
-        provisioner=str(provisioner),
+        provisioner=str(provisioner), kubernetes=bool(kubernetes),
     )
 
 

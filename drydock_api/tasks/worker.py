@@ -57,9 +57,11 @@ class Worker:
         if free <= 0 or self.stopping.is_set():
             return 0
         claimed = self.store.claim(self.owner, self.settings.lease_seconds, free)
-        for task in claimed:
+        with self._lock:  # a task of ours whose lease lapsed (a late heartbeat) was taken
+            new = [t for t in claimed if t.id not in self._active]  # back: it runs already
+        for task in new:
             self.start(task)
-        return len(claimed)
+        return len(new)
 
     def start(self, task: TaskRow) -> threading.Thread:
         lease = TaskHold(task.id)

@@ -89,7 +89,8 @@ class Env:
 
 @pytest.fixture(scope="module")
 def dd_site() -> Iterator[Site]:
-    site = start_test_site(SITE, overrides={"timings": dict(TIMINGS)})
+    """The site's servers, MAAS and BMCs; no cluster (Drydock never talks to Kubernetes)."""
+    site = start_test_site(SITE, overrides={"timings": dict(TIMINGS), "kubernetes": False})
     try:
         yield site
     finally:

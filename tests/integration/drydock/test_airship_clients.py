@@ -101,7 +101,7 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    site = start_test_site(SITE, overrides={"timings": dict(TIMINGS)})
+    site = start_test_site(SITE, overrides={"timings": dict(TIMINGS), "kubernetes": False})
     api = None
     try:
         work = tmp_path_factory.mktemp("drydock-airship")

@@ -157,3 +157,38 @@ def test_several_top_level_tasks_run_at_once(make_site: SiteFactory):
     assert worker.poll_once() == 2
     worker.join(30)
     assert [site.runtime.service.get(i)["result"]["status"] for i in ids] == ["success"] * 2
+
+
+def test_a_worker_whose_lease_lapsed_does_not_run_its_own_task_twice(make_site: SiteFactory):
+    """A loaded machine delays the heartbeat past the lease: the worker's next poll finds its
+    own task claimable, takes the lease back and leaves the task to the thread running it."""
+    clock = FakeClock()
+    site = make_site(["n1"], clock=clock, steps={"release_timeout": 600.0})
+    body, _ = site.runtime.service.create(
+        {"action": "destroy_nodes", "design_ref": site.href, "node_filter": None,
+         "options": {"all_nodes": True}},
+        RequestContext(), None)
+    entered, go_on = threading.Event(), threading.Event()
+    original = site.maas.release
+
+    def slow_release(system_id: str, erase: str | None) -> Any:
+        entered.set()
+        assert go_on.wait(30)
+        return original(system_id, erase)
+
+    site.maas.release = slow_release  # type: ignore[method-assign]
+    worker = site.runtime.new_worker("w")
+    assert worker.poll_once() == 1
+    assert entered.wait(30)
+    clock.advance(site.runtime.worker_settings.lease_seconds + 1)  # no heartbeat meanwhile
+    assert worker.poll_once() == 0  # nothing new to run
+    assert worker.active() == [body["task_id"]]
+    row = site.runtime.store.get(body["task_id"])
+    assert row.lease_owner == "w" and row.lease_expires is not None
+    assert row.lease_expires > clock()  # the lease is held again
+    go_on.set()
+    worker.join(30)
+    task = site.runtime.service.get(body["task_id"])
+    errors = [m["message"] for m in task["result"]["details"]["messageList"] if m["error"]]
+    assert task["result"]["status"] == "success", errors
+    assert site.maas.calls[("release", "n1")] == 1
