@@ -7,17 +7,16 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from common.clients.shipyard import Revision, design_ref
+from common.clients.shipyard import design_ref
 from common.crypto import Cipher
-from common.documents import BASE_SCHEMA, Document, doc_ref
+from common.documents import BASE_SCHEMA, doc_ref
 from common.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, ValidationFailed
-from common.jsontypes import JSON, JSONObject
 from common.status import Message, validation_message
 from shipyard_api.documents import audit
 from shipyard_api.documents.diff import (
@@ -40,27 +39,8 @@ from shipyard_api.documents.versions import (
     parse_version,
 )
 
+Document = dict[str, Any]
 Pair = tuple[str, Document]
-
-
-class TagView(TypedDict):
-    """A revision's tag as GET .../tags/{tag} shows it."""
-
-    tag: str
-    revision: int
-    data: JSON
-    createdAt: str
-
-
-class CollectionDiff(TypedDict):
-    """One collection's status going from one version to another."""
-
-    collection_name: str
-    base_version: str
-    base_revision: int
-    new_version: str
-    new_revision: int
-    new_status: str
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 COLLECTION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 POLICIES = ("cleartext", "encrypted")
@@ -112,13 +92,13 @@ class DocumentStore:
         return self.revision_id(v)
 
     # ----- reading --------------------------------------------------------------------
-    def revisions(self) -> list[Revision]:
+    def revisions(self) -> list[dict[str, Any]]:
         with self._sessions() as session:
             revs = session.scalars(select(RevisionRow).order_by(RevisionRow.id)).all()
             tags = session.execute(select(TagRow.revision_id, TagRow.tag)).all()
             buckets = session.execute(
                 select(DocumentRow.revision_id, DocumentRow.collection).distinct()).all()
-        out: list[Revision] = []
+        out = []
         for rev in revs:
             out.append({
                 "id": rev.id, "createdAt": rev.created_at.isoformat(),
@@ -172,7 +152,7 @@ class DocumentStore:
     def _contents(self, revision_id: int | None) -> dict[str, dict[tuple[str, ...], str]]:
         return by_collection(self.pairs(revision_id)) if revision_id else {}
 
-    def diff(self, base: str | Version, new: str | Version) -> list[CollectionDiff]:
+    def diff(self, base: str | Version, new: str | Version) -> list[dict[str, Any]]:
         """Per collection: created|modified|deleted|unmodified going from `base` to `new`.
         As in Airship, a site-action version that does not exist (no site action tagged a
         revision yet) is 404 VersionNotFound; a missing buffer or committed version compares
@@ -253,27 +233,25 @@ class DocumentStore:
             data=self._cipher.encrypt(data) if encrypted else data, encrypted=encrypted)
 
     # ----- tags -----------------------------------------------------------------------
-    def tags(self, revision_id: int) -> list[TagView]:
+    def tags(self, revision_id: int) -> list[dict[str, Any]]:
         with self._sessions() as session:
             _require_revision(session, revision_id)
             rows = session.scalars(select(TagRow).where(TagRow.revision_id == revision_id)
                                    .order_by(TagRow.tag)).all()
             return [_tag_view(r) for r in rows]
 
-    def tag(self, revision_id: int, tag: str) -> TagView:
+    def tag(self, revision_id: int, tag: str) -> dict[str, Any]:
         with self._sessions() as session:
             _require_revision(session, revision_id)
             row = _tag_row(session, revision_id, tag)
             return _tag_view(row)
 
     def add_tag(self, revision_id: int, tag: str,
-                data: JSONObject | None = None) -> TagView:
+                data: dict[str, Any] | None = None) -> dict[str, Any]:
         """Tag a revision (a second time replaces the tag's data)."""
         if not TAG_RE.match(tag):
             raise BadRequest(f"Invalid tag {tag!r}: letters, digits and ._:- only",
                              reason="InvalidTag")
-        if data is not None and not isinstance(data, dict):
-            raise BadRequest("Tag data must be a mapping", reason="InvalidTag")
         now = self._clock().astimezone(UTC).replace(tzinfo=None)
         for _ in range(2):
             try:
@@ -342,7 +320,7 @@ def _tag_row(session: Session, revision_id: int, tag: str) -> TagRow:
     return row
 
 
-def _tag_view(row: TagRow) -> TagView:
+def _tag_view(row: TagRow) -> dict[str, Any]:
     return {"tag": row.tag, "revision": row.revision_id, "data": json.loads(row.data_json),
             "createdAt": row.created_at.isoformat()}
 

@@ -10,6 +10,7 @@ import yaml
 
 from common.api import API_PREFIX as P
 from common.body import YAML_TYPES, limits, loads_checked, read_raw
+from common.bodyschema import require_schema
 from common.documents import dump_yaml_all, load_yaml, parse_documents
 from common.errors import BadRequest, Forbidden, NotFound, UnsupportedMediaType
 from common.inputcheck import require_safe
@@ -246,7 +247,10 @@ class RevisionTagResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response, revision_id: str,
                 tag: str) -> None:
         revision = _revision(revision_id)
-        resp.media = self._store.add_tag(revision, tag, _read_tag_data(req))
+        data = _read_tag_data(req)
+        if data is not None:
+            require_schema("shipyard", "TagData", data, "Invalid tag data", reason="InvalidTag")
+        resp.media = self._store.add_tag(revision, tag, data)
         resp.status = falcon.HTTP_201
 
     @authorize("shipyard:manage_tags")

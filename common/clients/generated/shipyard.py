@@ -8,6 +8,10 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 
+class TagData(TypedDict):
+    pass
+
+
 class PlanRequest(TypedDict):
     name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site']
     parameters: NotRequired[dict[str, Any]]
