@@ -7,16 +7,17 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from common.clients.shipyard import design_ref
+from common.clients.shipyard import Revision, design_ref
 from common.crypto import Cipher
-from common.documents import BASE_SCHEMA, doc_ref
+from common.documents import BASE_SCHEMA, Document, doc_ref
 from common.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, ValidationFailed
+from common.jsontypes import JSON, JSONObject
 from common.status import Message, validation_message
 from shipyard_api.documents import audit
 from shipyard_api.documents.diff import (
@@ -39,8 +40,27 @@ from shipyard_api.documents.versions import (
     parse_version,
 )
 
-Document = dict[str, Any]
 Pair = tuple[str, Document]
+
+
+class TagView(TypedDict):
+    """A revision's tag as GET .../tags/{tag} shows it."""
+
+    tag: str
+    revision: int
+    data: JSON
+    createdAt: str
+
+
+class CollectionDiff(TypedDict):
+    """One collection's status going from one version to another."""
+
+    collection_name: str
+    base_version: str
+    base_revision: int
+    new_version: str
+    new_revision: int
+    new_status: str
 TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 COLLECTION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 POLICIES = ("cleartext", "encrypted")
@@ -92,13 +112,13 @@ class DocumentStore:
         return self.revision_id(v)
 
     # ----- reading --------------------------------------------------------------------
-    def revisions(self) -> list[dict[str, Any]]:
+    def revisions(self) -> list[Revision]:
         with self._sessions() as session:
             revs = session.scalars(select(RevisionRow).order_by(RevisionRow.id)).all()
             tags = session.execute(select(TagRow.revision_id, TagRow.tag)).all()
             buckets = session.execute(
                 select(DocumentRow.revision_id, DocumentRow.collection).distinct()).all()
-        out = []
+        out: list[Revision] = []
         for rev in revs:
             out.append({
                 "id": rev.id, "createdAt": rev.created_at.isoformat(),
@@ -152,7 +172,7 @@ class DocumentStore:
     def _contents(self, revision_id: int | None) -> dict[str, dict[tuple[str, ...], str]]:
         return by_collection(self.pairs(revision_id)) if revision_id else {}
 
-    def diff(self, base: str | Version, new: str | Version) -> list[dict[str, Any]]:
+    def diff(self, base: str | Version, new: str | Version) -> list[CollectionDiff]:
         """Per collection: created|modified|deleted|unmodified going from `base` to `new`.
         As in Airship, a site-action version that does not exist (no site action tagged a
         revision yet) is 404 VersionNotFound; a missing buffer or committed version compares
@@ -233,21 +253,21 @@ class DocumentStore:
             data=self._cipher.encrypt(data) if encrypted else data, encrypted=encrypted)
 
     # ----- tags -----------------------------------------------------------------------
-    def tags(self, revision_id: int) -> list[dict[str, Any]]:
+    def tags(self, revision_id: int) -> list[TagView]:
         with self._sessions() as session:
             _require_revision(session, revision_id)
             rows = session.scalars(select(TagRow).where(TagRow.revision_id == revision_id)
                                    .order_by(TagRow.tag)).all()
             return [_tag_view(r) for r in rows]
 
-    def tag(self, revision_id: int, tag: str) -> dict[str, Any]:
+    def tag(self, revision_id: int, tag: str) -> TagView:
         with self._sessions() as session:
             _require_revision(session, revision_id)
             row = _tag_row(session, revision_id, tag)
             return _tag_view(row)
 
     def add_tag(self, revision_id: int, tag: str,
-                data: dict[str, Any] | None = None) -> dict[str, Any]:
+                data: JSONObject | None = None) -> TagView:
         """Tag a revision (a second time replaces the tag's data)."""
         if not TAG_RE.match(tag):
             raise BadRequest(f"Invalid tag {tag!r}: letters, digits and ._:- only",
@@ -320,7 +340,7 @@ def _tag_row(session: Session, revision_id: int, tag: str) -> TagRow:
     return row
 
 
-def _tag_view(row: TagRow) -> dict[str, Any]:
+def _tag_view(row: TagRow) -> TagView:
     return {"tag": row.tag, "revision": row.revision_id, "data": json.loads(row.data_json),
             "createdAt": row.created_at.isoformat()}
 
