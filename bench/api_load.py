@@ -81,8 +81,8 @@ def fill_drydock(url: str, nodes: int) -> str:
     """One deploy_nodes task over `nodes` nodes, with five finished steps per node."""
     from drydock_api import db
     from drydock_api.db.progress import ProgressStore
+    from drydock_api.db.states import TaskResult, TaskStatus
     from drydock_api.db.store import TaskStore
-    from drydock_api.tasks.states import TaskResult, TaskStatus
 
     db.upgrade(url)
     store = TaskStore(db.make_engine(url))

@@ -112,7 +112,7 @@ class PyghmiClient:
     name = "pyghmi"
 
     def __init__(self, module: str) -> None:
-        from drydock_api.nodes.design import BmcAccess
+        from drydock_api.drivers.ports import BmcAccess
         self._access = BmcAccess
         self.driver = importlib.import_module(module).IpmiDriver()
 
@@ -133,7 +133,7 @@ class DrydockClient(PyghmiClient):
 
     def __init__(self) -> None:
         from drydock_api.drivers.ipmi.driver import IpmiDriver
-        from drydock_api.nodes.design import BmcAccess
+        from drydock_api.drivers.ports import BmcAccess
         self._access = BmcAccess
         self.driver = IpmiDriver(timeout=30)
 

@@ -13,8 +13,7 @@ from pyghmi import exceptions as ipmi_exc
 from pyghmi.ipmi import command as ipmi_command
 from pyghmi.ipmi.private import session as ipmi_session
 
-from drydock_api.drivers.ports import EraseStatus, OobError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess, EraseStatus, OobError
 from sitesim.bmc.pyghmi_io import IoWatchdog
 from sitesim.bmc.udpsocket import keep_non_blocking
 

@@ -12,13 +12,13 @@ from drydock_api.db.models import TaskRow
 from drydock_api.db.store import TaskStore
 from drydock_api.drivers.ports import (
     BlockDevice,
+    BmcAccess,
     EraseStatus,
     Machine,
     OobDriver,
     Provisioner,
     ScriptResult,
 )
-from drydock_api.nodes.design import BmcAccess
 
 
 class DrydockMetrics:

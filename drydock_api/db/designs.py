@@ -19,7 +19,7 @@ from common.crypto import FernetCipher
 from common.documents import Document
 from common.errors import InternalError
 from drydock_api.db.models import DesignRow, TaskRow
-from drydock_api.tasks.states import FINAL
+from drydock_api.db.states import FINAL
 
 KEY_OPTION = "[database] design_key_file"
 

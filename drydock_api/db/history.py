@@ -9,8 +9,8 @@ from sqlalchemy import delete, func, or_, select
 
 from drydock_api.db import audit
 from drydock_api.db.models import MessageRow, TaskRow
+from drydock_api.db.states import FINAL, TaskStatus
 from drydock_api.db.store import TaskStore
-from drydock_api.tasks.states import FINAL, TaskStatus
 
 
 @dataclass(frozen=True)

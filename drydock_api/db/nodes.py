@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from common.lease import Lease
 from drydock_api.db import audit
 from drydock_api.db.models import NodeRecord, RebootRow, TaskRow
-from drydock_api.tasks.states import ACTIVE
+from drydock_api.db.states import ACTIVE
 
 LEASE = Lease(NodeRecord.lease_owner, NodeRecord.lease_expires)
 POWER_TASKS = ("deploy_nodes", "destroy_nodes", "prepare_nodes")

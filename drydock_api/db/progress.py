@@ -14,8 +14,8 @@ from common.prepared import PreparedRead
 from common.status import Message
 from drydock_api.db import audit
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
+from drydock_api.db.states import TaskResult, TaskStatus
 from drydock_api.db.store import TaskStore, touch_tree
-from drydock_api.tasks.states import TaskResult, TaskStatus
 
 
 def _tree_key_query() -> Select[Any]:

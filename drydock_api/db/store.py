@@ -18,7 +18,7 @@ from common.prepared import PreparedRead
 from common.status import simple_message
 from drydock_api.db import audit, read_session_factory, session_factory
 from drydock_api.db.models import LockRow, NodeRecord, TaskRow
-from drydock_api.tasks.states import ACTIVE, TaskResult, TaskStatus, check_transition
+from drydock_api.db.states import ACTIVE, TaskResult, TaskStatus, check_transition
 
 Clock = Callable[[], float]
 LEASE = Lease(TaskRow.lease_owner, TaskRow.lease_expires)

@@ -7,8 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from drydock_api.drivers.ports import EraseStatus, OobError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess, EraseStatus, OobError
 
 
 class FakeOob:

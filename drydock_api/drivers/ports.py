@@ -6,7 +6,8 @@ their errors.
     BMC (Redfish, IPMI)          PowerInterface, BootInterface, EraseInterface;
                                  OobDriver is the three together
 
-Each consumer takes the narrowest interface it uses, so a test hands it only that.
+Each consumer takes the narrowest interface it uses, so a test hands it only that. Every BMC
+call takes the node's BmcAccess (read from the design by nodes.design).
 
     BadGateway (common)
     └── DriverError          an external system failed; `transient` says if a retry may help
@@ -16,11 +17,30 @@ Each consumer takes the narrowest interface it uses, so a test hands it only tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from common.errors import BadGateway
-from drydock_api.nodes.design import BmcAccess
+
+PROVISIONERS = ("maas", "ironic")  # a Region's `provisioner`
+DEFAULT_PROVISIONER = "maas"
+
+
+@dataclass(frozen=True)
+class BmcAccess:
+    """How to reach a node's BMC (read from the design); the credential never appears in repr
+    or logs."""
+
+    type: str
+    address: str
+    port: int
+    account: str
+    credential: str = field(repr=False)
+    system_id: str | None = None
+    provisioner: str = DEFAULT_PROVISIONER  # the design's: power goes through Ironic on ironic
+
+    def describe(self) -> str:
+        return f"{self.type} {self.address}:{self.port}"
 
 
 class DriverError(BadGateway):

@@ -14,8 +14,15 @@ from typing import Protocol
 
 from common.errors import UnprocessableEntity
 from common.status import Message, validation_message
-from drydock_api.drivers.ports import OobDriver, OobError, Provisioner, RoutedOob
-from drydock_api.nodes.design import DEFAULT_PROVISIONER, PROVISIONERS, BmcAccess
+from drydock_api.drivers.ports import (
+    DEFAULT_PROVISIONER,
+    PROVISIONERS,
+    BmcAccess,
+    OobDriver,
+    OobError,
+    Provisioner,
+    RoutedOob,
+)
 
 LABELS = {"maas": "MAAS", "ironic": "Ironic"}  # as step messages name them
 SETTINGS = {"maas": "[maas] url", "ironic": "[ironic] url"}

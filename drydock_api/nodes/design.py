@@ -8,6 +8,7 @@ from typing import Any
 
 from common.documents import Document, doc_ref
 from common.status import Message, validation_message
+from drydock_api.drivers.ports import DEFAULT_PROVISIONER, BmcAccess
 from drydock_api.nodes import power
 
 NODE = "drydock/BaremetalNode/v1"
@@ -16,24 +17,6 @@ REGION = "drydock/Region/v1"
 PASSPHRASE = "deckhand/Passphrase/v1"
 RACK = "drydock/Rack/v1"
 DEFAULT_PORTS = {"redfish": 443, "ipmi": 623}
-PROVISIONERS = ("maas", "ironic")  # a Region's `provisioner`
-DEFAULT_PROVISIONER = "maas"
-
-
-@dataclass(frozen=True)
-class BmcAccess:
-    """How to reach a node's BMC; the credential never appears in repr or logs."""
-
-    type: str
-    address: str
-    port: int
-    account: str
-    credential: str = field(repr=False)
-    system_id: str | None = None
-    provisioner: str = DEFAULT_PROVISIONER  # the design's: power goes through Ironic on ironic
-
-    def describe(self) -> str:
-        return f"{self.type} {self.address}:{self.port}"
 
 
 @dataclass(frozen=True)

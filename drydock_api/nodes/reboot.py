@@ -34,8 +34,8 @@ from common.workflow import IllegalTransition, transition
 from drydock_api.budgets.slots import SlotStore
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import NodeStore
-from drydock_api.drivers.ports import PowerInterface
-from drydock_api.nodes.design import BmcAccess, Design
+from drydock_api.drivers.ports import BmcAccess, PowerInterface
+from drydock_api.nodes.design import Design
 from drydock_api.nodes.power import (
     HARD,
     SOFT_ONLY,

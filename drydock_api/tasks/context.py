@@ -10,6 +10,7 @@ from typing import Any, Protocol, TypeVar
 from common.context import RequestContext
 from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import (
+    BmcAccess,
     BootInterface,
     EraseInterface,
     MachinesInterface,
@@ -20,7 +21,7 @@ from drydock_api.drivers.ports import (
     StorageInterface,
 )
 from drydock_api.drivers.provisioners import Backends, Retirement
-from drydock_api.nodes.design import BmcAccess, NodeDef
+from drydock_api.nodes.design import NodeDef
 
 
 class Labeller(Protocol):

@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from common.workflow import Done, Failed, Outcome, Retry, StepDef, StepPolicy
-from drydock_api.drivers.ports import MaasError
+from drydock_api.drivers.ports import BmcAccess, MaasError
 from drydock_api.nodes import power
-from drydock_api.nodes.design import BmcAccess
 from drydock_api.tasks import teardown, wipe
 from drydock_api.tasks.context import NodeContext, NodeStep, node_step
 from drydock_api.tasks.render import iso

@@ -19,6 +19,7 @@ from common.status import simple_message
 from common.workflow import Done, Failed, Retry
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TeardownUpdate
+from drydock_api.db.states import TaskResult, TaskStatus, summarize
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, NodeDef, provisioner_of
 from drydock_api.tasks import teardown as td
@@ -32,7 +33,6 @@ from drydock_api.tasks.context import (
     StepSettings,
 )
 from drydock_api.tasks.engine import Attempts, StepEngine
-from drydock_api.tasks.states import TaskResult, TaskStatus, summarize
 
 LOG = logging.getLogger(__name__)
 S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings

@@ -8,7 +8,7 @@ from typing import Any
 from common.clients.drydock import Task, result_status, task_status
 from common.status import Message
 from drydock_api.db.models import TaskRow
-from drydock_api.tasks.states import TaskStatus
+from drydock_api.db.states import TaskStatus
 
 
 def iso(ts: float | None) -> str | None:

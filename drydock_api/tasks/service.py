@@ -19,6 +19,7 @@ from common.errors import BadRequest, ValidationFailed
 from common.status import Message, validation_message
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TreeMessages
+from drydock_api.db.states import FINAL, TaskResult, TaskStatus
 from drydock_api.db.store import TaskStore
 from drydock_api.drivers.provisioners import Backends
 from drydock_api.nodes.design import Design
@@ -26,7 +27,6 @@ from drydock_api.nodes.filters import CRITERIA, select_nodes
 from drydock_api.tasks import budget
 from drydock_api.tasks.actions import ALL_ACTIONS, ActionDef
 from drydock_api.tasks.render import task_body
-from drydock_api.tasks.states import FINAL, TaskResult, TaskStatus
 
 TREE_CACHE = 8  # encoded task trees kept per process
 

@@ -64,9 +64,9 @@ def shipyard_step() -> Machine:
 
 
 def drydock_task() -> Machine:
-    from drydock_api.tasks import states
+    from drydock_api.db import states
 
-    return _from_table("Drydock task", "drydock_api/tasks/states.py TRANSITIONS",
+    return _from_table("Drydock task", "drydock_api/db/states.py TRANSITIONS",
                        states.TRANSITIONS)
 
 

@@ -8,8 +8,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
-from drydock_api.drivers.ports import EraseStatus, OobError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess, EraseStatus, OobError
 
 IPMITOOL = "ipmitool"
 # what ipmitool prints when the BMC refused the user or password (RAKP 2 of the RMCP+ login)

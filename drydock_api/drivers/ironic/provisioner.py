@@ -10,8 +10,14 @@ from typing import Any
 from drydock_api.drivers.ironic import states as st
 from drydock_api.drivers.ironic.client import IronicClient, IronicRefused
 from drydock_api.drivers.ironic.states import IronicNode
-from drydock_api.drivers.ports import BlockDevice, EraseInterface, EraseStatus, Machine, OobError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import (
+    BlockDevice,
+    BmcAccess,
+    EraseInterface,
+    EraseStatus,
+    Machine,
+    OobError,
+)
 
 # MAAS erase modes → Ironic's: both secure and zero are a full erase, quick only the metadata.
 ERASE_MODES = {"secure": "full", "zero": "full", "quick": "os-disk"}

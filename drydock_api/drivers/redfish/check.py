@@ -19,10 +19,9 @@ from typing import Any
 import requests
 from urllib3.exceptions import InsecureRequestWarning
 
-from drydock_api.drivers.ports import OobError
+from drydock_api.drivers.ports import BmcAccess, OobError
 from drydock_api.drivers.redfish import interop
 from drydock_api.drivers.redfish.interop import Finding
-from drydock_api.nodes.design import BmcAccess
 
 PROFILE_ENV = "DRYDOCK_BMC_PROFILE"
 SOURCE_PROFILE = Path(__file__).resolve().parents[3] / "etc" / "redfish" / "drydock-profile.json"

@@ -18,8 +18,7 @@ from sushy.resources.taskservice import taskservice as sushy_taskservice
 from sushy.resources.taskservice.constants import TaskState
 from sushy.taskmonitor import TaskMonitor
 
-from drydock_api.drivers.ports import EraseStatus, OobError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess, EraseStatus, OobError
 
 SECURE_ERASE = "#Drive.SecureErase"
 ERASE_ACTION = "/Actions/Drive.SecureErase"

@@ -159,8 +159,8 @@ def test_the_enrolment_check_names_what_a_design_bmc_lacks(bmcs: Bmcs):
     has it): [] for the site's BMC, the missing SecureErase named for the other."""
     from urllib.parse import urlsplit
 
+    from drydock_api.drivers.ports import BmcAccess
     from drydock_api.drivers.redfish.check import against_profile
-    from drydock_api.nodes.design import BmcAccess
 
     port = int(urlsplit(bmcs.site.url).port or 0)
 

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from drydock_api.drivers.ipmi.driver import IpmiDriver
-from drydock_api.drivers.ports import OobError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess, OobError
 from sitesim.bmc.ipmi import PyghmiBmcs
 from sitesim.bmc.lossy import LossyProxy
 from sitesim.model import SiteModel

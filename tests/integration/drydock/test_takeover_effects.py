@@ -208,8 +208,8 @@ def test_the_redfish_driver_finds_an_erase_at_the_bmc_by_its_drive(
         dd_env: Env, dd_site: Site) -> None:
     """What a worker that died before saving a SecureErase's answer relies on: the BMC's
     TaskService names the task by the action it ran, and the drive shows it running."""
+    from drydock_api.drivers.ports import BmcAccess
     from drydock_api.drivers.redfish.driver import RedfishDriver
-    from drydock_api.nodes.design import BmcAccess
 
     node = "rf-m"
     info = dd_env.sim(f"/nodes/{node}")["bmc"]

@@ -37,8 +37,8 @@ def test_site_builds_with_generated_reference(site):
 
 
 def test_architecture_draws_every_state_of_every_table(site):
+    from drydock_api.db.states import TRANSITIONS as TASK
     from drydock_api.nodes.reboot import TRANSITIONS as REBOOT
-    from drydock_api.tasks.states import TRANSITIONS as TASK
     from shipyard_api.workflow.states import ACTION_TRANSITIONS, STEP_TRANSITIONS
     from sitesim.maas.statuses import Status
 

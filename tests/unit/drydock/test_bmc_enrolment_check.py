@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from common.errors import BerthError
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess
 from tests.unit.drydock.conftest import Site, SiteFactory
 from tests.unit.drydock.test_lifecycle import enlist_on_pxe, torn_down
 from tests.unit.drydock.test_orchestrator import messages, names, run_task

@@ -12,9 +12,8 @@ import sushy
 
 from drydock_api.drivers.ipmi.driver import IpmiDriver
 from drydock_api.drivers.maas.client import MaasClient
-from drydock_api.drivers.ports import MaasError, OobError
+from drydock_api.drivers.ports import BmcAccess, MaasError, OobError
 from drydock_api.drivers.redfish.driver import RedfishDriver
-from drydock_api.nodes.design import BmcAccess
 
 MACHINE = {"system_id": "abc", "hostname": "n1", "status_name": "Ready",
            "boot_interface": {"mac_address": "52:54:00:00:00:01"}}

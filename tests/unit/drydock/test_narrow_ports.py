@@ -16,8 +16,9 @@ from drydock_api.drivers.ironic.provisioner import IronicOob, IronicProvisioner
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.maas.fake import FakeMaas
 from drydock_api.drivers.oob_fake import FakeOob
+from drydock_api.drivers.ports import BmcAccess
 from drydock_api.drivers.redfish.driver import RedfishDriver
-from drydock_api.nodes.design import BmcAccess, NodeDef
+from drydock_api.nodes.design import NodeDef
 from drydock_api.tasks import actions, destroy, lifecycle, site, wipe
 from drydock_api.tasks.context import NodeContext, Ports, SiteContext, StepSettings
 

@@ -13,9 +13,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from drydock_api.drivers.ports import BmcAccess
 from drydock_api.drivers.redfish.contract import USES, Use
 from drydock_api.drivers.redfish.driver import RedfishDriver
-from drydock_api.nodes.design import BmcAccess
 from tests.support.redfish_bmc import site_bmc
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drydock_api.tasks.states import (
+from drydock_api.db.states import (
     TRANSITIONS,
     IllegalTransition,
     TaskResult,

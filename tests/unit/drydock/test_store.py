@@ -17,8 +17,8 @@ from common.errors import Conflict
 from drydock_api import db
 from drydock_api.db.designs import DesignStore
 from drydock_api.db.models import TaskRow
+from drydock_api.db.states import IllegalTransition, TaskResult, TaskStatus
 from drydock_api.db.store import NodesBusy, TaskStore
-from drydock_api.tasks.states import IllegalTransition, TaskResult, TaskStatus
 from tests.unit.drydock import designs
 from tests.unit.drydock.conftest import FakeClock
 

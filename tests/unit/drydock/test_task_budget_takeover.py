@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from drydock_api.budgets.slots import Claim
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess
 from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory
 from tests.unit.drydock.test_takeover_effects import crash_once, run
 from tests.unit.drydock.test_task_budgets import budgeted_docs, create, holders, node_messages

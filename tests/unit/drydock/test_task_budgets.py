@@ -17,7 +17,7 @@ from common.context import RequestContext
 from common.errors import Conflict
 from drydock_api.app import Deps, create_app
 from drydock_api.budgets.slots import Claim
-from drydock_api.nodes.design import BmcAccess
+from drydock_api.drivers.ports import BmcAccess
 from tests.unit.drydock import designs as D
 from tests.unit.drydock.conftest import FakeClock, Site, SiteFactory, make_conf
 from tests.unit.drydock.test_api import TOKENS

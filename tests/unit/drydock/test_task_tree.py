@@ -12,7 +12,7 @@ import pytest
 from common.context import RequestContext
 from common.errors import NotFound
 from drydock_api.app import Deps, create_app
-from drydock_api.tasks.states import TaskResult, TaskStatus
+from drydock_api.db.states import TaskResult, TaskStatus
 from tests.unit.drydock.conftest import SiteFactory, make_conf
 from tests.unit.drydock.test_api import ADMIN, TOKENS
 

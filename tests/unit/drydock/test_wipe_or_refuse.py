@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from drydock_api.drivers.maas.fake import FakeMaas
-from drydock_api.nodes.design import BmcAccess, NodeDef
+from drydock_api.drivers.ports import BmcAccess
+from drydock_api.nodes.design import NodeDef
 from drydock_api.tasks import wipe
 from tests.unit.drydock.conftest import Site, SiteFactory
 from tests.unit.drydock.test_orchestrator import disk_rows, messages, run_task
