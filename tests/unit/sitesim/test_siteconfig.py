@@ -46,7 +46,7 @@ def test_malformed_site_lists_every_problem():
         "etcd": {"clusters": [{"name": "k", "members": ["n1", "ghost"],
                                "minimum_healthy_members": 5}]},
         "faults": [{"node": "n1", "operation": "maas.melt", "effect": "fail"}],
-        "timings": {"deploy": -1, "warp": 2},
+        "timings": {"deploy": -1, "warp": 2}, "kubernetes": "no",
     }
     with pytest.raises(SiteConfigError) as caught:
         parse_site(raw)
@@ -55,9 +55,9 @@ def test_malformed_site_lists_every_problem():
                      "duplicate node name 'n1'", "rack is required", "bmc.impl must be",
                      "lowercase DNS label", "exactly one disk", "member 'ghost' is not a node",
                      "minimum_healthy_members", "operation: must be one of",
-                     "timings.deploy", "unknown key 'warp'"):
+                     "timings.deploy", "unknown key 'warp'", "kubernetes: must be true or false"):
         assert expected in problems, expected
-    assert len(caught.value.problems) >= 13
+    assert len(caught.value.problems) >= 14
 
 
 def test_invalid_site_starts_nothing(tmp_path):
