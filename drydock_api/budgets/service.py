@@ -4,36 +4,18 @@ and takes, renews, gives up or lists slots (409 naming each full domain and its 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from common.bodyschema import schema_problems
 from common.context import RequestContext
-from common.errors import Conflict, NotFound, ValidationFailed
-from common.status import simple_message, validation_message
-from drydock_api.budgets.slots import Blocker, Claim, Holding, SlotStore
+from common.errors import NotFound, ValidationFailed
+from common.status import validation_message
+from drydock_api.budgets.slots import ClaimsOf, Holding, SlotStore, exhausted
 
 HOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,254}$")
 DEFAULT_LEASE, MAX_LEASE = 60.0, 3600.0
-# (node, design_ref, request context) -> the domains the node needs a slot of
-ClaimsOf = Callable[[str, Any, RequestContext | None], list[Claim]]
-
-
-class BudgetExhausted(Conflict):
-    reason, title = "BudgetExhausted", "A failure domain of the node has no slot free"
-
-
 class SlotsNotHeld(NotFound):
     reason, title = "SlotsNotHeld", "The holder holds no slot"
-
-
-def exhausted(node: str, blockers: list[Blocker]) -> BudgetExhausted:
-    """409 naming each full domain and who holds it (also under details.blockers)."""
-    return BudgetExhausted(
-        f"{node} cannot go out of service: " + "; ".join(b.sentence() for b in blockers),
-        messages=[simple_message(b.sentence(), domain=b.domain, budget=b.budget,
-                                 holders=[h.holder for h in b.holders]) for b in blockers],
-        details={"blockers": [b.as_dict() for b in blockers]}, retry=False)
 
 
 def _refuse(problems: list[str]) -> None:

@@ -11,10 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.orm import Session
 
+from common.context import RequestContext
+from common.errors import Conflict
+from common.status import simple_message
 from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import BudgetSlotRow, LockRow
 
@@ -160,3 +164,20 @@ class SlotStore:
         if s.connection().dialect.name != "sqlite":
             s.execute(select(LockRow.counter).where(LockRow.name == LOCK).with_for_update())
         return self.clock()
+
+
+# (node, design_ref, request context) -> the domains the node needs a slot of
+ClaimsOf = Callable[[str, Any, RequestContext | None], list[Claim]]
+
+
+class BudgetExhausted(Conflict):
+    reason, title = "BudgetExhausted", "A failure domain of the node has no slot free"
+
+
+def exhausted(node: str, blockers: list[Blocker]) -> BudgetExhausted:
+    """409 naming each full domain and who holds it (also under details.blockers)."""
+    return BudgetExhausted(
+        f"{node} cannot go out of service: " + "; ".join(b.sentence() for b in blockers),
+        messages=[simple_message(b.sentence(), domain=b.domain, budget=b.budget,
+                                 holders=[h.holder for h in b.holders]) for b in blockers],
+        details={"blockers": [b.as_dict() for b in blockers]}, retry=False)

@@ -15,8 +15,7 @@ from common.context import RequestContext
 from common.errors import Conflict
 from common.status import Message, simple_message
 from common.workflow import Done, Failed, Outcome, Retry, StepDef
-from drydock_api.budgets.service import ClaimsOf, exhausted
-from drydock_api.budgets.slots import Blocker, SlotStore
+from drydock_api.budgets.slots import Blocker, ClaimsOf, SlotStore, exhausted
 from drydock_api.tasks.context import Budgets, NodeContext, NodeStep
 
 LOG = logging.getLogger(__name__)
