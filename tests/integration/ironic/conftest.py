@@ -17,7 +17,8 @@ from tests.fixtures.site import start_test_site, stop_site
 
 @pytest.fixture(scope="package")
 def site() -> Iterator[Site]:
-    running = start_test_site()
+    """The servers and their BMCs, with no cluster: Ironic and Drydock never read it."""
+    running = start_test_site(overrides={"kubernetes": False})
     try:
         yield running
     finally:
