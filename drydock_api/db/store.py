@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, select, update
+from sqlalchemy import Engine, and_, event, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from ulid import ULID
@@ -31,6 +33,106 @@ def new_task_id() -> str:
     return str(ULID().to_uuid())
 
 
+WRITE_LOCK_WAIT = 60.0  # as SQLite's busy_timeout: then BEGIN IMMEDIATE waits on its own
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+class Turns:
+    """A lock handed to its waiters in the order they asked (none barges in)."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._queue: deque[threading.Event] = deque()
+        self._held = False
+
+    def acquire(self, timeout: float) -> bool:
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                return True
+            turn = threading.Event()
+            self._queue.append(turn)
+        if turn.wait(timeout):
+            return True
+        with self._mutex:
+            if turn.is_set():  # handed over as the wait ended
+                return True
+            self._queue.remove(turn)
+            return False
+
+    def waiting(self) -> int:
+        with self._mutex:
+            return len(self._queue)
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._queue:
+                self._queue.popleft().set()  # still held: now by the next in line
+            else:
+                self._held = False
+
+
+_FILE_LOCKS: dict[str, Turns] = {}
+
+
+def write_turns(engine: Engine) -> Turns | None:
+    """The lock the process's writers of this SQLite file take turns on (None: not SQLite)."""
+    if engine.url.get_backend_name() != "sqlite":
+        return None
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(str(engine.url.database), Turns())
+
+
+def serialize_sqlite_writes(engine: Engine) -> None:
+    """On SQLite, a process's write transactions on one database file take turns on a lock
+    of the process before BEGIN IMMEDIATE, in the order they asked, and hand it over at
+    COMMIT or ROLLBACK. SQLite itself makes a writer that finds the file locked sleep and
+    look again (up to 100 ms apart, in no order): with hundreds of node steps writing at once
+    the file sat unlocked between those looks, and a writer could lose every race until its
+    busy timeout ("database is locked"). Other processes on the file still meet SQLite's own
+    lock. Idempotent."""
+    dialect: Any = engine.dialect
+    if engine.url.get_backend_name() != "sqlite" or getattr(dialect, "_berth_writes", None):
+        return
+    lock = write_turns(engine)
+    assert lock is not None
+    holders: set[int] = set()  # the DBAPI connections that hold the lock now
+
+    def raw(conn: Any) -> int:
+        return id(getattr(conn, "dbapi_connection", conn))
+
+    def begin(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement != "BEGIN IMMEDIATE":  # make_engine's write transactions
+            return
+        key = raw(conn.connection)
+        if key not in holders and lock.acquire(timeout=WRITE_LOCK_WAIT):
+            holders.add(key)
+
+    def ended(original: Callable[[Any], None]) -> Callable[[Any], None]:
+        def end(conn: Any) -> None:
+            try:
+                original(conn)
+            finally:
+                key = raw(conn)
+                if key in holders:
+                    holders.discard(key)
+                    lock.release()
+        return end
+
+    def dropped(dbapi_conn: Any, *_: Any) -> None:  # a connection closed or invalidated
+        key = raw(dbapi_conn)
+        if key in holders:
+            holders.discard(key)
+            lock.release()
+
+    event.listen(engine, "before_cursor_execute", begin)
+    for name in ("checkin", "invalidate", "close"):
+        event.listen(engine.pool, name, dropped)
+    dialect.do_commit = ended(dialect.do_commit)
+    dialect.do_rollback = ended(dialect.do_rollback)  # also a connection's reset on return
+    dialect._berth_writes = True
+
+
 class NodesBusy(Conflict):
     reason, title = "NodesBusy", "Nodes are in a running task"
 
@@ -49,6 +151,7 @@ class TaskStore:
     def __init__(self, engine: Engine, *, clock: Clock = time.time,
                  new_id: Callable[[], str] = new_task_id) -> None:
         self.engine = engine
+        serialize_sqlite_writes(engine)
         self.sessions = session_factory(engine)
         self.reads = read_session_factory(engine)
         self.clock = clock

@@ -5,6 +5,7 @@ waits: the retry is data (`Attempts`) the orchestrator saves with the step and s
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -12,7 +13,7 @@ from typing import Any
 
 from common.errors import BerthError
 from common.workflow import Done, Failed, Retry, backoff_delay, next_attempt
-from drydock_api.drivers.ports import DriverError
+from drydock_api.drivers.ports import BmcAccess, DriverError, EraseInterface, EraseStatus
 from drydock_api.tasks.context import NodeContext, NodeStep, StepSettings
 
 LOG = logging.getLogger(__name__)
@@ -112,3 +113,33 @@ class StepEngine:
         tries = f"{seen.failures} tries" + (f" over {outage:.0f} s" if outage >= 1 else "")
         return Failed(exc.instance_reason, f"{step.name}: {exc.message} ({tries})",
                       details=exc.details or {}), seen
+
+
+class TaskDrives:
+    """A task's view of its BMCs' drive erasing: which drives a BMC can erase is asked once
+    per BMC for the task's life (its plan and its wipe both need it; a Redfish listing is a
+    request per storage and drive) and answered again from memory; what changes (erases
+    started, their tasks) is always asked. A worker that takes the task over asks afresh."""
+
+    def __init__(self, erase: EraseInterface) -> None:
+        self._erase = erase
+        self._drives: dict[BmcAccess, dict[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def erasable_drives(self, bmc: BmcAccess) -> dict[str, str]:
+        with self._lock:
+            known = self._drives.get(bmc)
+        if known is None:
+            known = self._erase.erasable_drives(bmc)  # a failure is not remembered
+            with self._lock:
+                self._drives[bmc] = known
+        return dict(known)
+
+    def secure_erase(self, bmc: BmcAccess, drive: str) -> str:
+        return self._erase.secure_erase(bmc, drive)
+
+    def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
+        return self._erase.erase_status(bmc, task)
+
+    def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
+        return self._erase.find_erase(bmc, drive)

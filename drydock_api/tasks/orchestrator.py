@@ -4,6 +4,7 @@ steps a previous (dead) worker completed, stopping before the next step on termi
 from __future__ import annotations
 
 import heapq
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -32,11 +33,12 @@ from drydock_api.tasks.context import (
     SiteContext,
     StepSettings,
 )
-from drydock_api.tasks.engine import Attempts, StepEngine
+from drydock_api.tasks.engine import Attempts, StepEngine, TaskDrives
 
 LOG = logging.getLogger(__name__)
 S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings
 MESSAGE_FIELDS = ("power",)  # a step's details its message carries (what power-off it got)
+SAVE_EVERY = 5.0  # a waiting step's unchanged retry is saved at least this often (s)
 
 
 @dataclass
@@ -79,6 +81,9 @@ class _NodeRun:
     blocked: list[str] = field(default_factory=list)  # what the retake last waited for
     waiting_since: float | None = None  # when the retake first found a domain full
     ports: Ports | None = None  # the ports of the task design's provisioner
+    found: dict[str, Any] | None = None  # the node's teardown record as this task began it
+    saved: str | None = None  # what the running step's last save held (see _save)
+    saved_at: float = 0.0
 
 
 class DesignSource:
@@ -126,6 +131,7 @@ class Orchestrator:
                 return
             design = self._designs.design(row, ctx)
             ports = self._ports.for_provisioner(design.provisioner)
+            ports = replace(ports, erase=TaskDrives(ports.erase))
         except BerthError as exc:
             self._fail_task(row, f"Design {row.design_ref!r} could not be loaded: {exc.message}")
             return
@@ -230,7 +236,7 @@ class Orchestrator:
             if lease.lost.is_set():
                 return None
             if isinstance(outcome, Retry):
-                self._save(row, run)
+                self._save(row, run, poll=True)
                 return run.seen.next_at
             if not self._record(row, run, outcome):
                 self._release_slots(run)
@@ -309,8 +315,8 @@ class Orchestrator:
                                settings=self._settings, request=ctx, clock=self.clock,
                                previous=run.previous, cancelled=lease.lost.is_set,
                                state=self._progress.saved_state(run.row), task=row.id,
-                               teardown=self._progress.teardown(run.node.name)
-                               if run.teardown else None, design_grace=run.design_grace,
+                               teardown=run.found if run.teardown else None,
+                               design_grace=run.design_grace,
                                design_ref=row.design_ref, action=row.action)
         step_row = run.row
         node_ctx.message = lambda m: self._progress.add_messages(step_row, [m])
@@ -322,13 +328,24 @@ class Orchestrator:
             self._save(row, run)
 
         node_ctx.checkpoint = checkpoint
-        run.ctx = node_ctx
+        run.ctx, run.saved = node_ctx, None
         return True
 
-    def _save(self, row: TaskRow, run: _NodeRun) -> None:
-        """The running step's retry and progress, and what it attested, in one transaction."""
+    def _save(self, row: TaskRow, run: _NodeRun, *, poll: bool = False) -> None:
+        """The running step's retry and progress, and what it attested, in one transaction.
+        A checkpoint (a write-ahead intent, an answer) is always saved at once. A `poll` that
+        changed nothing but the attempt count and when to look again is not saved, up to
+        SAVE_EVERY seconds after the last save: a worker taking the step over then resumes
+        from that save, its next attempt due at once and the step's timeout counted from the
+        older due time (tasks.engine.late), at most SAVE_EVERY seconds more generous."""
         assert run.row is not None and run.ctx is not None
         attested = dict(run.ctx.attested)
+        kept = {k: v for k, v in run.seen.to_json().items() if k not in ("attempts", "next_at")}
+        what = json.dumps([kept, run.ctx.state, attested], sort_keys=True, default=str)
+        now = self.clock()
+        if poll and what == run.saved and now - run.saved_at < SAVE_EVERY:
+            return
+        run.saved, run.saved_at = what, now
         self._progress.save_step(run.row, run.seen.to_json(), run.ctx.state,
                                  teardown=self._teardown(
                                      row, run, lambda r: td.attest(r, row.id, attested))
@@ -346,6 +363,9 @@ class Orchestrator:
         now = self.clock()
         self._progress.update_teardown((run.node.name, lambda r: td.begin(
             r, row.id, run.options, now)))
+        # Read once: only earlier tasks' erases are used from it, and no other task changes
+        # the node's record while this one holds the node.
+        run.found = self._progress.teardown(run.node.name)
 
     def _done_earlier(self, row: TaskRow, run: _NodeRun, name: str) -> TaskRow:
         """Record a step that an earlier task of the node's teardown completed as done."""
