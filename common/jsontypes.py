@@ -18,3 +18,15 @@ def as_list(value: JSON) -> list[JSON]:
 def as_float(value: JSON, default: float) -> float:
     """`value` as a number (a number or a numeric string), else `default`."""
     return float(value) if isinstance(value, int | float | str) else default
+
+
+def as_object(value: JSON) -> JSONObject:
+    """`value` when it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_int(value: JSON) -> int:
+    """`value` as int() reads it; TypeError, as int() raises, for null, arrays and objects."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"not a number: {value!r}")

@@ -16,6 +16,7 @@ from typing import Any
 from common.clients.drydock import FINISHED
 from common.context import RequestContext
 from common.errors import BerthError
+from common.jsontypes import JSONObject, as_object
 from common.workflow import (
     Failed,
     Outcome,
@@ -58,6 +59,12 @@ def _drydock(ctx: StepContext) -> DrydockPort:
     return services(ctx).drydock
 
 
+def _memo(ctx: StepContext) -> JSONObject | None:
+    """The step's own record (the deployment and the call in flight); None before the plan."""
+    state = ctx.memo.get(MEMO)
+    return None if state is None else as_object(state)
+
+
 def _config(ctx: StepContext, key: str) -> float:
     return steps.config_value(ctx, "physical_provisioner", key)
 
@@ -79,13 +86,13 @@ def validate_design(ctx: StepContext) -> Outcome:
 
 def baremetal(ctx: StepContext) -> Outcome:
     """One run: settle the call in flight, then start the next one (or finish)."""
-    state = ctx.memo.get(MEMO)
+    state = _memo(ctx)
     if state is None:
         return _plan(ctx)
-    deployment = Deployment.from_dict(state["deployment"])
+    deployment = Deployment.from_dict(as_object(state["deployment"]))
     pending = state.get("call")
     if pending is not None:
-        waiting = _poll(ctx, deployment, pending)
+        waiting = _poll(ctx, deployment, as_object(pending))
         if waiting is not None:
             return waiting
     return _advance(ctx, deployment)
@@ -270,16 +277,17 @@ def _report(deployment: Deployment, task_id: str | None) -> dict[str, Any]:
 
 def cancel(ctx: StepContext) -> None:
     """Stop or timeout: the Drydock task of the group in flight stops at a safe point."""
-    pending = (ctx.memo.get(MEMO) or {}).get("call")
+    pending = (_memo(ctx) or {}).get("call")
     if pending is not None:
-        _drydock(ctx).terminate_task(str(pending["task_id"]), ctx=ctx.request_context())
+        _drydock(ctx).terminate_task(str(as_object(pending)["task_id"]),
+                                     ctx=ctx.request_context())
 
 
 def baremetal_policy(ctx: StepContext) -> StepPolicy:
     """Bounded by every group's prepare, deploy and readiness timeouts (each has its own
     bound)."""
-    state = ctx.memo.get(MEMO)
-    groups = len(state["deployment"]["status"]) if state else 1
+    state = _memo(ctx)
+    groups = len(as_object(as_object(state["deployment"])["status"])) if state else 1
     per_group = _config(ctx, "prepare_node_timeout") + _config(ctx, "deploy_timeout") \
         + steps.config_value(ctx, "kubernetes", "node_status_timeout")
     return services(ctx).settings.policy(max(1, groups) * per_group + 600)

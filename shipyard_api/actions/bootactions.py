@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from common.jsontypes import as_float
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
@@ -45,7 +46,7 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
     if not waiting:
         return done(details=details, note=f"{node} reported its boot actions: "
                     f"{_names(actions)} success")
-    since = float(ctx.memo.get("since") or ctx.now)
+    since = as_float(ctx.memo.get("since") or ctx.now, ctx.now)
     limit = steps.config_value(ctx, SECTION, TIMEOUT)
     refused = details["bootaction_refusals"]
     if ctx.now - since > limit:

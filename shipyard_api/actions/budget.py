@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from common.clients.drydock import BudgetSlots
@@ -18,7 +19,9 @@ from common.workflow import Outcome, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import Services, services
 from shipyard_api.workflow.definitions import FinishContext, StepContext, StepFn
+from shipyard_api.workflow.models import ActionRow, StepRow
 from shipyard_api.workflow.states import TERMINAL_STEP, StepState
+from shipyard_api.workflow.store import ActionStore
 
 LOG = logging.getLogger(__name__)
 CHOICES = ("wait", "refuse")
@@ -66,7 +69,7 @@ def _blocked(ctx: StepContext, exc: Conflict) -> Outcome:
                                             "blockers": blockers}})
 
 
-def waiting_in(task: Any) -> dict[str, Any] | None:
+def waiting_in(task: object) -> dict[str, Any] | None:
     """The nodes of a Drydock task whose take_budget_slot step waits now (its last message
     is Drydock's BudgetExhausted one), as a blocker naming each full domain and its
     holders; None when no node waits."""
@@ -92,7 +95,7 @@ class BudgetRefused(Conflict):
     reason, title = EXHAUSTED, "A failure domain of a target node has no slot free"
 
 
-def take_or_refuse(svc: Services, design_ref: str, nodes: list[str], rc: Any,
+def take_or_refuse(svc: Services, design_ref: str, nodes: list[str], rc: RequestContext,
                    action: str) -> None:
     """At POST with budget=refuse: take every target's slots now (under the holders the
     action's steps use, so they only renew them) or refuse with 409 naming each full domain
@@ -115,7 +118,7 @@ def take_or_refuse(svc: Services, design_ref: str, nodes: list[str], rc: Any,
                 messages=exc.messages, details={"blockers": blockers}, retry=False) from exc
 
 
-def refuse_if_full(svc: Services, design_ref: str, nodes: list[str], rc: Any,
+def refuse_if_full(svc: Services, design_ref: str, nodes: list[str], rc: RequestContext,
                    action: str) -> None:
     """At POST of a site action with budget=refuse: 409 naming each failure domain of its
     nodes that other holders have filled now, and those holders (Drydock's dry run: nothing
@@ -211,7 +214,7 @@ def finish(ctx: FinishContext) -> None:
 TERMINAL = {s.value for s in TERMINAL_STEP}
 
 
-def live_holders(action: Any, steps: list[Any]) -> list[str]:
+def live_holders(action: ActionRow, steps: list[StepRow]) -> list[str]:
     """Holders of an action's nodes that took slots (a node in no failure domain takes none)
     and have not given them back."""
     by_id = {s.step_id: s for s in steps}
@@ -228,8 +231,8 @@ class SlotRenewer:
     not renewed, so its slots free themselves unless a worker takes the action over first
     (whose next step then renews or takes them again: see `hold`)."""
 
-    def __init__(self, store: Any, svc: Services,
-                 clock: Any = time.time) -> None:
+    def __init__(self, store: ActionStore, svc: Services,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.svc = svc
         self.clock = clock

@@ -16,19 +16,20 @@ from typing import Any
 
 from common import disruption
 from shipyard_api.actions.params import Params, canonical
+from shipyard_api.workflow.definitions import ActionParameters
 
 PARAMS = (disruption.PDBS, disruption.AFTER)
 RULE = "shipyard:action_disrupt_pdbs"
 ALLOWED_BY = "disrupt-pdbs-allowed-by"
 
 
-def requested(parameters: Any) -> bool:
+def requested(parameters: object) -> bool:
     """Whether raw action parameters ask for a leave to disrupt (the policy rule applies)."""
     return isinstance(parameters, Mapping) and any(
         isinstance(k, str) and canonical(k) in PARAMS for k in parameters)
 
 
-def read(p: Params) -> dict[str, Any]:
+def read(p: Params) -> ActionParameters:
     """The two parameters as stored ({} when not given); problems go to `p`."""
     budgets, problems = disruption.from_wire(p.values.get(disruption.PDBS))
     if disruption.PDBS in p.values and budgets is None:
@@ -41,38 +42,38 @@ def read(p: Params) -> dict[str, Any]:
         p.problem(message)
     if leave is None:
         return {}
-    return {disruption.PDBS: leave.wire(), disruption.AFTER: leave.after}
+    return {"disrupt-pdbs": leave.wire(), "disrupt-after": leave.after}  # PDBS, AFTER
 
 
-def allowed_by(parameters: Mapping[str, Any], user: str | None) -> dict[str, Any]:
+def allowed_by(parameters: ActionParameters, user: str | None) -> ActionParameters:
     """The parameters to store: with the user who gave the leave, when there is one."""
-    if disruption.PDBS not in parameters:
-        return dict(parameters)
-    return {**parameters, ALLOWED_BY: user}
+    if "disrupt-pdbs" not in parameters:
+        return parameters.copy()
+    return {**parameters, "disrupt-pdbs-allowed-by": user}  # ALLOWED_BY
 
 
-def query(parameters: Mapping[str, Any]) -> dict[str, str] | None:
+def query(parameters: ActionParameters) -> dict[str, str] | None:
     """Promenade's decommission query parameters for the stored leave (None: no leave)."""
-    pdbs = parameters.get(disruption.PDBS)
+    pdbs = parameters.get("disrupt-pdbs")
     if not pdbs:
         return None
     keys = tuple(f"{b['namespace']}/{b['name']}" for b in pdbs)
-    return disruption.to_query(disruption.Leave(keys, int(parameters[disruption.AFTER])))
+    return disruption.to_query(disruption.Leave(keys, int(parameters["disrupt-after"])))
 
 
-def plan_finding(text: str, parameters: Mapping[str, Any]) -> str | None:
+def plan_finding(text: str, parameters: ActionParameters) -> str | None:
     """A plan's blocker that the leave lifts (a named budget allowing no disruption), as the
     warning it becomes; None for any other blocker (locks and unnamed budgets stay)."""
-    for entry in parameters.get(disruption.PDBS) or []:
+    for entry in parameters.get("disrupt-pdbs") or []:
         key = f"{entry['namespace']}/{entry['name']}"
         if text.startswith(f"PodDisruptionBudget {key} allows 0 disruptions"):
             return (f"{text}; disrupt-pdbs names it: if it still refuses "
-                    f"{parameters[disruption.AFTER]} s after its first refusal, those pods are "
+                    f"{parameters['disrupt-after']} s after its first refusal, those pods are "
                     "deleted, not evicted")
     return None
 
 
-def step_details(body: Any) -> dict[str, Any]:
+def step_details(body: object) -> dict[str, Any]:
     """From Promenade's decommission answer (or failure): the pods deleted past a named budget
     (pod, budget, node, at, allowed_by) and what blocked the drain (budgets and locks)."""
     details = body.get("details") if isinstance(body, Mapping) else None

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from common.errors import NotFound
+from common.jsontypes import as_float, as_list
 from common.workflow import Outcome, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
@@ -39,7 +40,7 @@ def put_design_labels(ctx: StepContext, targets: list[str] | None) -> Outcome:
     `relabel_nodes_timeout`, then fails the step; a node not in the design fails it at once."""
     svc, rc = services(ctx), ctx.request_context()
     labels = design_labels(ctx, targets)
-    labelled = set(ctx.memo.get("labelled") or ())
+    labelled = set(as_list(ctx.memo.get("labelled")))
     outside = {n: "not a node of the design" for n in sorted(set(targets or []) - set(labels))}
     absent: dict[str, str] = {}
 
@@ -59,7 +60,7 @@ def put_design_labels(ctx: StepContext, targets: list[str] | None) -> Outcome:
             else:
                 absent[node] = why
     pp = "physical_provisioner"
-    since = float(ctx.memo.get("absent_since", ctx.now))
+    since = as_float(ctx.memo.get("absent_since", ctx.now), ctx.now)
     if absent and not outside and ctx.now - since < steps.config_value(
             ctx, pp, "relabel_nodes_timeout"):
         return retry_after(steps.config_value(ctx, pp, "relabel_nodes_interval"),

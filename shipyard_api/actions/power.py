@@ -10,13 +10,14 @@ recorded it: graceful, forced after N s, hard, already off, or not off.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from common.workflow import Done, Failed, Outcome, failed
 from shipyard_api.actions.params import Params
+from shipyard_api.workflow.definitions import ActionParameters
 
-POLICY, GRACE = "power_policy", "grace_period"
+POLICY: Final = "power_policy"
+GRACE: Final = "grace_period"
 PARAMS = (POLICY, GRACE)
 SOFT_THEN_HARD, SOFT_ONLY, HARD = "soft-then-hard", "soft-only", "hard"
 POLICIES = (SOFT_THEN_HARD, SOFT_ONLY, HARD)
@@ -24,9 +25,9 @@ MAX_GRACE = 86400  # Drydock's bound (a day)
 NOT_OFF = "GracefulShutdownTimeout"  # Drydock's reason when soft-only leaves the node on
 
 
-def read(p: Params) -> dict[str, Any]:
+def read(p: Params) -> ActionParameters:
     """The parameters as stored ({} when neither is given); problems go to `p`."""
-    out: dict[str, Any] = {}
+    out: ActionParameters = {}
     if POLICY in p.values:
         out[POLICY] = p.choice(POLICY, POLICIES, SOFT_THEN_HARD)
     if GRACE in p.values:
@@ -42,7 +43,7 @@ def read(p: Params) -> dict[str, Any]:
     return out
 
 
-def _seconds(value: Any) -> float | int | None:
+def _seconds(value: object) -> float | int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -55,17 +56,22 @@ def _seconds(value: Any) -> float | int | None:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def options(parameters: Mapping[str, Any]) -> dict[str, Any]:
+def options(parameters: ActionParameters) -> dict[str, Any]:
     """Drydock task options for the stored parameters ({} keeps Drydock's defaults)."""
-    return {k: parameters[k] for k in PARAMS if k in parameters}
+    out: dict[str, Any] = {}
+    if POLICY in parameters:
+        out[POLICY] = parameters[POLICY]
+    if GRACE in parameters:
+        out[GRACE] = parameters[GRACE]
+    return out
 
 
-def fence_options(parameters: Mapping[str, Any]) -> dict[str, Any]:
+def fence_options(parameters: ActionParameters) -> dict[str, Any]:
     """The fence's power-off: hard unless the action asks for a policy."""
     return options(parameters) if POLICY in parameters else {"force": True}
 
 
-def report(task: Any) -> list[dict[str, Any]]:
+def report(task: object) -> list[dict[str, Any]]:
     """What each power-off of a Drydock task got (its power_off messages' `power`)."""
     result = task.get("result") if isinstance(task, dict) else None
     details = result.get("details") if isinstance(result, dict) else None

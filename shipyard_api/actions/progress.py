@@ -71,7 +71,7 @@ def progress_lines(step: Mapping[str, Any]) -> list[str]:
                      for g in drain.get("groups") or [] if isinstance(g, dict)]
 
 
-def step_state(step: Mapping[str, Any]) -> Any:
+def step_state(step: Mapping[str, Any]) -> object:
     """Berth's own state of a step view: `step_state` (`state` holds Airflow's name for it;
     views from before both were shown have only `state`)."""
     return step.get("step_state", step.get("state"))

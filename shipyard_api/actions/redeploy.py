@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from common.clients.promenade import DrainProgress
@@ -26,7 +26,13 @@ from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import REVISIONS, Params, version_of
 from shipyard_api.actions.ports import DocumentsPort, Services, services
 from shipyard_api.clients.ports import node_names_filter, node_ready
-from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
+from shipyard_api.workflow.definitions import (
+    ActionDefinition,
+    ActionParameters,
+    Prepared,
+    StepContext,
+    StepDef,
+)
 
 NAME = "redeploy_server"
 PARAMS = ("target_nodes", "preserve-local-storage", "target-revision", "os-disk-erase", "erase",
@@ -51,16 +57,16 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     p.raise_if_invalid()
     revision = documents.revision_id(version_of(revision_name))
     refuse_unknown(targets, documents, revision)
-    params = {"target_nodes": targets, "preserve-local-storage": preserve,
+    params: ActionParameters = {"target_nodes": targets, "preserve-local-storage": preserve,
               "target-revision": revision_name, **wipe, **leave, "budget": over_budget,
               **power_off}
     return Prepared(params, targets, revision)
 
 
-def _wipe_params(p: Params, raw: Mapping[str, Any], preserve: bool) -> dict[str, str]:
+def _wipe_params(p: Params, raw: Mapping[str, Any], preserve: bool) -> ActionParameters:
     """os-disk-erase (with preserve-local-storage): bmc, or none (the redeploy overwrites the
     OS disk; nothing erases it). erase (full wipes): secure, secure-only, quick, zero."""
-    out = {}
+    out: ActionParameters = {}
     if "os-disk-erase" in raw:
         out["os-disk-erase"] = p.choice("os-disk-erase", OS_DISK_ERASE, "bmc")
         if not preserve:
@@ -72,7 +78,7 @@ def _wipe_params(p: Params, raw: Mapping[str, Any], preserve: bool) -> dict[str,
     return out
 
 
-def destroy_options(params: Mapping[str, Any]) -> dict[str, Any]:
+def destroy_options(params: ActionParameters) -> dict[str, Any]:
     options: dict[str, Any] = {"preserve_local_storage":
                                bool(params.get("preserve-local-storage", False))}
     if params.get("os-disk-erase"):
@@ -189,7 +195,7 @@ def destroy(ctx: StepContext) -> Outcome:
     return power.with_report(outcome)
 
 
-def disk_report(task: Any) -> list[dict[str, Any]]:
+def disk_report(task: object) -> list[dict[str, Any]]:
     """Drydock's per-disk messages of a destroy task: disk, result, method, verified_by, at."""
     result = task.get("result") if isinstance(task, dict) else None
     details = result.get("details") if isinstance(result, dict) else None
@@ -250,7 +256,7 @@ def relabel(ctx: StepContext) -> Outcome:
     return labels.put_design_labels(ctx, [_node(ctx)])
 
 
-def _timeout(section: str, key: str) -> Any:
+def _timeout(section: str, key: str) -> Callable[[StepContext], StepPolicy]:
     def policy(ctx: StepContext) -> StepPolicy:
         return services(ctx).settings.policy(steps.config_value(ctx, section, key))
     return policy

@@ -46,7 +46,7 @@ def new_ulid() -> str:
 
 
 class PlanCheck(Protocol):
-    def check(self, plan_id: Any, name: str, prepared: Prepared) -> None: ...
+    def check(self, plan_id: object, name: str, prepared: Prepared) -> None: ...
 
 
 class ActionService:
@@ -66,7 +66,7 @@ class ActionService:
         self._listed_lock = threading.Lock()
         self._shown: LRUCache[str, tuple[int, bytes, bytes]] = LRUCache(SHOWN_CACHED)
 
-    def definition(self, name: Any) -> ActionDefinition:
+    def definition(self, name: object) -> ActionDefinition:
         if isinstance(name, str) and name in NOT_INCLUDED:
             raise BadRequest(f"Action {name} is not included in Berth: {NOT_INCLUDED[name]}",
                              reason="ActionNotIncluded")

@@ -6,13 +6,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.errors import Conflict
+from common.jsontypes import as_list
 from common.status import simple_message
 from common.workflow import Outcome, StepPolicy, done
 from shipyard_api.actions import baremetal, labels, site_budget, steps
 from shipyard_api.actions.known import refuse_unknown
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import DocumentsPort, services
-from shipyard_api.workflow.definitions import ActionDefinition, Prepared, StepContext, StepDef
+from shipyard_api.workflow.definitions import (
+    ActionDefinition,
+    ActionParameters,
+    Prepared,
+    StepContext,
+    StepDef,
+)
 
 SITE_PARAMS = ("allow-intermediate-commits", site_budget.PARAM)
 # The actions that refuse intermediate commits unless allowed (Airship's validators also
@@ -38,7 +45,7 @@ def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     elif allow:
         notes.append(simple_message("Intermediate commit check skipped "
                                   "(allow-intermediate-commits=true)", error=False))
-    params = {"allow-intermediate-commits": allow, "target-revision": "committed",
+    params: ActionParameters = {"allow-intermediate-commits": allow, "target-revision": "committed",
               **over_budget}
     return Prepared(params, None, revision, notes)
 
@@ -58,7 +65,7 @@ def relabel_nodes(ctx: StepContext) -> Outcome:
     targets = ctx.parameters.get("target_nodes")
     baremetal_output = ctx.output("baremetal")
     if "deployed" in baremetal_output:
-        targets = list(baremetal_output["deployed"])
+        targets = [str(n) for n in as_list(baremetal_output["deployed"])]
         if not targets:
             return done(note="No node was deployed; nothing to relabel")
     return labels.put_design_labels(ctx, list(targets) if targets else None)

@@ -4,17 +4,18 @@ the strategy's nodes is full (409 naming it and its holders), nothing created.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from common.context import RequestContext
 from shipyard_api.actions import baremetal, budget
 from shipyard_api.actions.params import Params
 from shipyard_api.actions.ports import Services
-from shipyard_api.workflow.definitions import Prepared
+from shipyard_api.workflow.definitions import ActionParameters, Prepared
 
-PARAM = "budget"
+PARAM: Final = "budget"
 
 
-def read(p: Params) -> dict[str, str]:
+def read(p: Params) -> ActionParameters:
     """The stored parameter: wait (the default) or refuse; problems go to `p`."""
     return {PARAM: p.choice(PARAM, budget.CHOICES, "wait")}
 

@@ -10,6 +10,7 @@ from common.clients.drydock import FINISHED, NodeFilter, ResultStatus
 from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
+from common.jsontypes import as_int
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions.design import deployment_configuration, etcd_membership, node_names
 from shipyard_api.actions.params import version_of
@@ -55,7 +56,7 @@ def preflight_policy(ctx: StepContext) -> StepPolicy:
 def resolve_design(ctx: StepContext) -> Outcome:
     """Read and validate the revision's rendered documents; keep what later steps need."""
     svc = services(ctx)
-    revision = int(ctx.output("preflight")["revision_id"])
+    revision = as_int(ctx.output("preflight")["revision_id"])
     docs = svc.documents.rendered_documents(revision, cleartext=True)
     problems = [m for m in validate_documents(docs) if m.get("error")]
     if problems:
@@ -171,7 +172,7 @@ def _tree(svc: Services, task_id: str, rc: RequestContext) -> dict[str, Any]:
 def intermediate_commits(ctx: StepContext) -> Outcome:
     """Refuse when other committed revisions await a site action (unless allowed)."""
     svc = services(ctx)
-    revision = int(ctx.output("preflight")["revision_id"])
+    revision = as_int(ctx.output("preflight")["revision_id"])
     if ctx.parameters.get("allow-intermediate-commits") is True:
         LOG.info("Intermediate commit check skipped for action %s", ctx.action_id)
         return done(note="Intermediate commit check skipped: allow-intermediate-commits=true")
@@ -194,4 +195,4 @@ def tag_site_action(ctx: FinishContext) -> None:
     if not ctx.succeeded and not validated:
         return  # site-action-failure only once document validation passed (spec)
     tag = "site-action-success" if ctx.succeeded else "site-action-failure"
-    services(ctx).documents.add_tag(int(revision), tag, {"dag_id": ctx.action_id})
+    services(ctx).documents.add_tag(as_int(revision), tag, {"dag_id": ctx.action_id})

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from common.api import API_PREFIX as P
+from common.clients.generated.shipyard import Call
 from common.errors import BerthError
 from shipyard_api.actions import budget, disruption, fencing
 from shipyard_api.actions.design import (
@@ -23,8 +24,8 @@ from shipyard_api.actions.design import (
 from shipyard_api.actions.redeploy import destroy_options
 from shipyard_api.clients.ports import node_names_filter
 from shipyard_api.plans import facts
-from shipyard_api.plans.model import Composition, Reader, call
-from shipyard_api.workflow.definitions import Prepared
+from shipyard_api.plans.model import Composition, Reader, Source, call
+from shipyard_api.workflow.definitions import ActionParameters, Prepared
 
 
 def design_of(r: Reader, revision: int) -> tuple[str, list[dict[str, Any]]]:
@@ -45,7 +46,7 @@ def open_design(r: Reader, prepared: Prepared,
     return out, docs
 
 
-def labels_call(node: str, labels: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def labels_call(node: str, labels: Mapping[str, object] | None = None) -> Call:
     """Shipyard's relabel step for one node: the design's labels, on Promenade directly."""
     shown = "" if labels is None else ": " + (
         ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none")
@@ -53,17 +54,17 @@ def labels_call(node: str, labels: Mapping[str, Any] | None = None) -> dict[str,
                 node=node, step="relabel_nodes")
 
 
-def _peer(out: Composition, source: str, node: str | None, what: str,
+def _peer(out: Composition, source: Source, node: str | None, what: str,
           exc: BerthError) -> None:
     out.block(source, f"{source.capitalize()} could not {what}: {exc.message}", node)
 
 
 def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
                 promenade: Mapping[str, Any], drydock: Mapping[str, Any],
-                options: Mapping[str, Any]) -> list[dict[str, Any]]:
+                options: Mapping[str, Any]) -> list[Call]:
     phases = [p["phase"] + ("" if p.get("runs", True) else f" ({p.get('note')})")
               for p in promenade.get("phases") or []]
-    out = []
+    out: list[Call] = []
     if fenced:
         out.append(call("drydock", f'POST {P}/tasks power_off_nodes {{"force": true}}',
                         "fence-first: force the node off and confirm Off at its BMC",
@@ -88,7 +89,7 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
 
 
 def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fenced: bool,
-                targets: list[str], parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+                targets: list[str], parameters: ActionParameters) -> Mapping[str, Any]:
     """Promenade's decommission preview of the node: pods, budgets, capacity, etcd."""
     node = str(entry["node"])
     try:

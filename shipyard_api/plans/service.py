@@ -55,7 +55,7 @@ class PlanService:
             return replace(allowed, parameters={**allowed.parameters,
                                                 "allow-intermediate-commits": False})
 
-    def create(self, name: Any, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
+    def create(self, name: object, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
         """Compose the plan of an action request (same body as POST /actions) and store it."""
         definition = self.actions.definition(name)
         parameters = {} if parameters is None else parameters  # an object: see the resource
@@ -98,7 +98,7 @@ class PlanService:
                 "user": row.user, "context_marker": row.marker, "verdict": verdict(body),
                 **body, "facts": row.facts, "url": f"{API_PREFIX}/plans/{row.id}"}
 
-    def check(self, plan_id: Any, name: str, prepared: Prepared) -> None:
+    def check(self, plan_id: object, name: str, prepared: Prepared) -> None:
         """An action may be created from a plan that is current, of the same action and
         parameters, and without blockers (404, 409 or 400 otherwise)."""
         if not isinstance(plan_id, str) or not plan_id:

@@ -4,11 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from common import workflow
 from common.context import RequestContext
+from common.jsontypes import JSONObject
 from shipyard_api.workflow.services import DocumentsPort, Services
+
+# An action's parameters as stored once its definition prepared them (each key only where
+# the action takes it; `plan_id` where a plan created the action).
+ActionParameters = TypedDict("ActionParameters", {
+    "target_nodes": list[str] | None,
+    "target-revision": str,
+    "allow-intermediate-commits": bool,
+    "preserve-local-storage": bool,
+    "os-disk-erase": str,
+    "erase": str,
+    "disrupt-pdbs": list[dict[str, str]],
+    "disrupt-after": int,
+    "disrupt-pdbs-allowed-by": str | None,
+    "budget": str,
+    "power_policy": str,
+    "grace_period": float,
+    "plan_id": str,
+}, total=False)
 
 
 @dataclass
@@ -17,7 +36,7 @@ class StepContext:
 
     action_id: str
     action_name: str
-    parameters: Mapping[str, Any]
+    parameters: ActionParameters
     marker: str
     user: str | None
     revision_id: int | None
@@ -25,12 +44,12 @@ class StepContext:
     name: str
     node: str | None
     attempt: int
-    memo: dict[str, Any]
-    outputs: Mapping[str, Mapping[str, Any]]
+    memo: JSONObject
+    outputs: Mapping[str, JSONObject]
     services: Services
     now: float
     # Shows progress while the step runs: replaces the running step's details.
-    report: Callable[[dict[str, Any]], object] = lambda details: None
+    report: Callable[[Mapping[str, object]], object] = lambda details: None
 
     def key(self, *extra: str) -> str:
         """The Idempotency-Key of this step's calls: stable across retries and restarts."""
@@ -40,7 +59,7 @@ class StepContext:
         """The context forwarded to peers: the action's marker and user."""
         return RequestContext(marker=self.marker, end_user=self.user, user=self.user)
 
-    def output(self, name: str) -> Mapping[str, Any]:
+    def output(self, name: str) -> JSONObject:
         """Output of the earlier step `name` (this node's, else the action-wide one)."""
         if self.node is not None and step_id(name, self.node) in self.outputs:
             return self.outputs[step_id(name, self.node)]
@@ -62,7 +81,7 @@ class FinishContext:
     revision_id: int | None
     succeeded: bool
     step_states: Mapping[str, str]
-    outputs: Mapping[str, Mapping[str, Any]]
+    outputs: Mapping[str, JSONObject]
     services: Services
 
 
@@ -70,7 +89,7 @@ class FinishContext:
 class Prepared:
     """An action request after validation: normalised parameters and what it touches."""
 
-    parameters: dict[str, Any]
+    parameters: ActionParameters
     targets: list[str] | None
     revision_id: int | None
     validations: list[dict[str, Any]] = field(default_factory=list)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from common.jsontypes import JSONObject
 from shipyard_api.db import Base
+from shipyard_api.workflow.definitions import ActionParameters
 
 # A line of a step's log: when, what, and the try it belongs to (see engine._note).
 StepNote = TypedDict("StepNote", {"at": float, "message": str, "try": int})
@@ -30,7 +31,7 @@ class ActionRow(Base):
 
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     name: Mapped[str] = mapped_column(String(64))
-    parameters: Mapped[JSONObject] = mapped_column(JSON, default=dict)
+    parameters: Mapped[ActionParameters] = mapped_column(JSON, default=dict)
     state: Mapped[str] = mapped_column(String(16), index=True)
     marker: Mapped[str] = mapped_column(String(64))
     user: Mapped[str | None] = mapped_column(String(255), nullable=True)

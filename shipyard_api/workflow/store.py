@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict, Unpack
 
 from sqlalchemy import Engine, bindparam, func, select, text, update
@@ -306,7 +306,7 @@ class ActionStore:
             notify_in(s, CHANGES_CHANNEL, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
-                        details: JSONObject) -> bool:
+                        details: Mapping[str, object]) -> bool:
         """Replace a running step's details (its live progress) while `owner` holds the
         action; False when the step no longer runs or the lease is gone."""
         with self._sessions.begin() as s:
