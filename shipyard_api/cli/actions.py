@@ -73,7 +73,7 @@ def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
     action = watch(sy, action["id"], poll, timeout)
     if sy.output == "table":
         sy.emit(action, ACTION_COLUMNS)
-    if action["state"] != ActionState.COMPLETE:
+    if action["state"] != ActionState.COMPLETE.value:
         click.echo(f"Action {action['id']} ended {action['state']}: "
                    f"{action.get('message') or action.get('reason')}", err=True)
         raise SystemExit(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -19,7 +20,7 @@ NODE_HEADERS = ("Node", "Path", "Evict", "Skipped", "PDBs", "Locks", "etcd after
                 "Pending", "BMC", "MAAS", "Disks")
 
 
-def _join(items: Any) -> str:
+def _join(items: Iterable[object] | None) -> str:
     return ", ".join(str(i) for i in items or [])
 
 
@@ -103,7 +104,7 @@ def _asked(plan: dict[str, Any]) -> dict[str, Any]:
             if v is not None and not (k == "target-revision" and implied)}
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     return ",".join(v) if isinstance(v, list) else str(v)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import click
 import yaml
@@ -19,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from common.clients.generated.shipyard import Action, Step, StepSummary
 from shipyard_api.actions.progress import progress_lines, step_state
 from shipyard_api.cli.session import Shipyard
 from shipyard_api.workflow.states import StepState
@@ -27,12 +27,12 @@ ENDED = ("complete", "failed", "stopped")
 LONG_POLL = 15.0  # seconds one look may wait for a change (Shipyard caps it, 20 s by default)
 
 
-def last_note(step: dict[str, Any]) -> str:
+def last_note(step: Step | StepSummary) -> str:
     notes = step.get("notes") or []
     return str(notes[-1].get("message") or "") if notes else ""
 
 
-def steps_table(action: dict[str, Any]) -> Table:
+def steps_table(action: Action) -> Table:
     out = Table(title=f"{action['name']} {action['id']}: {action['action_lifecycle']}")
     for header in ("Step", "State", "Attempts", "Start", "End", "Reason", "Last note"):
         out.add_column(header)
@@ -44,12 +44,12 @@ def steps_table(action: dict[str, Any]) -> Table:
     return out
 
 
-def step_signature(step: dict[str, Any]) -> tuple[Any, ...]:
+def step_signature(step: Step | StepSummary) -> tuple[object, ...]:
     return (step_state(step), step.get("attempts"), step.get("reason"), last_note(step),
             tuple(progress_lines(step)))
 
 
-def changed_lines(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+def changed_lines(old: Action | None, new: Action) -> list[str]:
     """Plain lines saying what changed between two views of the action."""
     stamp = time.strftime("%H:%M:%S")
     lines = []
@@ -71,12 +71,12 @@ def changed_lines(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 
 
 def views(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
-          sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
+          sleep: Callable[[float], None] = time.sleep) -> Iterator[Action]:
     """Each different view of the action until it ends (then the last one again is not).
     Each look long-polls: Shipyard answers when the action changes (or after LONG_POLL s);
     `poll` seconds pass between looks only when it cannot hold the request."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    last: dict[str, Any] | None = None
+    last: Action | None = None
     version: str | None = None
     while True:
         wait = LONG_POLL if deadline is None else min(LONG_POLL, deadline - time.monotonic())
@@ -94,10 +94,10 @@ def views(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
 
 
 def watch(sy: Shipyard, action_id: str, poll: float, timeout: float | None,
-          tty: bool | None = None) -> dict[str, Any]:
+          tty: bool | None = None) -> Action:
     """Follow the action until it ends and return its last view."""
     tty = sy.console.is_terminal if tty is None else tty
-    last: dict[str, Any] | None = None
+    last: Action | None = None
     if sy.output == "table" and tty:
         with Live(Text("…"), console=sy.console, refresh_per_second=4) as live:
             for action in views(sy, action_id, poll, timeout):

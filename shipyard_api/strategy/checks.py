@@ -25,13 +25,13 @@ class _Messages:
             documents=[self.ref], diagnostic=where))
 
 
-def _groups(data: Any) -> list[tuple[int, dict[str, Any]]]:
+def _groups(data: object) -> list[tuple[int, dict[str, Any]]]:
     groups = data.get("groups") if isinstance(data, dict) else None
     return [(i, g) for i, g in enumerate(groups or []) if isinstance(g, dict)] \
         if isinstance(groups, list) else []
 
 
-def check_strategy(data: Any, ref: Mapping[str, str],
+def check_strategy(data: object, ref: Mapping[str, str],
                    design_nodes: Collection[str] | None = None) -> list[Message]:
     """Duplicates, unknown or circular dependencies, malformed labels, criteria out of range,
     and (when the design's nodes are given) selectors naming nodes the design lacks."""
@@ -107,7 +107,7 @@ def _check_selectors(i: int, group: dict[str, Any], msgs: _Messages,
                              "not a node of the design", f"{where}/node_names/{n}")
 
 
-def _check_labels(labels: Any, where: str, msgs: _Messages, group: str) -> None:
+def _check_labels(labels: object, where: str, msgs: _Messages, group: str) -> None:
     if labels is None:
         return
     if not isinstance(labels, list):
@@ -120,7 +120,7 @@ def _check_labels(labels: Any, where: str, msgs: _Messages, group: str) -> None:
                      "as one 'key: value' entry", f"{where}/{n}")
 
 
-def _label_problem(label: Any) -> str | None:
+def _label_problem(label: object) -> str | None:
     if not isinstance(label, dict):
         return "is not of the form 'key: value'"
     if len(label) != 1:
@@ -154,5 +154,5 @@ def _check_criteria(i: int, group: dict[str, Any], msgs: _Messages) -> None:
                      "0 or more)", f"{where}/{key}")
 
 
-def _is_number(value: Any) -> TypeGuard[float]:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

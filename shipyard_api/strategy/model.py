@@ -69,13 +69,13 @@ def default_strategy() -> Strategy:
         SuccessCriteria(percent_successful_nodes=100)),))
 
 
-def _strings(value: Any) -> tuple[str, ...]:
+def _strings(value: object) -> tuple[str, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(str(v) for v in value if isinstance(v, (str, int)) and not isinstance(v, bool))
 
 
-def label_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+def label_pairs(value: object) -> tuple[tuple[str, str], ...]:
     """`node_labels` as (key, value) pairs; a list of `{key: value}` mappings (or one mapping)."""
     items = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
     out: list[tuple[str, str]] = []
@@ -85,13 +85,13 @@ def label_pairs(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
-def _integer(value: Any) -> int | None:
+def _integer(value: object) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -99,13 +99,13 @@ def _integer(value: Any) -> int | None:
     return value
 
 
-def parse_selector(raw: Any) -> Selector:
+def parse_selector(raw: object) -> Selector:
     raw = raw if isinstance(raw, dict) else {}
     return Selector(_strings(raw.get("node_names")), _strings(raw.get("node_tags")),
                     label_pairs(raw.get("node_labels")), _strings(raw.get("rack_names")))
 
 
-def parse_criteria(raw: Any) -> SuccessCriteria:
+def parse_criteria(raw: object) -> SuccessCriteria:
     raw = raw if isinstance(raw, dict) else {}
     return SuccessCriteria(_number(raw.get("percent_successful_nodes")),
                            _integer(raw.get("minimum_successful_nodes")),
@@ -123,7 +123,7 @@ def parse_group(raw: Mapping[str, Any]) -> Group:
     )
 
 
-def parse_strategy(data: Any, name: str = DEFAULT_STRATEGY_NAME) -> Strategy:
+def parse_strategy(data: object, name: str = DEFAULT_STRATEGY_NAME) -> Strategy:
     """The strategy in a document's data (check it first with `checks.check_strategy`)."""
     groups = data.get("groups") if isinstance(data, dict) else None
     return Strategy(name, tuple(parse_group(g) for g in groups or [] if isinstance(g, dict)))

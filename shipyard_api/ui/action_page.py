@@ -15,7 +15,7 @@ from urllib.parse import quote
 from shipyard_api.actions.progress import progress_lines, step_state
 from shipyard_api.ui.blockers import Finding, classify
 from shipyard_api.ui.graph import group_graph
-from shipyard_api.ui.html import Html, join, tag
+from shipyard_api.ui.html import Child, Html, join, tag
 from shipyard_api.ui.layout import layout, state, tone
 from shipyard_api.ui.plan_page import reason_groups
 from shipyard_api.workflow.states import ActionState as A
@@ -25,7 +25,7 @@ ENDED = (A.COMPLETE, A.FAILED, A.STOPPED)
 QUIET = ("terminating", "waiting to be evicted", "eviction hold")  # drain groups, no blocker
 
 
-def parse_time(value: Any) -> dt.datetime | None:
+def parse_time(value: object) -> dt.datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -44,7 +44,7 @@ def duration(step: Mapping[str, Any], now: dt.datetime) -> str:
     return text if step.get("end") else f"{text} so far"
 
 
-def clock(value: Any) -> Html | str:
+def clock(value: object) -> Html | str:
     """A time as HH:MM:SS (UTC), the full timestamp in its datetime attribute."""
     when = parse_time(value)
     if when is None:
@@ -57,7 +57,7 @@ def details_of(step: Mapping[str, Any]) -> Mapping[str, Any]:
     return details if isinstance(details, Mapping) else {}
 
 
-def task_tree(tree: Any) -> Html:
+def task_tree(tree: object) -> Html:
     """Drydock's task tree (layers=-1 view): each task, its node or step, status, result."""
     if not isinstance(tree, Mapping) or "init_task_id" not in tree:
         return Html("")
@@ -81,7 +81,7 @@ def task_tree(tree: Any) -> Html:
 
 def step_detail(step: Mapping[str, Any]) -> Html:
     details = details_of(step)
-    parts: list[Any] = []
+    parts: list[Child] = []
     lines = progress_lines(step)
     if lines:
         parts.append(tag("ul", [tag("li", line) for line in lines], class_="progress"))
@@ -190,7 +190,7 @@ def live_section(action: Mapping[str, Any], now: dt.datetime | None = None) -> H
     steps = [s for s in action.get("steps") or [] if isinstance(s, Mapping)]
     done = sum(1 for s in steps if step_state(s) in (S.SUCCESS, S.SKIPPED))
     ended = action.get("state") in ENDED
-    body: list[Any] = [
+    body: list[Child] = [
         tag("p", "State: ", state(action.get("state")),
             f" — {action.get('message')}" if action.get("message") else "",
             f" · {done} of {len(steps)} steps done", class_="summary",
@@ -207,11 +207,11 @@ def live_section(action: Mapping[str, Any], now: dt.datetime | None = None) -> H
 
 
 def action_page(action: Mapping[str, Any], user: str | None, now: dt.datetime | None = None,
-                version: Any = None) -> Html:
+                version: object = None) -> Html:
     live = action.get("state") not in ENDED
     aid = str(action.get("id"))
     params = ", ".join(f"{k}={v}" for k, v in (action.get("parameters") or {}).items())
-    body: list[Any] = [
+    body: list[Child] = [
         tag("h1", f"{action.get('name')} ", tag("small", aid)),
         tag("p", f"Parameters: {params or 'none'}", tag("br"),
             f"Created {action.get('datetime')} by {action.get('user')}; design revision "

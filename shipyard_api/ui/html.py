@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from typing import Any
 
 
 class Html(str):
@@ -17,10 +16,10 @@ class Html(str):
     __slots__ = ()
 
 
-Child = Any  # Html, text (escaped), numbers, None (nothing), or an iterable of those
+Child = object  # Html, text (escaped), numbers, None (nothing), or an iterable of those
 
 
-def esc(value: Any) -> Html:
+def esc(value: object) -> Html:
     if isinstance(value, Html):
         return value
     return Html(html.escape("" if value is None else str(value), quote=True))
@@ -43,7 +42,7 @@ def render(child: Child) -> Html:
 VOID = {"meta", "input", "br", "link"}
 
 
-def tag(element: str, /, *children: Child, **attrs: Any) -> Html:
+def tag(element: str, /, *children: Child, **attrs: object) -> Html:
     """<name attrs>children</name>; attribute names end in `_` to dodge keywords
     (`class_`), `_` inside becomes `-`; True is a bare attribute, None/False omitted."""
     parts = [element]
@@ -58,7 +57,7 @@ def tag(element: str, /, *children: Child, **attrs: Any) -> Html:
     return Html(head + render(children) + f"</{element}>")
 
 
-def svg(element: str, /, *children: Child, **attrs: Any) -> Html:
+def svg(element: str, /, *children: Child, **attrs: object) -> Html:
     """An SVG element (self-closing when empty)."""
     out = tag(element, *children, **attrs)
     return out if children else Html(out.replace(f"></{element}>", "/>"))

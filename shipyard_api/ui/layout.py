@@ -3,7 +3,7 @@ state badges that say their state in words as well as in colour."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from shipyard_api.ui.html import Html, tag
 
@@ -18,21 +18,21 @@ TONES = {"success": "ok", "complete": "ok", "succeeded": "ok", "clear": "ok", "g
          "pending": "idle", "skipped": "idle", "retired": "idle", "powered off": "idle"}
 
 
-def tone(value: Any) -> str:
+def tone(value: object) -> str:
     return TONES.get(str(value).lower(), "idle")
 
 
-def badge(value: Any, *, text: Any = None, **attrs: Any) -> Html:
+def badge(value: object, *, text: object = None, **attrs: object) -> Html:
     """A state in words on its colour (`text` when the words differ from the state)."""
     return tag("span", value if text is None else text,
                class_=f"badge tone-{tone(value)} state-{value}", **attrs)
 
 
-def state(value: Any) -> Html:
+def state(value: object) -> Html:
     return badge(value)
 
 
-def layout(title: str, body: Any, *, user: str | None = None, refresh: int | None = None,
+def layout(title: str, body: object, *, user: str | None = None, refresh: int | None = None,
            scripts: tuple[str, ...] = (), fallback_refresh: int | None = None) -> Html:
     """The page: a banner with the navigation, the main content. `refresh` reloads the
     page every so many seconds; `fallback_refresh` only where scripts cannot run."""
@@ -55,7 +55,7 @@ def layout(title: str, body: Any, *, user: str | None = None, refresh: int | Non
     return Html("<!DOCTYPE html>" + tag("html", head, body_html, lang="en"))
 
 
-def problems(items: Any) -> Html:
+def problems(items: Iterable[object] | None) -> Html:
     if not items:
         return Html("")
     return tag("div", tag("ul", [tag("li", p) for p in items]), class_="problems",

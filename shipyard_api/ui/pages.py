@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from shipyard_api.ui.action_page import action_page, duration, live_section
-from shipyard_api.ui.html import Html, tag
+from shipyard_api.ui.html import Child, Html, tag
 from shipyard_api.ui.layout import badge, layout, problems, state
 from shipyard_api.ui.plan_page import plan_page, plan_targets
 from shipyard_api.ui.site_page import site_filters, site_page
@@ -45,7 +45,7 @@ def action_link(action: Mapping[str, Any]) -> Html:
 def actions_page(actions: Sequence[Mapping[str, Any]], user: str | None) -> Html:
     newest = sorted(actions, key=lambda a: str(a.get("datetime") or ""), reverse=True)
     running = any(a.get("state") in (A.PENDING, A.RUNNING, A.STOPPING) for a in actions)
-    body: list[Any] = [tag("h1", "Actions")]
+    body: list[Child] = [tag("h1", "Actions")]
     if not actions:
         body.append(tag("p", "No actions yet.", class_="empty"))
     else:
@@ -68,7 +68,7 @@ def plan_link(plan: Mapping[str, Any]) -> Html:
 
 
 def plans_page(plans: Sequence[Mapping[str, Any]], user: str | None) -> Html:
-    body: list[Any] = [tag("h1", "Plans")]
+    body: list[Child] = [tag("h1", "Plans")]
     if not plans:
         body.append(tag("p", "No plans yet. Make one with shipyard plan ACTION --param ...",
                         class_="empty"))
@@ -87,7 +87,7 @@ def plans_page(plans: Sequence[Mapping[str, Any]], user: str | None) -> Html:
     return layout("Plans", body, user=user)
 
 
-def next_url(value: Any) -> str:
+def next_url(value: object) -> str:
     """Where to go after signing in: a path under /ui only (never another site)."""
     text = str(value or "")
     if (text.startswith("/ui") and "\\" not in text and text.isascii()

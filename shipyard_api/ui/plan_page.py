@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from shipyard_api.ui.blockers import HOLDS, Finding, bmc_of, findings, grouped
 from shipyard_api.ui.graph import group_graph
-from shipyard_api.ui.html import Html, tag
+from shipyard_api.ui.html import Child, Html, tag
 from shipyard_api.ui.layout import badge, layout
 
 Phase = tuple[str, str, str]  # name, "runs" | "skipped", note
@@ -26,7 +26,7 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def short(value: Any) -> str:
+def short(value: object) -> str:
     """A value in a table cell: lists joined, objects as compact JSON."""
     if isinstance(value, (list, tuple)):
         return ", ".join(short(v) for v in value) or "none"
@@ -106,7 +106,7 @@ def chips(steps: list[tuple[str, list[Phase]]], marks: Mapping[str, str]) -> Htm
                    title=note or None, data_phase=name, data_mark=mark)
     items = []
     for step, inner in steps:
-        body: list[Any] = [chip(step, "runs", "", "step")]
+        body: list[Child] = [chip(step, "runs", "", "step")]
         if inner:
             body.append(tag("ol", [tag("li", chip(*p)) for p in inner],
                             class_="timeline phases", aria_label=f"{step} phases"))
@@ -160,7 +160,7 @@ def node_rows(plan: Mapping[str, Any], nodes: list[Mapping[str, Any]],
                rows, class_="plan-nodes")
 
 
-def simple_table(caption: str, headers: Sequence[str], rows: list[list[Any]],
+def simple_table(caption: str, headers: Sequence[str], rows: list[list[Child]],
                  cls: str) -> Html:
     if not rows:
         return Html("")
@@ -169,7 +169,7 @@ def simple_table(caption: str, headers: Sequence[str], rows: list[list[Any]],
                [tag("tr", [tag("td", c) for c in r]) for r in rows], class_=cls)
 
 
-def drain_part(drain: Mapping[str, Any]) -> list[Any]:
+def drain_part(drain: Mapping[str, Any]) -> list[Child]:
     pods = [(k, p) for k in ("evict", "delete", "awaiting", "skipped")
             for p in drain.get(k) or [] if isinstance(p, Mapping)]
     budgets = [b for b in drain.get("budgets") or [] if isinstance(b, Mapping)]
@@ -206,7 +206,7 @@ def etcd_part(clusters: Any) -> Html:
                         rows, "etcd")
 
 
-def baremetal_part(baremetal: Mapping[str, Any]) -> list[Any]:
+def baremetal_part(baremetal: Mapping[str, Any]) -> list[Child]:
     bmc = baremetal.get("bmc") if isinstance(baremetal.get("bmc"), Mapping) else {}
     wipe = baremetal.get("wipe") if isinstance(baremetal.get("wipe"), Mapping) else {}
     line = (f"BMC {short(bmc.get('type'))} {short(bmc.get('address'))}: "
@@ -224,7 +224,7 @@ def baremetal_part(baremetal: Mapping[str, Any]) -> list[Any]:
 
 def node_details(entry: Mapping[str, Any]) -> Html:
     name = str(entry.get("node"))
-    parts: list[Any] = []
+    parts: list[Child] = []
     if isinstance(entry.get("drain"), Mapping):
         parts += drain_part(entry["drain"])
     parts.append(etcd_part(entry.get("etcd")))
@@ -251,7 +251,7 @@ def plan_page(plan: Mapping[str, Any], user: str | None) -> Html:
     bmcs = {str(n.get("node")): b for n in nodes if (b := bmc_of(n))}
     blockers = findings(plan.get("blockers"), bmcs)
     warnings = findings(plan.get("warnings"), bmcs)
-    body: list[Any] = [
+    body: list[Child] = [
         tag("h1", "Plan ", tag("small", plan.get("id"))),
         verdict_box(plan, len(blockers), len(warnings)),
         tag("p", f"Design revision {plan.get('revision_id')}; created {plan.get('created')} "

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from shipyard_api.ui.html import Html, tag
+from shipyard_api.ui.html import Child, Html, tag
 from shipyard_api.ui.layout import badge, layout, problems, tone
 from shipyard_api.ui.site import FILTERS, SiteFacts, matches
 from shipyard_api.workflow.states import ActionState as A
@@ -98,7 +98,7 @@ def site_page(facts: SiteFacts, filters: Mapping[str, str], user: str | None,
               actions: Sequence[Mapping[str, Any]] = ()) -> Html:
     rows = [n for n in facts.nodes if matches(n, filters)]
     busy = node_actions(actions)
-    body: list[Any] = [tag("h1", "Site"),
+    body: list[Child] = [tag("h1", "Site"),
                        tag("p", f"Committed design revision {facts.revision}"
                            if facts.revision else "No committed design revision",
                            class_="muted"),
