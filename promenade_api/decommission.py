@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from common.disruption import Leave
 from common.errors import BerthError, NotFound
@@ -82,7 +82,7 @@ def request_cancel(kube: KubePort, node: str, now: float) -> bool:
     return True
 
 
-Phase = tuple[str, Callable[[], Any] | str, bool]  # name, run (or why skipped), fatal
+Phase = tuple[str, Callable[[], object] | str, bool]  # name, run (or why skipped), fatal
 
 
 def past_clear_labels(current: Node) -> bool:
@@ -111,7 +111,7 @@ def phases(svc: Promenade, node: str, current: Node | None, clusters: list[Clust
     if past_clear_labels(current) and not params.fenced:
         earlier = (f"skipped: an earlier decommission of {node} got past it "
                    f"({DECOMMISSION_LABEL}=enabled)")
-        kubelet: Callable[[], Any] | str = (
+        kubelet: Callable[[], object] | str = (
             (lambda: svc.shutdown_kubelet(node)) if current.ready == "True"
             else f"skipped: the kubelet of {node} is already stopped (Ready={current.ready})")
         return [("drain", earlier, True), ("clear-labels", earlier, True),
@@ -204,7 +204,7 @@ def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
     return messages
 
 
-def _run_phase(node: str, name: str, run: Callable[[], Any], fatal: bool, cancel: Cancellation,
+def _run_phase(node: str, name: str, run: Callable[[], object], fatal: bool, cancel: Cancellation,
                messages: list[Message], mark: int, journal: Journal) -> None:
     try:
         cancel.check()
@@ -230,7 +230,7 @@ def _run_phase(node: str, name: str, run: Callable[[], Any], fatal: bool, cancel
     journal.ended(name, "succeeded", "succeeded", messages[mark:])
 
 
-def _result_messages(name: str, result: Any) -> list[Message]:
+def _result_messages(name: str, result: object) -> list[Message]:
     messages = [simple_message(f"{name}: succeeded", error=False, step=name)]
     if isinstance(result, list):  # remove-etcd says what it did per cluster
         messages += [{**m, "error": False, "step": name} for m in result]

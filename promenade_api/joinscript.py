@@ -49,7 +49,7 @@ class JoinRequest:
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # static|dynamic → labels
 
 
-def _values(raw: Any) -> list[str]:
+def _values(raw: object) -> list[str]:
     """A query parameter's values: repeated, and each comma-separated (as falcon's lists)."""
     items = raw if isinstance(raw, list) else [raw]
     return [part.strip() for item in items for part in str(item).split(",") if part.strip()]

@@ -13,6 +13,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from common.clients.generated.promenade import EtcdAfterLeaving, EtcdImpact
+from common.clients.promenade import DecommissionPreview
 from common.errors import BerthError
 from promenade_api.decommission import Cancellation, DecommissionParams, current_node, phases
 from promenade_api.etcd.model import ClusterSpec, MemberHealth
@@ -141,7 +143,7 @@ def _removal_in_flight(svc: Promenade, cluster: ClusterSpec) -> str | None:
 
 
 def _with_leaving(cluster: ClusterSpec, health: Sequence[MemberHealth], removing: set[int],
-                  leaving: Sequence[str], found: Findings) -> dict[str, Any] | None:
+                  leaving: Sequence[str], found: Findings) -> EtcdAfterLeaving | None:
     """The cluster once the members of the other leaving nodes are gone too (the same action
     may remove them first): refused there is a blocker as well."""
     names = {m for n in leaving for m in cluster.member_names_of(n)}
@@ -158,8 +160,8 @@ def _with_leaving(cluster: ClusterSpec, health: Sequence[MemberHealth], removing
 
 
 def _etcd(svc: Promenade, node: str, cluster: ClusterSpec, found: Findings,
-          leaving: Sequence[str] = ()) -> dict[str, Any]:
-    entry: dict[str, Any] = {"cluster": cluster.name, "threshold": cluster.min_healthy}
+          leaving: Sequence[str] = ()) -> EtcdImpact:
+    entry: EtcdImpact = {"cluster": cluster.name, "threshold": cluster.min_healthy}
     try:
         health = svc.remover().health(cluster)
     except EtcdError as exc:
@@ -205,7 +207,7 @@ def _etcd(svc: Promenade, node: str, cluster: ClusterSpec, found: Findings,
 
 
 def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
-            params: PreviewParams, design_nodes: Collection[str] = ()) -> dict[str, Any]:
+            params: PreviewParams, design_nodes: Collection[str] = ()) -> DecommissionPreview:
     """The decommission of `node` as it would run now; nothing is written anywhere."""
     found = Findings([], [])
     known = node in design_nodes or any(
@@ -220,7 +222,7 @@ def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
         found.blockers.append(exc.message)
         current = svc.kube.get_node(node)
     steps = phases(svc, node, current, clusters, dparams, Cancellation(svc.kube, node, 0.0))
-    out: dict[str, Any] = {
+    out: DecommissionPreview = {
         "node": node, "fenced": params.fenced,
         "kubernetes": None if current is None else {
             "ready": current.ready, "ready_since": current.ready_since,
@@ -228,6 +230,7 @@ def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
         "phases": [{"phase": name, "runs": not isinstance(run, str),
                     "note": run if isinstance(run, str) else ""} for name, run, _ in steps],
         "drain": None, "capacity": None, "etcd": [],
+        "blockers": found.blockers, "warnings": found.warnings,  # filled in below
     }
     if current is not None:
         out["drain"], evicted = _drain(svc, current, params, found)
@@ -240,5 +243,4 @@ def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
         out["capacity"] = room
     out["etcd"] = [_etcd(svc, node, c, found, params.leaving) for c in clusters
                    if c.may_have_member_on(node)]
-    out["blockers"], out["warnings"] = found.blockers, found.warnings
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -15,7 +15,7 @@ from common.context import RequestContext, current_marker
 from common.disruption import Leave
 from common.documents import Document, select
 from common.errors import BerthError, NotFound
-from common.jsontypes import JSON, JSONObject
+from common.jsontypes import JSON
 from common.status import Message, simple_message
 from promenade_api.errors import (
     ClearLabelsError,
@@ -152,7 +152,7 @@ class Promenade:
     def drain_progress(self, node: str) -> DrainProgress:
         """Progress of a drain of `node`, published on the Node for every process to read;
         it carries the caller's context marker, so Shipyard knows its own drain's record."""
-        def publish(record: JSONObject) -> None:
+        def publish(record: Mapping[str, object]) -> None:
             self.kube.patch_node(node, annotations={PROGRESS_ANNOTATION: encode(record)})
 
         return DrainProgress(node, current_marker.get(), self.wall(), self.wall, publish)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from common.errors import BerthError
 from common.poll import NotYet, poll
@@ -228,16 +228,16 @@ class EtcdRemover:
 
     # -- stability -----------------------------------------------------------------------
     def wait_stable(self, node: str, clusters: Sequence[ClusterSpec],
-                    timeout: int) -> dict[str, Any]:
+                    timeout: int) -> dict[str, list[str]]:
         """Poll until every cluster keeps quorum and threshold without the node's members."""
         deadline = self._clock() + timeout
         clusters = [c for c in clusters if c.may_have_member_on(node)]  # only if impacted
 
-        def stable_now() -> dict[str, Any] | NotYet[list[str]]:
+        def stable_now() -> dict[str, list[str]] | NotYet[list[str]]:
             unstable = [c.name for c in clusters if not self._stable(c, node)]
             return NotYet(unstable) if unstable else {"stable": [c.name for c in clusters]}
 
-        def unstable(names: list[str]) -> dict[str, Any]:
+        def unstable(names: list[str]) -> dict[str, list[str]]:
             raise RemoveEtcdError(f"etcd clusters {', '.join(names)} did not become "
                                   f"stable within {timeout}s")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from common.clients.generated.promenade import DisruptedPod, DrainBlocker
 from common.disruption import Leave
 from promenade_api.kube.budget import Budget
 from promenade_api.kube.model import Pod
@@ -16,23 +16,24 @@ from promenade_api.kube.model import Pod
 LOG = logging.getLogger(__name__)
 
 
-def budget_blocker(key: str, pods: Iterable[str], status: Budget | None) -> dict[str, Any]:
+def budget_blocker(key: str, pods: Iterable[str], status: Budget | None) -> DrainBlocker:
     """A PodDisruptionBudget holding pods back (status: as read now; None when unknown)."""
-    out: dict[str, Any] = {"kind": "PodDisruptionBudget", "name": key,
-                           "disruptions_allowed": None, "pods": sorted(pods)}
+    out: DrainBlocker = {"kind": "PodDisruptionBudget", "name": key,
+                         "disruptions_allowed": None, "pods": sorted(pods)}
     if status is not None:
-        out.update(disruptions_allowed=status.disruptions_allowed,
-                   current_healthy=status.current_healthy,
-                   desired_healthy=status.desired_healthy, expected_pods=status.expected_pods)
+        out["disruptions_allowed"] = status.disruptions_allowed
+        out["current_healthy"] = status.current_healthy
+        out["desired_healthy"] = status.desired_healthy
+        out["expected_pods"] = status.expected_pods
     return out
 
 
-def lock_blocker(annotation: str, holder: str, pods: Iterable[str]) -> dict[str, Any]:
+def lock_blocker(annotation: str, holder: str, pods: Iterable[str]) -> DrainBlocker:
     return {"kind": "EvictionLock", "annotation": annotation, "holder": holder.strip(),
             "pods": sorted(pods)}
 
 
-def describe(blocker: dict[str, Any]) -> str:
+def describe(blocker: DrainBlocker) -> str:
     pods = ", ".join(blocker["pods"][:20]) + (
         f" and {len(blocker['pods']) - 20} more" if len(blocker["pods"]) > 20 else "")
     if blocker["kind"] == "EvictionLock":
@@ -67,7 +68,7 @@ class Bypass:
     clock: Callable[[], float]
     wall: Callable[[], float]
     first_refused: dict[str, float] = field(default_factory=dict)
-    deleted: list[dict[str, Any]] = field(default_factory=list)
+    deleted: list[DisruptedPod] = field(default_factory=list)
 
     def named(self, key: str) -> bool:
         return self.leave is not None and key in self.leave.budgets
@@ -90,8 +91,8 @@ class Bypass:
         dues = [d for k in keys if (d := self.due(k)) is not None]
         return min(dues) if dues else None
 
-    def record(self, node: str, pod: Pod, key: str, status: Budget | None) -> dict[str, Any]:
-        entry = {"pod": pod.key, "budget": key, "node": node, "at": self.wall(),
+    def record(self, node: str, pod: Pod, key: str, status: Budget | None) -> DisruptedPod:
+        entry: DisruptedPod = {"pod": pod.key, "budget": key, "node": node, "at": self.wall(),
                  "allowed_by": self.operator,
                  "disruptions_allowed": None if status is None else status.disruptions_allowed}
         assert self.leave is not None

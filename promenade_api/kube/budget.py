@@ -16,7 +16,7 @@ _SUFFIX: dict[str, Decimal] = {
     **{f"{s}i": Decimal(2) ** (10 * i) for i, s in enumerate("KMGTPE", 1)}}
 
 
-def quantity(value: Any) -> Decimal:
+def quantity(value: object) -> Decimal:
     """A Kubernetes quantity ("250m", "1Gi", "2") as a number; 0 when unreadable."""
     match = _QUANTITY.match(str(value).strip())
     if match is None or match.group(2) not in _SUFFIX:
@@ -27,11 +27,11 @@ def quantity(value: Any) -> Decimal:
         return Decimal(0)
 
 
-def millicores(value: Any) -> int:
+def millicores(value: object) -> int:
     return int(quantity(value) * 1000)
 
 
-def byte_count(value: Any) -> int:
+def byte_count(value: object) -> int:
     return int(quantity(value))
 
 

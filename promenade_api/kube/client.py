@@ -82,7 +82,7 @@ def _on_node(node: str) -> str:
     return f"spec.nodeName={require_name(node)}"
 
 
-def _parse_iso(value: Any) -> float | None:
+def _parse_iso(value: object) -> float | None:
     if not value:
         return None
     text = str(value).replace("Z", "+00:00")

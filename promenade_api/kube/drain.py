@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
+from common.clients.generated.promenade import DisruptedPod
 from common.disruption import Leave
 from common.errors import BadRequest
 from common.poll import NotYet, poll
@@ -153,7 +153,7 @@ class DrainReport:
     deleted: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    disrupted: list[dict[str, Any]] = field(default_factory=list)  # deleted past a named PDB
+    disrupted: list[DisruptedPod] = field(default_factory=list)  # deleted past a named PDB
 
     def messages(self) -> list[Message]:
         out = [simple_message(f"Evicted {p}", error=False) for p in self.evicted]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
+from common.clients.generated.promenade import DisruptedPod, DrainBlocker
 from common.clients.promenade import DrainProgress as DrainRecord
 
 LOG = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ WAITING = "waiting to be evicted"
 _BUDGET = re.compile(r"The disruption budget (\S+) needs (\d+) healthy pods? and has (\d+)")
 _BUDGET_OTHER = re.compile(r"The disruption budget (\S+) does not allow evicting pods")
 
-Publish = Callable[[dict[str, Any]], None]
+Publish = Callable[[Mapping[str, object]], None]
 
 
 def refusal_reason(message: str) -> str:
@@ -58,9 +58,9 @@ class DrainProgress:
         self._reasons: dict[str, str] = {}
         self._phase = "starting"
         self._removed = 0
-        self._blockers: list[dict[str, Any]] = []
-        self._disrupted: list[dict[str, Any]] = []
-        self._last: dict[str, Any] | None = None
+        self._blockers: list[DrainBlocker] = []
+        self._disrupted: list[DisruptedPod] = []
+        self._last: dict[str, object] | None = None
 
     def set(self, pods: Iterable[str], reason: str) -> None:
         for pod in pods:
@@ -74,15 +74,15 @@ class DrainProgress:
     def phase(self, name: str) -> None:
         self._phase = name
 
-    def blockers(self, blockers: list[dict[str, Any]]) -> None:
+    def blockers(self, blockers: list[DrainBlocker]) -> None:
         """What holds the pods back, by name (blockers.py): budgets and locks."""
         self._blockers = [{**b, "pods": b["pods"][:MAX_PODS_PER_GROUP]} for b in blockers]
 
-    def disrupted(self, deleted: list[dict[str, Any]]) -> None:
+    def disrupted(self, deleted: list[DisruptedPod]) -> None:
         """The pods deleted past a budget the operator named, with when and by whose leave."""
         self._disrupted = list(deleted[-MAX_PODS_PER_GROUP:])
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         groups: dict[str, list[str]] = {}
         for pod, reason in sorted(self._reasons.items()):
             groups.setdefault(reason, []).append(pod)
@@ -118,5 +118,5 @@ def parse(annotations: dict[str, str]) -> DrainRecord | None:
     return value if isinstance(value, dict) else None
 
 
-def encode(record: dict[str, Any]) -> str:
+def encode(record: Mapping[str, object]) -> str:
     return json.dumps(record, separators=(",", ":"), sort_keys=True)
