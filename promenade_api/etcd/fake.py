@@ -25,6 +25,9 @@ class FakeEtcd:
         self.log_index = 100  # the leader's raft index
         self.promotions: list[str] = []
         self.peer_names: dict[str, str] = {}  # peer URL -> the name its etcd starts with
+        # members the member list still shows as learners after their promotion (a list
+        # served by a member that has not applied it yet; the leader knows better)
+        self.stale_learners: set[str] = set()
         self._lock = threading.Lock()
 
     def add_cluster(self, name: str, members: list[str], leader: str | None = None) -> None:
@@ -40,7 +43,11 @@ class FakeEtcd:
     def members(self, cluster: ClusterSpec) -> list[Member]:
         if cluster.name in self.unreachable_clusters or cluster.name not in self.clusters:
             raise EtcdUnreachable(f"No etcd endpoint of {cluster.name} answered")
-        return list(self.clusters[cluster.name])
+        return [Member(m.id, m.name, m.peer_urls, m.client_urls, is_learner=True)
+                if m.name in self.stale_learners else m for m in self.clusters[cluster.name]]
+
+    def _current(self, cluster: ClusterSpec, member: Member) -> Member:
+        return next((m for m in self.clusters[cluster.name] if m.id == member.id), member)
 
     def health(self, cluster: ClusterSpec, member: Member) -> MemberHealth:
         if member.name in self.down or cluster.name in self.unreachable_clusters:
@@ -72,7 +79,8 @@ class FakeEtcd:
             raise EtcdUnreachable(f"etcd member {member.name} did not answer")
         return Progress(raft_index=self.log_index,
                         applied_index=self.applied.get(member.name, self.log_index),
-                        leader_id=self.leaders.get(cluster.name), is_learner=member.is_learner)
+                        leader_id=self.leaders.get(cluster.name),
+                        is_learner=self._current(cluster, member).is_learner)
 
     def add_learner(self, cluster: ClusterSpec, peer_url: str) -> Member:
         with self._lock:
@@ -90,6 +98,8 @@ class FakeEtcd:
             current = next((m for m in members if m.id == member.id), None)
             if current is None:
                 raise EtcdMemberNotFound("etcd promote member: member not found")
+            if not current.is_learner:  # etcd's ErrMemberNotLearner
+                raise EtcdRefused("etcdserver: can only promote a learner member")
             if current.name in self.down or self.applied.get(current.name, self.log_index) \
                     < self.log_index * 0.9:
                 raise EtcdRefused("etcdserver: can only promote a learner member which is in "

@@ -21,6 +21,9 @@ from promenade_api.etcd.quorum import voters_safe
 from promenade_api.etcd.removal import Lock
 
 LOG = logging.getLogger(__name__)
+# etcd's ErrMemberNotLearner: the leader has the member as a voter already (its "not in sync"
+# refusal, ErrLearnerNotReady, goes on: "... a learner member which is in sync with leader")
+NOT_A_LEARNER = "can only promote a learner member"
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ class EtcdJoiner:
         health = self._health(cluster)
         current = next((h.member for h in health if h.member.name == name
                         or (peer and peer in h.member.peer_urls)), None)
-        if current is not None and not current.is_learner:
+        if current is not None and not self._learner(cluster, current):
             return simple_message(f"Member {name} of {cluster.name} is already a voting "
                                   "member; nothing was changed", error=False,
                                   cluster=cluster.name, member=name, role="voter")
@@ -204,6 +207,8 @@ class EtcdJoiner:
                 self._etcd.promote(cluster, learner)
                 return True
             except EtcdRefused as exc:
+                if exc.message.endswith(NOT_A_LEARNER):  # the leader has it as a voter
+                    return True
                 return NotYet(exc)
             except EtcdError as exc:
                 raise JoinEtcdError(f"Could not promote {name} in {cluster.name}; it stays a "
@@ -220,10 +225,27 @@ class EtcdJoiner:
         poll(promote, deadline=deadline, interval=self._poll, expire=give_up, whole=True,
              between=refused, clock=self._clock, sleep=self._sleep)
 
+    def _learner(self, cluster: ClusterSpec, member: Member) -> bool:
+        """Whether `member` is a learner. A member list may be served by a member that has
+        not applied a promotion yet: a member the list shows as a learner is asked itself
+        (its own raft status), and counts as a learner unless it says it votes."""
+        if not member.is_learner:
+            return False
+        try:
+            return self._etcd.progress(cluster, member).is_learner
+        except EtcdError:
+            return True
+
     def _give_up(self, cluster: ClusterSpec, learner: Member, why: str) -> None:
         """Remove the learner again (a learner does not vote: quorum is untouched) and fail."""
         undone = "the learner was removed again; the cluster is as it was"
         try:
+            if not self._learner(cluster, learner):  # never remove a voter here
+                raise LearnerNotCaughtUp(
+                    f"Member {learner.name or learner.id} of etcd cluster {cluster.name} is a "
+                    f"voting member now, though the join saw it a learner ({why}); it was left "
+                    "as it is", details={"cluster": cluster.name, "member": learner.name,
+                                         "promoted": True})
             self._etcd.remove_member(cluster, learner)
         except EtcdMemberNotFound:
             pass

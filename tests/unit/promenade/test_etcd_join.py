@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from promenade_api.etcd.model import Member, MemberHealth
+from promenade_api.etcd.port import EtcdUnreachable
 from promenade_api.etcd.quorum import voters_safe
 
 from .conftest import etcd_doc, kubernetes_cluster
@@ -112,3 +113,45 @@ def test_a_promotion_must_keep_quorum_after_it_too():
     assert len(voters_safe(voters("ok", "down"), 0, promoting=True)) == 1
     assert "after the promotion" in voters_safe(voters("ok", "down", "down", "down"), 0,
                                                 promoting=True)[1]
+
+
+def test_a_member_list_that_still_shows_the_promoted_learner_changes_nothing(
+        api, design, etcd, kube):
+    """A member list served by a member that has not applied the promotion yet: the member's
+    own status says it votes, so the second join changes nothing (it is never removed)."""
+    kube.add_node("node03")
+    node03_removed(etcd)
+    href = design_with_peer(design)
+    assert join(api, href).status_code == 200
+    etcd.stale_learners.add("node03")
+    again = join(api, href)
+    assert again.status_code == 200, again.json
+    assert "already a voting member" in again.json["details"]["messageList"][0]["message"]
+    assert etcd.promotions == ["node03"] and etcd.removed == []
+    node03 = next(m for m in etcd.clusters["kubernetes"] if m.name == "node03")
+    assert not node03.is_learner
+
+
+def test_a_promotion_the_leader_has_already_applied_is_not_undone(api, design, etcd, kube):
+    """The list and the member's own status unreadable as a voter (it does not answer): etcd's
+    leader refuses the promotion as not a learner, which means it votes: never removed."""
+    kube.add_node("node03")
+    node03_removed(etcd)
+    href = design_with_peer(design)
+    assert join(api, href).status_code == 200
+    etcd.stale_learners.add("node03")
+    etcd.applied["node03"] = etcd.log_index  # in sync
+    original, asked = etcd.progress, []
+
+    def silent_node03(cluster, member):
+        if member.name == "node03" and not asked:  # unreadable once: at the first check
+            asked.append(member)
+            raise EtcdUnreachable("etcd member node03 did not answer")
+        return original(cluster, member)
+
+    etcd.progress = silent_node03
+    again = join(api, href)
+    assert again.status_code == 200, again.json
+    assert etcd.removed == [] and etcd.promotions == ["node03"]
+    node03 = next(m for m in etcd.clusters["kubernetes"] if m.name == "node03")
+    assert not node03.is_learner
