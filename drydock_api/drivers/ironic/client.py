@@ -16,6 +16,9 @@ from drydock_api.drivers.ironic.states import IronicNode, from_sdk
 from drydock_api.drivers.ports import BmcAccess, DriverError
 
 API_VERSION = "1.61"  # `retired`/`retired_reason` (1.61), `automated_clean` (1.47)
+# How long after its own timeout Ironic may take to report a power action's end (last_error
+# or the state): its conductor thread, on a loaded machine, has taken more than 15 s.
+REPORT_MARGIN = 60.0
 LOCKED = "is locked by host"  # Ironic's NodeLocked message (409, like other conflicts)
 INVENTORY_VERSION = "1.81"  # GET /v1/nodes/{node}/inventory
 OS_DISK_STEP = "erase_devices_metadata"  # the agent's metadata-only erase (OS-disk mode)
@@ -302,7 +305,7 @@ class IronicClient:
         if not wait:
             return self.get(name)
         final = st.POWER_OFF if target in (st.POWER_OFF, st.SOFT_POWER_OFF) else st.POWER_ON
-        return self.wait_power(name, final, server_timeout + 15)
+        return self.wait_power(name, final, server_timeout + REPORT_MARGIN)
 
     def wait_power(self, name: str, state: str, timeout: float) -> IronicNode:
         """Poll until the power state is `state` with no target left; Ironic's last_error
