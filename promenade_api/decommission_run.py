@@ -24,7 +24,7 @@ from pathlib import Path
 from common.clients.generated.promenade import DecommissionPhase
 from common.clients.generated.promenade import DecommissionRun as RunView
 from common.errors import BerthError, InternalError
-from common.jsontypes import JSON, JSONObject
+from common.jsontypes import JSON, JSONObject, as_float
 from common.poll import NotYet, poll
 from common.status import Message, simple_message, status_body
 from promenade_api.db import make_engine
@@ -203,7 +203,7 @@ class DurableDecommission:
             LOG.warning("decommission of %s: taking over run %s (its process stopped) at "
                         "phase %s", node, run_id, run["phase"])
         journal = RunJournal(self.store, run_id, {p["name"]: p for p in run["phases"]})
-        started = float(run["params"].get("started") or self.svc.wall())
+        started = as_float(run["params"].get("started") or None, self.svc.wall())
         try:
             with Heartbeat(self.store, run_id):
                 clusters, nodes = inputs

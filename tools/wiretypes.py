@@ -27,7 +27,10 @@ OPTIONS = ("--input-file-type", "openapi", "--output-model-type", "typing.TypedD
            "--target-python-version", "3.11", "--strict-nullable",
            "--no-use-closed-typed-dict", "--use-title-as-name", "--use-type-alias",
            "--enum-field-as-literal", "all",
-           "--disable-timestamp", "--formatters", "builtin")
+           "--disable-timestamp", "--formatters", "builtin",
+           # each document's JSONValue component (a value of any shape) is the project's JSON
+           # alias, so a free-form object (additionalProperties: JSONValue) is a JSONObject
+           "--type-overrides", '{"JSONValue": "common.jsontypes.JSON"}')
 
 
 def header(service: str) -> str:

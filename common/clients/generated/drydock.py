@@ -5,7 +5,9 @@ Regenerate with `make wiretypes` (python tools/wiretypes.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict
+
+from common.jsontypes import JSON
 
 
 class RetirementRequest(TypedDict):
@@ -72,61 +74,6 @@ class MessageDetails(TypedDict):
     messageList: list[MessageListItem]
 
 
-class BootAction(TypedDict):
-    action_id: NotRequired[str]
-    action_name: NotRequired[str]
-    node_name: NotRequired[str]
-    task_id: NotRequired[str]
-    action_status: NotRequired[Literal['incomplete', 'success', 'failure', 'unreported']]
-    signaling: NotRequired[bool]
-    details: NotRequired[list[dict[str, Any]]]
-    created: NotRequired[float]
-    updated: NotRequired[float]
-
-
-class Teardown(TypedDict):
-    state: NotRequired[Literal['in_progress', 'partial', 'complete']]
-    id: NotRequired[str]
-    task: NotRequired[str]
-    last_step: NotRequired[str | None]
-    cause: NotRequired[str | None]
-    steps_done: NotRequired[list[str]]
-    erased: NotRequired[dict[str, Any]]
-
-
-class Node(TypedDict):
-    hostname: NotRequired[str]
-    bootactions: NotRequired[list[BootAction]]
-    bootaction_refusals: NotRequired[list[dict[str, Any]]]
-    name: NotRequired[str]
-    in_design: NotRequired[bool]
-    provisioner: NotRequired[Literal['maas', 'ironic'] | None]
-    rack: NotRequired[str | None]
-    tags: NotRequired[list[str]]
-    labels: NotRequired[dict[str, Any]]
-    oob_type: NotRequired[str | None]
-    oob_address: NotRequired[str | None]
-    power_address: NotRequired[str | None]
-    maas_system_id: NotRequired[str | None]
-    maas_status: NotRequired[str | None]
-    status_name: NotRequired[str | None]
-    memory: NotRequired[int | None]
-    cpu_count: NotRequired[int | None]
-    boot_mac: NotRequired[str | None]
-    boot_ip: NotRequired[str | None]
-    maas_error: NotRequired[str | None]
-    power_state: NotRequired[str | None]
-    power_error: NotRequired[str | None]
-    retired: NotRequired[bool]
-    retired_reason: NotRequired[str | None]
-    torn_down: NotRequired[bool]
-    teardown: NotRequired[Teardown | None]
-    pending_reboot_since: NotRequired[str | None]
-    last_powered_on: NotRequired[str | None]
-    last_task_id: NotRequired[str | None]
-    reboot_error: NotRequired[str | None]
-
-
 PowerPolicy: TypeAlias = Literal['soft-then-hard', 'soft-only', 'hard']
 
 
@@ -168,22 +115,10 @@ class Details(TypedDict):
     messageList: list[MessageListItem1]
 
 
-class Status(TypedDict):
-    kind: Literal['Status']
-    apiVersion: str
-    metadata: dict[str, Any]
-    status: Literal['Success', 'Failure']
-    message: str
-    reason: str
-    code: int
-    retry: bool
-    details: Details
-
-
 class WipePlanRequest(TypedDict):
     design_ref: DesignRef
     node_names: list[str]
-    options: NotRequired[dict[str, Any] | None]
+    options: NotRequired[dict[str, JSON] | None]
 
 
 class RebootRequest(TypedDict):
@@ -191,7 +126,7 @@ class RebootRequest(TypedDict):
     power_policy: NotRequired[PowerPolicy]
     grace_period: NotRequired[float]
     key: NotRequired[str | None]
-    value: NotRequired[Any]
+    value: NotRequired[JSON]
 
 
 class ValidateDesignBody(TypedDict):
@@ -253,14 +188,14 @@ class TaskResult(TypedDict):
     kind: NotRequired[Literal['Status']]
     Kind: NotRequired[Literal['Status']]
     apiVersion: NotRequired[str]
-    metadata: NotRequired[dict[str, Any]]
+    metadata: NotRequired[dict[str, JSON]]
     status: NotRequired[ResultStatus]
     message: NotRequired[str]
     reason: NotRequired[str]
     successes: NotRequired[list[str]]
     failures: NotRequired[list[str]]
     skipped: NotRequired[list[str]]
-    links: NotRequired[list[Any]]
+    links: NotRequired[list[JSON]]
     details: NotRequired[MessageDetails]
 
 
@@ -278,7 +213,7 @@ class Task(TypedDict):
     result: TaskResult
     design_ref: NotRequired[DesignRef]
     node_filter: NotRequired[NodeFilter | None]
-    options: NotRequired[dict[str, Any]]
+    options: NotRequired[dict[str, JSON]]
     created: NotRequired[str | None]
     created_by: NotRequired[str | None]
     updated: NotRequired[str | None]
@@ -287,7 +222,62 @@ class Task(TypedDict):
     terminated_by: NotRequired[str | None]
     terminate: NotRequired[bool]
     request_context: NotRequired[TaskRequestContext]
-    retry: NotRequired[dict[str, Any]]
+    retry: NotRequired[dict[str, JSON]]
+
+
+class BootAction(TypedDict):
+    action_id: NotRequired[str]
+    action_name: NotRequired[str]
+    node_name: NotRequired[str]
+    task_id: NotRequired[str]
+    action_status: NotRequired[Literal['incomplete', 'success', 'failure', 'unreported']]
+    signaling: NotRequired[bool]
+    details: NotRequired[list[dict[str, JSON]]]
+    created: NotRequired[float]
+    updated: NotRequired[float]
+
+
+class Teardown(TypedDict):
+    state: NotRequired[Literal['in_progress', 'partial', 'complete']]
+    id: NotRequired[str]
+    task: NotRequired[str]
+    last_step: NotRequired[str | None]
+    cause: NotRequired[str | None]
+    steps_done: NotRequired[list[str]]
+    erased: NotRequired[dict[str, JSON]]
+
+
+class Node(TypedDict):
+    hostname: NotRequired[str]
+    bootactions: NotRequired[list[BootAction]]
+    bootaction_refusals: NotRequired[list[dict[str, JSON]]]
+    name: NotRequired[str]
+    in_design: NotRequired[bool]
+    provisioner: NotRequired[Literal['maas', 'ironic'] | None]
+    rack: NotRequired[str | None]
+    tags: NotRequired[list[str]]
+    labels: NotRequired[dict[str, JSON]]
+    oob_type: NotRequired[str | None]
+    oob_address: NotRequired[str | None]
+    power_address: NotRequired[str | None]
+    maas_system_id: NotRequired[str | None]
+    maas_status: NotRequired[str | None]
+    status_name: NotRequired[str | None]
+    memory: NotRequired[int | None]
+    cpu_count: NotRequired[int | None]
+    boot_mac: NotRequired[str | None]
+    boot_ip: NotRequired[str | None]
+    maas_error: NotRequired[str | None]
+    power_state: NotRequired[str | None]
+    power_error: NotRequired[str | None]
+    retired: NotRequired[bool]
+    retired_reason: NotRequired[str | None]
+    torn_down: NotRequired[bool]
+    teardown: NotRequired[Teardown | None]
+    pending_reboot_since: NotRequired[str | None]
+    last_powered_on: NotRequired[str | None]
+    last_task_id: NotRequired[str | None]
+    reboot_error: NotRequired[str | None]
 
 
 class Request(TypedDict):
@@ -296,7 +286,7 @@ class Request(TypedDict):
     power_policy: NotRequired[PowerPolicy]
     grace_period: NotRequired[float | None]
     power: NotRequired[PowerRecord | None]
-    value: NotRequired[Any]
+    value: NotRequired[JSON]
     created: NotRequired[str]
     created_by: NotRequired[str | None]
 
@@ -317,6 +307,18 @@ class BudgetSlots(TypedDict):
     domains: NotRequired[list[str]]
     blockers: NotRequired[list[BudgetBlocker]]
     slots: NotRequired[list[BudgetSlot]]
+
+
+class Status(TypedDict):
+    kind: Literal['Status']
+    apiVersion: str
+    metadata: dict[str, JSON]
+    status: Literal['Success', 'Failure']
+    message: str
+    reason: str
+    code: int
+    retry: bool
+    details: Details
 
 
 class NodeFilterRequest(TypedDict):

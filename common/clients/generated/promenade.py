@@ -5,7 +5,9 @@ Regenerate with `make wiretypes` (python tools/wiretypes.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict
+
+from common.jsontypes import JSON
 
 
 class EtcdCount(TypedDict):
@@ -55,18 +57,6 @@ class PreviewPhase(TypedDict):
     note: NotRequired[str]
 
 
-class DecommissionPreview(TypedDict):
-    node: str
-    fenced: bool
-    kubernetes: NotRequired[dict[str, Any] | None]
-    phases: list[PreviewPhase]
-    drain: NotRequired[dict[str, Any] | None]
-    capacity: NotRequired[dict[str, Any] | None]
-    etcd: list[EtcdImpact]
-    blockers: list[str]
-    warnings: list[str]
-
-
 class Kubelet(TypedDict):
     ready: NotRequired[ReadyStatus]
     ready_since: NotRequired[str | None]
@@ -87,36 +77,6 @@ class Group(TypedDict):
     reason: NotRequired[str]
     count: NotRequired[int]
     pods: NotRequired[list[str]]
-
-
-class DecommissionPhase(TypedDict):
-    name: str
-    state: Literal['running', 'succeeded', 'failed', 'failed-not-fatal', 'skipped']
-    attempts: int
-    started_at: NotRequired[float | None]
-    attempt_started_at: NotRequired[float | None]
-    ended_at: NotRequired[float | None]
-    outcome: NotRequired[str | None]
-    messages: NotRequired[list[dict[str, Any]]]
-
-
-class DecommissionRun(TypedDict):
-    id: str
-    node: str
-    state: Literal['running', 'succeeded', 'failed']
-    phase: str | None
-    phases: list[DecommissionPhase]
-    fingerprint: NotRequired[str]
-    params: NotRequired[dict[str, Any]]
-    created_by: NotRequired[str]
-    takeovers: int
-    created_at: float
-    updated_at: NotRequired[float]
-    ended_at: NotRequired[float | None]
-    status_code: NotRequired[int | None]
-    result: NotRequired[dict[str, Any] | None]
-    lease_owner: NotRequired[str | None]
-    lease_expires: NotRequired[float | None]
 
 
 class DrainBlocker(TypedDict):
@@ -154,16 +114,16 @@ class Details(TypedDict):
     messageList: list[MessageListItem]
 
 
-class Status(TypedDict):
-    kind: Literal['Status']
-    apiVersion: str
-    metadata: dict[str, Any]
-    status: Literal['Success', 'Failure']
-    message: str
-    reason: str
-    code: int
-    retry: bool
-    details: Details
+class DecommissionPreview(TypedDict):
+    node: str
+    fenced: bool
+    kubernetes: NotRequired[dict[str, JSON] | None]
+    phases: list[PreviewPhase]
+    drain: NotRequired[dict[str, JSON] | None]
+    capacity: NotRequired[dict[str, JSON] | None]
+    etcd: list[EtcdImpact]
+    blockers: list[str]
+    warnings: list[str]
 
 
 class DrainProgress(TypedDict):
@@ -185,11 +145,41 @@ class NodeView(TypedDict):
     annotations: dict[str, str]
     cordoned: bool
     kubelet: Kubelet
-    taints: NotRequired[list[dict[str, Any]]]
+    taints: NotRequired[list[dict[str, JSON]]]
     pods: Pods
     eviction_locks: list[str]
     etcd: list[EtcdMembership]
     drain_progress: NotRequired[DrainProgress | None]
+
+
+class DecommissionPhase(TypedDict):
+    name: str
+    state: Literal['running', 'succeeded', 'failed', 'failed-not-fatal', 'skipped']
+    attempts: int
+    started_at: NotRequired[float | None]
+    attempt_started_at: NotRequired[float | None]
+    ended_at: NotRequired[float | None]
+    outcome: NotRequired[str | None]
+    messages: NotRequired[list[dict[str, JSON]]]
+
+
+class DecommissionRun(TypedDict):
+    id: str
+    node: str
+    state: Literal['running', 'succeeded', 'failed']
+    phase: str | None
+    phases: list[DecommissionPhase]
+    fingerprint: NotRequired[str]
+    params: NotRequired[dict[str, JSON]]
+    created_by: NotRequired[str]
+    takeovers: int
+    created_at: float
+    updated_at: NotRequired[float]
+    ended_at: NotRequired[float | None]
+    status_code: NotRequired[int | None]
+    result: NotRequired[dict[str, JSON] | None]
+    lease_owner: NotRequired[str | None]
+    lease_expires: NotRequired[float | None]
 
 
 class DesignLink(TypedDict):
@@ -199,3 +189,15 @@ class DesignLink(TypedDict):
 
 
 DesignRef: TypeAlias = DesignLink | Href
+
+
+class Status(TypedDict):
+    kind: Literal['Status']
+    apiVersion: str
+    metadata: dict[str, JSON]
+    status: Literal['Success', 'Failure']
+    message: str
+    reason: str
+    code: int
+    retry: bool
+    details: Details

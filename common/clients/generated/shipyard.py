@@ -5,22 +5,13 @@ Regenerate with `make wiretypes` (python tools/wiretypes.py).
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
+
+from common.jsontypes import JSON
 
 
 class TagData(TypedDict):
     pass
-
-
-class PlanRequest(TypedDict):
-    name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site']
-    parameters: NotRequired[dict[str, Any]]
-
-
-class ActionRequest(TypedDict):
-    name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site', 'test_site', 'update_software']
-    parameters: NotRequired[dict[str, Any] | None]
-    plan_id: NotRequired[str]
 
 
 class Revision(TypedDict):
@@ -34,22 +25,6 @@ class Revision(TypedDict):
 class Revisions(TypedDict):
     count: int
     results: list[Revision]
-
-
-class Metadata(TypedDict):
-    schema: str
-    name: str
-    layeringDefinition: NotRequired[dict[str, Any]]
-    labels: NotRequired[dict[str, Any]]
-    substitutions: NotRequired[list[dict[str, Any]]]
-    replacement: NotRequired[bool]
-    storagePolicy: NotRequired[str]
-
-
-class Document(TypedDict):
-    schema: str
-    metadata: Metadata
-    data: Any
 
 
 Note = TypedDict(
@@ -79,6 +54,81 @@ class StepSummary(TypedDict):
     notes: NotRequired[list[Note]]
 
 
+class Finding(TypedDict):
+    node: NotRequired[str | None]
+    source: Literal['shipyard', 'promenade', 'drydock']
+    message: str
+
+
+class Call(TypedDict):
+    service: NotRequired[Literal['shipyard', 'promenade', 'drydock']]
+    request: NotRequired[str]
+    why: NotRequired[str]
+    node: NotRequired[str | None]
+    step: NotRequired[str | None]
+    runs: NotRequired[list[str]]
+
+
+class ConflictingAction(TypedDict):
+    id: str
+    name: str
+    state: str
+    target_nodes: list[str]
+    site_wide: bool
+
+
+class Node(TypedDict):
+    node: NotRequired[str]
+
+
+class CommandAuditItem(TypedDict):
+    id: NotRequired[int]
+    action_id: NotRequired[str]
+    command: NotRequired[str]
+    user: NotRequired[str | None]
+    context_marker: NotRequired[str | None]
+    datetime: NotRequired[str]
+    outcome: NotRequired[str]
+
+
+class MessageListItem(TypedDict):
+    message: str
+    error: bool
+    kind: Literal['SimpleMessage', 'ValidationMessage', 'HealthMessage']
+
+
+class Details(TypedDict):
+    errorCount: int
+    messageList: list[MessageListItem]
+
+
+class PlanRequest(TypedDict):
+    name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site']
+    parameters: NotRequired[dict[str, JSON]]
+
+
+class ActionRequest(TypedDict):
+    name: Literal['redeploy_server', 'relabel_nodes', 'deploy_site', 'update_site', 'test_site', 'update_software']
+    parameters: NotRequired[dict[str, JSON] | None]
+    plan_id: NotRequired[str]
+
+
+class Metadata(TypedDict):
+    schema: str
+    name: str
+    layeringDefinition: NotRequired[dict[str, JSON]]
+    labels: NotRequired[dict[str, JSON]]
+    substitutions: NotRequired[list[dict[str, JSON]]]
+    replacement: NotRequired[bool]
+    storagePolicy: NotRequired[str]
+
+
+class Document(TypedDict):
+    schema: str
+    metadata: Metadata
+    data: JSON
+
+
 class Step(TypedDict):
     id: NotRequired[str]
     task_id: NotRequired[str]
@@ -105,8 +155,8 @@ class Step(TypedDict):
     depends_on: NotRequired[list[str]]
     next_attempt: NotRequired[str | None]
     notes: NotRequired[list[Note]]
-    details: NotRequired[dict[str, Any]]
-    output: NotRequired[dict[str, Any]]
+    details: NotRequired[dict[str, JSON]]
+    output: NotRequired[dict[str, JSON]]
     url: NotRequired[str]
 
 
@@ -122,40 +172,21 @@ class Workflow(TypedDict):
     end_date: NotRequired[str | None]
     state: NotRequired[Literal['queued', 'running', 'paused', 'success', 'failed'] | None]
     external_trigger: NotRequired[bool]
-    conf: NotRequired[dict[str, Any]]
+    conf: NotRequired[dict[str, JSON]]
     action_id: NotRequired[str]
     action_state: NotRequired[str]
     steps: NotRequired[list[Step]]
-    sub_dags: NotRequired[list[dict[str, Any]]]
+    sub_dags: NotRequired[list[dict[str, JSON]]]
 
 
 class Validation(TypedDict):
     id: NotRequired[str]
     action_id: NotRequired[str]
     validation_name: NotRequired[str]
-    details: NotRequired[dict[str, Any]]
+    details: NotRequired[dict[str, JSON]]
     message: NotRequired[str]
     error: NotRequired[bool]
     kind: NotRequired[str]
-
-
-class Finding(TypedDict):
-    node: NotRequired[str | None]
-    source: Literal['shipyard', 'promenade', 'drydock']
-    message: str
-
-
-class Call(TypedDict):
-    service: NotRequired[Literal['shipyard', 'promenade', 'drydock']]
-    request: NotRequired[str]
-    why: NotRequired[str]
-    node: NotRequired[str | None]
-    step: NotRequired[str | None]
-    runs: NotRequired[list[str]]
-
-
-class Node(TypedDict):
-    node: NotRequired[str]
 
 
 class Group(TypedDict):
@@ -163,7 +194,7 @@ class Group(TypedDict):
     position: NotRequired[int]
     critical: NotRequired[bool]
     depends_on: NotRequired[list[str]]
-    success_criteria: NotRequired[dict[str, Any]]
+    success_criteria: NotRequired[dict[str, JSON]]
     nodes: NotRequired[list[str]]
     calls: NotRequired[list[Call]]
 
@@ -171,14 +202,14 @@ class Group(TypedDict):
 class Fact(TypedDict):
     step: NotRequired[str]
     fact: NotRequired[str]
-    value: NotRequired[Any]
+    value: NotRequired[JSON]
     rule: NotRequired[str]
 
 
 class Plan(TypedDict):
     id: str
     action: str
-    parameters: dict[str, Any]
+    parameters: dict[str, JSON]
     revision_id: NotRequired[int | None]
     design_ref: NotRequired[str | None]
     created: str
@@ -189,7 +220,7 @@ class Plan(TypedDict):
     verdict: Literal['clear', 'warnings', 'blocked']
     blockers: list[Finding]
     warnings: list[Finding]
-    conflicts: list[dict[str, Any]]
+    conflicts: list[ConflictingAction]
     steps: list[str]
     nodes: list[Node]
     groups: list[Group]
@@ -198,20 +229,10 @@ class Plan(TypedDict):
     url: NotRequired[str]
 
 
-class CommandAuditItem(TypedDict):
-    id: NotRequired[int]
-    action_id: NotRequired[str]
-    command: NotRequired[str]
-    user: NotRequired[str | None]
-    context_marker: NotRequired[str | None]
-    datetime: NotRequired[str]
-    outcome: NotRequired[str]
-
-
 class Action(TypedDict):
     id: NotRequired[str]
     name: NotRequired[str]
-    parameters: NotRequired[dict[str, Any]]
+    parameters: NotRequired[dict[str, JSON]]
     action_lifecycle: NotRequired[Literal['Pending', 'Processing', 'Paused', 'Complete', 'Failed']]
     state: NotRequired[Literal['pending', 'running', 'paused', 'stopping', 'complete', 'failed', 'stopped']]
     dag_id: NotRequired[str]
@@ -236,21 +257,10 @@ class Action(TypedDict):
     command_audit: NotRequired[list[CommandAuditItem]]
 
 
-class MessageListItem(TypedDict):
-    message: str
-    error: bool
-    kind: Literal['SimpleMessage', 'ValidationMessage', 'HealthMessage']
-
-
-class Details(TypedDict):
-    errorCount: int
-    messageList: list[MessageListItem]
-
-
 class Status(TypedDict):
     kind: Literal['Status']
     apiVersion: str
-    metadata: dict[str, Any]
+    metadata: dict[str, JSON]
     status: Literal['Success', 'Failure']
     message: str
     reason: str
