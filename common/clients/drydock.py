@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeGuard, get_args
+from typing import TypeGuard, get_args
 
 from common.api import API_PREFIX as P
 from common.clients.generated.drydock import (
@@ -22,6 +22,7 @@ from common.clients.generated.drydock import ResultStatus as ResultStatusName
 from common.clients.generated.drydock import TaskStatus as TaskStatusName
 from common.context import RequestContext
 from common.httpclient import ServiceClient
+from common.jsontypes import JSONObject
 from common.urlpath import node_path
 
 VERSION_HEADER = "X-Task-Version"
@@ -105,7 +106,7 @@ class DrydockClient:
             == 204
 
     def create_task(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                    options: Mapping[str, Any], *, ctx: RequestContext, key: str,
+                    options: Mapping[str, object], *, ctx: RequestContext, key: str,
                     budget_holder: str | None = None) -> Task:
         """`budget_holder`: the task acts under the failure-domain slots that holder has."""
         body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
@@ -145,7 +146,7 @@ class DrydockClient:
                                             params={"design_ref": design_ref})
         return result
 
-    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, object]:
         """Every task of the tree by id, plus `init_task_id` (Drydock's layers=-1 view)."""
         result = self._client.request("GET", f"{P}/tasks/{task_id}", ctx=ctx,
                                       params={"subtaskerrors": "true", "layers": "-1"})
@@ -162,8 +163,8 @@ class DrydockClient:
                                                   params=params or None) or []
         return result
 
-    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
-                  ctx: RequestContext) -> list[dict[str, Any]]:
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, object], *,
+                  ctx: RequestContext) -> list[JSONObject]:
         """How destroy_nodes would keep or wipe each disk of `nodes`, or why it refuses one
         (Drydock's POST /wipeplan; nothing is touched)."""
         result = self._client.request("POST", f"{P}/wipeplan", ctx=ctx, json_body={
@@ -178,7 +179,7 @@ class DrydockClient:
         return [str(n) for n in result or []]
 
     def task_preview(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]:
+                     options: Mapping[str, object], *, ctx: RequestContext) -> JSONObject:
         """What a task would do to each node it selects (Drydock's read-only preview)."""
         body = {"action": action, "design_ref": design_ref, "node_filter": node_filter,
                 "options": dict(options)}
@@ -191,8 +192,8 @@ class DrydockClient:
                          ctx: RequestContext) -> BudgetSlots:
         """Hold a slot of every failure domain of `node` (renews what `holder` holds);
         Conflict (409 BudgetExhausted) naming each full domain and its holders."""
-        body: dict[str, Any] = {"holder": holder, "node": node, "design_ref": design_ref,
-                                "lease_seconds": lease_seconds}
+        body: dict[str, str | float] = {"holder": holder, "node": node, "design_ref": design_ref,
+                                        "lease_seconds": lease_seconds}
         if description:
             body["description"] = description
         result: BudgetSlots | None = self._client.request("POST", f"{P}/budgets/slots",

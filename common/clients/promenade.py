@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard, get_args
+from typing import TypeGuard, get_args
 
 from common.api import API_PREFIX as P
 from common.clients.generated.promenade import (
@@ -17,6 +17,7 @@ from common.clients.generated.promenade import (
 )
 from common.context import RequestContext
 from common.httpclient import ServiceClient
+from common.jsontypes import JSONObject
 from common.urlpath import node_path
 
 DECOMMISSION_PARAMS = ("drain-node-timeout", "drain-node-grace-period", "clear-labels-timeout",
@@ -76,13 +77,13 @@ class PromenadeClient:
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
                      ctx: RequestContext, key: str, fenced: bool = False,
-                     disrupt: Mapping[str, str] | None = None) -> dict[str, Any]:
+                     disrupt: Mapping[str, str] | None = None) -> JSONObject:
         """The status body of a finished decommission (Promenade is synchronous);
         `disrupt`: disrupt-pdbs and disrupt-after, the operator's leave (ctx's end user)."""
-        params: dict[str, Any] = {k: int(v) for k, v in timeouts.items()
-                                  if k in DECOMMISSION_PARAMS}
+        times = {k: int(v) for k, v in timeouts.items() if k in DECOMMISSION_PARAMS}
         # Wait as long as all its phases may take, plus a margin.
-        wait = sum(v for k, v in params.items() if k != "drain-node-grace-period")
+        wait = sum(v for k, v in times.items() if k != "drain-node-grace-period")
+        params: dict[str, int | str] = dict(times)
         if fenced:
             params["fenced"] = "true"
         params.update(disrupt or {})
@@ -96,13 +97,13 @@ class PromenadeClient:
         self._client.request("POST", _node(node, "/decommission/cancel"), ctx=ctx)
 
     def remove_from_cluster(self, node: str, *, ctx: RequestContext,
-                            key: str) -> dict[str, Any]:
+                            key: str) -> JSONObject:
         result = self._client.request("POST", _node(node, "/remove-from-cluster"), ctx=ctx,
                                       idempotency_key=key)
         return dict(result or {})
 
     def join_etcd(self, node: str, design_ref: str, timeout: int, *, ctx: RequestContext,
-                  key: str) -> dict[str, Any]:
+                  key: str) -> JSONObject:
         """The node's etcd members back as learners, promoted once in sync (synchronous)."""
         result = self._client.request("POST", _node(node, "/join-etcd"), ctx=ctx,
                                       params={"timeout": int(timeout)},
