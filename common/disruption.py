@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from common.nodenames import DNS1123_SUBDOMAIN, shown
 
@@ -35,7 +34,7 @@ class Leave:
                 for key in self.budgets]
 
 
-def _namespace_problem(value: Any) -> str | None:
+def _namespace_problem(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return "a namespace is a non-empty string"
     if len(value) > 63 or not DNS1123_LABEL.fullmatch(value):
@@ -43,7 +42,7 @@ def _namespace_problem(value: Any) -> str | None:
     return None
 
 
-def _name_problem(value: Any) -> str | None:
+def _name_problem(value: object) -> str | None:
     if not isinstance(value, str) or not value:
         return "a name is a non-empty string"
     if len(value) > 253 or not DNS1123_SUBDOMAIN.fullmatch(value):
@@ -52,14 +51,14 @@ def _name_problem(value: Any) -> str | None:
     return None
 
 
-def check_budget(namespace: Any, name: Any, where: str) -> tuple[str | None, list[str]]:
+def check_budget(namespace: object, name: object, where: str) -> tuple[str | None, list[str]]:
     """"namespace/name", or None and the problems of that entry."""
     problems = [f"{where}: {p}" for p in (_namespace_problem(namespace), _name_problem(name))
                 if p]
     return (None, problems) if problems else (f"{namespace}/{name}", [])
 
 
-def check_after(value: Any) -> tuple[int | None, list[str]]:
+def check_after(value: object) -> tuple[int | None, list[str]]:
     """Whole seconds from 0 to MAX_DISRUPT_AFTER (a digit string is accepted)."""
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip())
@@ -70,7 +69,7 @@ def check_after(value: Any) -> tuple[int | None, list[str]]:
     return value, []
 
 
-def check_leave(budgets: list[tuple[Any, Any]] | None, after: Any,
+def check_leave(budgets: list[tuple[object, object]] | None, after: object,
                 given: bool) -> tuple[Leave | None, list[str]]:
     """The leave from its two parts (`budgets` None: not given); both or neither."""
     problems: list[str] = []
@@ -102,7 +101,7 @@ def check_leave(budgets: list[tuple[Any, Any]] | None, after: Any,
     return Leave(tuple(keys), seconds), []
 
 
-def from_wire(value: Any) -> tuple[list[tuple[Any, Any]] | None, list[str]]:
+def from_wire(value: object) -> tuple[list[tuple[object, object]] | None, list[str]]:
     """Shipyard's parameter: a list of {namespace, name} objects, or (as the CLI's --param
     gives it) the query form: namespace/name, comma-separated."""
     if value is None:
@@ -112,7 +111,7 @@ def from_wire(value: Any) -> tuple[list[tuple[Any, Any]] | None, list[str]]:
     if not isinstance(value, list):
         return [], [f"{PDBS} must be a list of {{namespace, name}} objects or "
                     "namespace/name,..."]
-    out: list[tuple[Any, Any]] = []
+    out: list[tuple[object, object]] = []
     problems = []
     for i, item in enumerate(value):
         if not isinstance(item, Mapping):
@@ -126,11 +125,11 @@ def from_wire(value: Any) -> tuple[list[tuple[Any, Any]] | None, list[str]]:
     return out, problems
 
 
-def from_query(value: str | None) -> list[tuple[Any, Any]] | None:
+def from_query(value: str | None) -> list[tuple[object, object]] | None:
     """Promenade's query parameter: namespace/name, comma-separated."""
     if value is None:
         return None
-    out: list[tuple[Any, Any]] = []
+    out: list[tuple[object, object]] = []
     for item in (i.strip() for i in value.split(",")):
         namespace, sep, name = item.partition("/")
         out.append((namespace, name) if sep else (None, item))

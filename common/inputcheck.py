@@ -4,7 +4,6 @@ over-deep nesting, over-long strings and keys, over-long lists (400 listing each
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from common.errors import ValidationFailed
 from common.status import Message, validation_message
@@ -35,15 +34,15 @@ def _string_problem(text: str, limit: int) -> str | None:
     return None
 
 
-def _where(path: tuple[Any, ...]) -> str:
+def _where(path: tuple[str | int, ...]) -> str:
     return "/" + "/".join(str(p)[:40] for p in path) if path else "(root)"
 
 
-def find_problems(value: Any, limits: InputLimits = DEFAULT_LIMITS) -> list[str]:
+def find_problems(value: object, limits: InputLimits = DEFAULT_LIMITS) -> list[str]:
     """Every problem of `value` (a parsed JSON/YAML value), each naming where it is; without
     recursion, so no depth of input can overflow the stack."""
     problems: list[str] = []
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
     while stack and len(problems) < MAX_PROBLEMS:
         item, path = stack.pop()
         if len(path) > limits.max_depth:
@@ -80,7 +79,7 @@ def problem_messages(problems: list[str], what: str = "body") -> list[Message]:
             for p in problems]
 
 
-def require_safe(value: Any, limits: InputLimits = DEFAULT_LIMITS, what: str = "body") -> None:
+def require_safe(value: object, limits: InputLimits = DEFAULT_LIMITS, what: str = "body") -> None:
     """400 listing every problem of `value`; returns quietly when it is safe to keep."""
     problems = find_problems(value, limits)
     if problems:

@@ -5,9 +5,8 @@ checks a Node's name (an RFC 1123 DNS subdomain). Inner layers take the checked,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from common.errors import InvalidNodeName
 from common.status import Message, validation_message
@@ -42,11 +41,11 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def is_node_name(name: Any) -> bool:
+def is_node_name(name: object) -> bool:
     return isinstance(name, str) and name_problem(name) is None
 
 
-def shown(name: Any) -> str:
+def shown(name: object) -> str:
     """A refused name as a message quotes it: escaped (no control or bidi character reaches a
     terminal or a page), and shortened."""
     if not isinstance(name, str):
@@ -81,16 +80,16 @@ class NameCheck:
         return out
 
 
-def split_names(value: Any) -> list[Any] | None:
+def split_names(value: object) -> list[object] | None:
     """The items of a list or of a comma-separated string of names; None for other types."""
     if isinstance(value, str):
-        return value.split(",")
+        return list(value.split(","))
     if isinstance(value, list):
         return value
     return None
 
 
-def check_names(items: list[Any], limit: int | None = None) -> NameCheck:
+def check_names(items: Sequence[object], limit: int | None = None) -> NameCheck:
     """Check each item once (counted before any other work, so a huge list costs little)."""
     if limit is not None and len(items) > limit:
         return NameCheck(NodeNames(), len(items), over_limit=True,
@@ -105,7 +104,7 @@ def check_names(items: list[Any], limit: int | None = None) -> NameCheck:
                      invalid=tuple(dict.fromkeys(invalid)))
 
 
-def require_names(items: Iterable[Any], where: str) -> NodeNames:
+def require_names(items: Iterable[object], where: str) -> NodeNames:
     """The names of `items`, or InvalidNodeName (400) listing every refused item."""
     found = check_names(list(items))
     if not found.ok:
@@ -114,7 +113,7 @@ def require_names(items: Iterable[Any], where: str) -> NodeNames:
     return found.names
 
 
-def require_name(name: Any, where: str = "node name") -> str:
+def require_name(name: object, where: str = "node name") -> str:
     """A node name taken as it is (a path parameter: not stripped), or InvalidNodeName (400)."""
     why = name_problem(name) if isinstance(name, str) else "not a string"
     if why is not None:

@@ -4,7 +4,8 @@ name that held '/' once decoded (`a%2F..%2F..`) is refused as a node name, not s
 from __future__ import annotations
 
 import re
-from typing import Any
+
+import falcon
 
 from common.errors import InvalidNodeName, NotFound
 from common.nodenames import is_node_name
@@ -21,7 +22,7 @@ class NodePathSink:
         self._rule = rule
         self.pattern = pattern
 
-    def __call__(self, req: Any, resp: Any, **kwargs: Any) -> None:
+    def __call__(self, req: falcon.Request, resp: falcon.Response, **kwargs: str) -> None:
         check(req, self._rule)
         found = self.pattern.match(req.path)
         rest = (found.group("rest") if found else None) or ""

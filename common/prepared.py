@@ -4,6 +4,7 @@ costs more than the query itself)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Engine
@@ -22,9 +23,9 @@ class PreparedRead:
         self._compiled = compiled
         self._sql = str(compiled)
 
-    def one(self, **params: Any) -> tuple[Any, ...] | None:
+    def one(self, **params: object) -> tuple[Any, ...] | None:
         bound = self._compiled.construct_params(params) or {}
-        args: Any = bound
+        args: Mapping[str, object] | tuple[object, ...] = bound
         if self._compiled.positional:
             args = tuple(bound[name] for name in self._compiled.positiontup or ())
         conn = self._engine.raw_connection()
