@@ -281,7 +281,15 @@ class TaskStore:
     # --- leases ----------------------------------------------------------------------------
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[TaskRow]:
         """Take up to `limit` queued tasks, or active ones whose lease expired."""
-        now = self.clock()
+        return self.claim_units(owner, self.clock(), lease_seconds, limit)
+
+    def renew(self, task_id: str, owner: str, lease_seconds: float) -> bool:
+        """Extend our lease; False when another worker holds the task now."""
+        return self.renew_unit(task_id, owner, self.clock(), lease_seconds)
+
+    # the lease store of common.runner (the workers' claims and heartbeats)
+    def claim_units(self, owner: str, now: float, lease_seconds: float,
+                    limit: int) -> list[TaskRow]:
         claimable = and_(TaskRow.parent_id.is_(None),
                          TaskRow.status.in_([st.value for st in ACTIVE]), LEASE.free(now))
         with self.reads() as s:
@@ -295,15 +303,13 @@ class TaskStore:
                     claimed.append(task_id)
         return [self.get(t) for t in claimed]
 
-    def renew(self, task_id: str, owner: str, lease_seconds: float) -> bool:
-        """Extend our lease; False when another worker holds the task now."""
-        now = self.clock()
+    def renew_unit(self, unit_id: str, owner: str, now: float, lease_seconds: float) -> bool:
         with self.sessions.begin() as s:
-            return LEASE.renew(s, [TaskRow.id == task_id], owner, now, lease_seconds)
+            return LEASE.renew(s, [TaskRow.id == unit_id], owner, now, lease_seconds)
 
-    def release_lease(self, task_id: str, owner: str) -> None:
+    def drop_unit(self, unit_id: str, owner: str) -> None:
         with self.sessions.begin() as s:
-            LEASE.drop(s, [TaskRow.id == task_id], owner)
+            LEASE.drop(s, [TaskRow.id == unit_id], owner)
 
     # --- transitions -----------------------------------------------------------------------
     def transition(self, task_id: str, target: TaskStatus, **values: Any) -> TaskRow:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import heapq
 import json
 import logging
-import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
@@ -16,6 +15,7 @@ from common.audit import current_actor, worker_actor
 from common.context import RequestContext, current_marker
 from common.documents import Document
 from common.errors import BerthError, Conflict
+from common.runner import Hold
 from common.status import simple_message
 from common.workflow import Done, Failed, Retry
 from drydock_api.db.models import TaskRow
@@ -39,24 +39,6 @@ LOG = logging.getLogger(__name__)
 S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings
 MESSAGE_FIELDS = ("power",)  # a step's details its message carries (what power-off it got)
 SAVE_EVERY = 5.0  # a waiting step's unchanged retry is saved at least this often (s)
-
-
-@dataclass
-class TaskHold:
-    """A worker's hold on a task; `lost` is set when renewal fails (another worker has it).
-    `changed` is notified on that and whenever one of the task's node attempts ends."""
-
-    task_id: str
-    lost: threading.Event = field(default_factory=threading.Event)
-    changed: threading.Condition = field(default_factory=threading.Condition)
-
-    def lose(self) -> None:
-        self.lost.set()
-        self.wake()
-
-    def wake(self) -> None:
-        with self.changed:
-            self.changed.notify_all()
 
 
 @dataclass
@@ -112,7 +94,7 @@ class Orchestrator:
         self.clock = clock
         self.sleep = sleep  # None: wait for due attempts in real time
 
-    def run(self, task: TaskRow, lease: TaskHold) -> None:
+    def run(self, task: TaskRow, lease: Hold) -> None:
         """Run (or resume) a task we hold the lease of, to complete or terminated."""
         current_marker.set(task.context_marker or "-")
         current_actor.set(worker_actor("drydock", task.created_by))
@@ -170,7 +152,7 @@ class Orchestrator:
                                result=TaskResult.FAILURE.value, result_message=message)
 
     def _run_nodes(self, row: TaskRow, action: ActionDef, design: Design,
-                   ctx: RequestContext, lease: TaskHold, ports: Ports) -> None:
+                   ctx: RequestContext, lease: Hold, ports: Ports) -> None:
         names = list(row.node_names or [])
         missing = [n for n in names if n not in design.nodes]
         node_tasks = self._progress.ensure_node_tasks(row, names)
@@ -208,14 +190,14 @@ class Orchestrator:
                                                        context_type="node", context=name)])
         return True
 
-    def _stop_requested(self, row: TaskRow, lease: TaskHold) -> bool:
+    def _stop_requested(self, row: TaskRow, lease: Hold) -> bool:
         if lease.lost.is_set():
             return True
         status, terminate, _owner = self._tasks.control(row.id)
         return terminate or status == S.TERMINATING
 
     def advance(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
-                lease: TaskHold) -> float | None:
+                lease: Hold) -> float | None:
         """Run a node on: its steps in order, each one attempt at a time, skipping those done
         (by a previous worker too). When to come back (a step waits), or None: it ended."""
         current_marker.set(ctx.marker)
@@ -281,7 +263,7 @@ class Orchestrator:
             self._ports.budgets.renew(dict(self._tasks.get(task_id).options or {}))
 
     def _next_step(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
-                   lease: TaskHold) -> bool:
+                   lease: Hold) -> bool:
         """Start the node's next step not done yet (resuming its saved retry); False when
         none is left (the node succeeded) or the task is to stop."""
         if run.recorded is None:
@@ -460,7 +442,7 @@ class _Schedule:
     of due times); between attempts no thread is held. Woken when an attempt ends or the lease
     is lost; with a `sleep` (a fake clock) waits for a due time by sleeping instead."""
 
-    def __init__(self, orch: Orchestrator, row: TaskRow, ctx: RequestContext, lease: TaskHold,
+    def __init__(self, orch: Orchestrator, row: TaskRow, ctx: RequestContext, lease: Hold,
                  runs: list[_NodeRun]) -> None:
         self.o, self.row, self.ctx, self.lease = orch, row, ctx, lease
         self.runs = runs

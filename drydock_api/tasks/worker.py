@@ -1,20 +1,17 @@
-"""A task worker: claims tasks with database leases, renews them, runs them in threads."""
+"""A task worker: the common runner (claims, leases, heartbeats, a thread per task) over
+Drydock's task table, each claimed task run by the orchestrator."""
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 
+from common.runner import Runner, RunnerSettings
 from drydock_api.db.models import TaskRow
 from drydock_api.db.store import TaskStore
-from drydock_api.tasks.orchestrator import Orchestrator, TaskHold
-
-LOG = logging.getLogger(__name__)
+from drydock_api.tasks.orchestrator import Orchestrator
 
 
 def default_owner() -> str:
@@ -28,113 +25,17 @@ class WorkerSettings:
     poll_interval: float = 1.0
 
 
-class Worker:
-    """`poll_once` and `heartbeat_once` are the whole behaviour; `run` loops them."""
+class Worker(Runner[TaskRow]):
+    """Runs up to `max_tasks` top-level tasks at once; the failure-domain slots of the tasks
+    it holds are renewed with their leases."""
 
     def __init__(self, store: TaskStore, orchestrator: Orchestrator, settings: WorkerSettings,
                  owner: str | None = None) -> None:
-        self.store = store
+        super().__init__(store, orchestrator.run,
+                         RunnerSettings(capacity=settings.max_tasks,
+                                        lease_seconds=settings.lease_seconds,
+                                        poll_interval=settings.poll_interval),
+                         owner or default_owner(), key=lambda t: t.id, clock=store.clock,
+                         renewed=orchestrator.renew_slots, name="task")
         self.orchestrator = orchestrator
-        self.settings = settings
-        self.owner = owner or default_owner()
-        self._active: dict[str, TaskHold] = {}
-        self._threads: dict[str, threading.Thread] = {}
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self.stopping = threading.Event()
-
-    def wake(self) -> None:
-        """Look for queued tasks now (one was created in this process, or a task ended)."""
-        self._wake.set()
-
-    def active(self) -> list[str]:
-        with self._lock:
-            return list(self._active)
-
-    def poll_once(self) -> int:
-        """Claim what we have room for and start each claimed task in its own thread."""
-        free = self.settings.max_tasks - len(self.active())
-        if free <= 0 or self.stopping.is_set():
-            return 0
-        claimed = self.store.claim(self.owner, self.settings.lease_seconds, free)
-        with self._lock:  # a task of ours whose lease lapsed (a late heartbeat) was taken
-            new = [t for t in claimed if t.id not in self._active]  # back: it runs already
-        for task in new:
-            self.start(task)
-        return len(new)
-
-    def start(self, task: TaskRow) -> threading.Thread:
-        lease = TaskHold(task.id)
-        thread = threading.Thread(target=self._work, args=(task, lease),
-                                  name=f"task-{task.id[:8]}", daemon=True)
-        with self._lock:
-            self._active[task.id] = lease
-            self._threads[task.id] = thread
-        thread.start()
-        return thread
-
-    def _work(self, task: TaskRow, lease: TaskHold) -> None:
-        try:
-            self.orchestrator.run(task, lease)
-            if not lease.lost.is_set():
-                self.store.release_lease(task.id, self.owner)
-        except Exception:
-            LOG.exception("Task %s failed in worker %s; its lease will expire", task.id,
-                          self.owner)
-        finally:
-            with self._lock:
-                self._active.pop(task.id, None)
-                self._threads.pop(task.id, None)
-            self.wake()  # room for another task
-
-    def heartbeat_once(self) -> None:
-        """Renew every lease we hold; a lease another worker took is marked lost."""
-        with self._lock:
-            leases = list(self._active.values())
-        for lease in leases:
-            try:
-                if not self.store.renew(lease.task_id, self.owner, self.settings.lease_seconds):
-                    LOG.warning("Lost the lease on task %s", lease.task_id)
-                    lease.lose()
-            except Exception:
-                LOG.exception("Renewing the lease on %s failed", lease.task_id)
-        try:
-            self.orchestrator.renew_slots([h.task_id for h in leases if not h.lost.is_set()])
-        except Exception:
-            LOG.exception("Renewing failure-domain slots failed")
-
-    def run(self) -> None:
-        """Poll for work and renew leases until `stopping` is set."""
-        beat = threading.Thread(target=self._heartbeat_loop, name="lease-heartbeat",
-                                daemon=True)
-        beat.start()
-        while not self.stopping.is_set():
-            self._wake.clear()
-            try:
-                claimed = self.poll_once()
-            except Exception:
-                LOG.exception("Polling for tasks failed")
-                claimed = 0
-            if not claimed:
-                self._wake.wait(self.settings.poll_interval)
-
-    def _heartbeat_loop(self) -> None:
-        """Renew every `lease_seconds / 3`, counted from the previous renewal's start (a slow
-        renewal does not push the next one later)."""
-        interval = max(self.settings.lease_seconds / 3, 0.01)
-        due = time.monotonic()
-        while True:
-            due = max(due + interval, time.monotonic())
-            if self.stopping.wait(due - time.monotonic()):
-                return
-            self.heartbeat_once()
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self._wake.set()
-
-    def join(self, timeout: float | None = None) -> None:
-        with self._lock:
-            threads = list(self._threads.values())
-        for thread in threads:
-            thread.join(timeout)
+        self.worker_settings = settings

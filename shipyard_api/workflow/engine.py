@@ -17,6 +17,7 @@ from common.audit import acting, current_actor, worker_actor
 from common.context import current_marker
 from common.errors import BerthError
 from common.jsontypes import JSONObject, as_float
+from common.runner import Hold
 from common.workflow import Done, Failed, Outcome, Retry, StepPolicy, next_attempt
 from shipyard_api.workflow.definitions import (
     ActionDefinition,
@@ -73,18 +74,25 @@ class Engine:
         action_id = self.store.claim(self.owner, self.clock(), self.settings.lease_seconds)
         if action_id is None:
             return False
-        try:
-            self.run_action(action_id)
-        except LeaseLost:
-            LOG.warning("Lost the lease of action %s; another worker has it", action_id)
+        self.run_claimed(action_id, None)
         return True
 
-    def run_action(self, action_id: str) -> None:
+    def run_claimed(self, action_id: str, hold: Hold | None) -> None:
+        """Run an action whose lease we took until it ends, pauses or waits, or until the
+        lease is lost (`hold`, renewed by a runner's heartbeat, says so)."""
+        try:
+            self.run_action(action_id, hold)
+        except LeaseLost:
+            LOG.warning("Lost the lease of action %s; another worker has it", action_id)
+            if hold is not None:
+                hold.lose()
+
+    def run_action(self, action_id: str, hold: Hold | None = None) -> None:
         action = self.store.get(action_id)
         with acting(worker_actor("shipyard", action.user)):
-            self._run_action(action)
+            self._run_action(action, hold)
 
-    def _run_action(self, action: ActionRow) -> None:
+    def _run_action(self, action: ActionRow, hold: Hold | None) -> None:
         action_id = action.id
         definition = self.definitions[action.name]
         if action.state == A.PENDING.value:
@@ -92,7 +100,7 @@ class Engine:
             self.store.transition(action_id, A.RUNNING, now, started_at=now)
         pool = self._executor(self.settings.max_concurrent_nodes + 1)
         try:
-            _Run(self, definition, action_id, pool).loop()
+            _Run(self, definition, action_id, pool, hold).loop()
         finally:
             pool.shutdown(wait=True)
 
@@ -132,8 +140,9 @@ class _Run:
     """One stretch of work on one claimed action."""
 
     def __init__(self, engine: Engine, definition: ActionDefinition, action_id: str,
-                 pool: Executor) -> None:
+                 pool: Executor, hold: Hold | None) -> None:
         self.e = engine
+        self.hold = hold
         self.defn = definition
         self.action_id = action_id
         self.pool = pool
@@ -145,7 +154,8 @@ class _Run:
         current_marker.set(e.store.get(self.action_id).marker)
         while True:
             now = e.clock()
-            if not e.store.renew(self.action_id, e.owner, now, e.settings.lease_seconds):
+            if (self.hold is not None and self.hold.lost.is_set()) or not e.store.renew(
+                    self.action_id, e.owner, now, e.settings.lease_seconds):
                 raise LeaseLost(self.action_id)
             action = e.store.get(self.action_id)
             steps = e.store.steps(self.action_id)

@@ -197,24 +197,42 @@ class ActionStore:
     # -- leases -------------------------------------------------------------------------
     def claim(self, owner: str, now: float, ttl: float) -> str | None:
         """Take the lease of one due action whose lease is free or expired."""
+        return next(iter(self.claim_units(owner, now, ttl, 1)), None)
+
+    def claim_units(self, owner: str, now: float, lease_seconds: float,
+                    limit: int) -> list[str]:
+        """Take the leases of up to `limit` due actions whose lease is free or expired, the
+        longest due first (common.runner's lease store)."""
         free = LEASE.free(now)
         claimable = ActionRow.state.in_([a.value for a in CLAIMABLE])
+        taken: list[str] = []
         with self._sessions.begin() as s:
             ids = s.scalars(select(ActionRow.id).where(claimable, free,
                                                        ActionRow.next_run_at <= now)
-                            .order_by(ActionRow.next_run_at).limit(20)).all()
+                            .order_by(ActionRow.next_run_at).limit(limit + 19)).all()
             for action_id in ids:
-                if LEASE.take(s, [ActionRow.id == action_id, claimable, free], owner, now, ttl):
-                    return action_id
-        return None
+                if LEASE.take(s, [ActionRow.id == action_id, claimable, free], owner, now,
+                              lease_seconds):
+                    taken.append(action_id)
+                    if len(taken) >= limit:
+                        break
+        return taken
 
     def renew(self, action_id: str, owner: str, now: float, ttl: float) -> bool:
         with self._sessions.begin() as s:
             return LEASE.renew(s, [ActionRow.id == action_id], owner, now, ttl)
 
+    renew_unit = renew
+
     def release(self, action_id: str, owner: str, next_run_at: float) -> None:
         with self._sessions.begin() as s:
             LEASE.drop(s, [ActionRow.id == action_id], owner, next_run_at=next_run_at)
+
+    def drop_unit(self, unit_id: str, owner: str) -> None:
+        """Give the lease up, the action due when it was (its run handed it back already, or
+        a claim took it back while its run was ending)."""
+        with self._sessions.begin() as s:
+            LEASE.drop(s, [ActionRow.id == unit_id], owner)
 
     # -- transitions --------------------------------------------------------------------
     def transition(self, action_id: str, target: ActionState, now: float,

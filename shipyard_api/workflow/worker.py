@@ -1,19 +1,23 @@
-"""Worker loops: engine threads that claim due actions until told to stop."""
+"""The engine's workers: the common runner (claims, leases, heartbeats, a thread per action)
+over Shipyard's action table, each claimed action run by the engine."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 
 from common.pgwake import Listener
+from common.runner import Runner, RunnerSettings
 from shipyard_api.workflow.engine import Engine
 
 LOG = logging.getLogger(__name__)
 
 
 class WorkerPool:
-    """`count` threads, each an Engine with its own lease identity."""
+    """Runs up to `count` actions at once under one lease identity (the engine's owner); the
+    leases of the actions it runs are renewed every lease/3 beside the engine's own loop."""
 
     def __init__(self, make_engine: Callable[[int], Engine], count: int,
                  poll_interval: float) -> None:
@@ -21,8 +25,8 @@ class WorkerPool:
         self._count = count
         self._poll = poll_interval
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.runner: Runner[str] | None = None
         self.listener: Listener | None = None  # wakes us on other processes' news
         # loops run beside the engines while they run (each gets the stop event)
         self.companions: list[Callable[[threading.Event], None]] = []
@@ -30,27 +34,36 @@ class WorkerPool:
     def start(self) -> None:
         if self.listener is not None:  # API processes without engine threads listen too
             self.listener.start()
-        for n in range(self._count):
-            engine = self._make_engine(n)
-            thread = threading.Thread(target=self._loop, args=(engine,), daemon=True,
-                                      name=f"shipyard-engine-{n}")
-            thread.start()
-            self._threads.append(thread)
-        for n, companion in enumerate(self.companions if self._count else []):
-            thread = threading.Thread(target=companion, args=(self._stop,), daemon=True,
-                                      name=f"shipyard-companion-{n}")
-            thread.start()
-            self._threads.append(thread)
+        if not self._count:
+            return
+        engine = self._make_engine(0)
+        self.runner = Runner(engine.store, engine.run_claimed,
+                             RunnerSettings(capacity=self._count,
+                                            lease_seconds=engine.settings.lease_seconds,
+                                            poll_interval=self._poll),
+                             engine.owner, key=str, clock=engine.clock, name="action")
+        self.runner.stopping = self._stop
+        self._spawn(self.runner.run, "shipyard-engine")
+        for n, companion in enumerate(self.companions):
+            self._spawn(partial(companion, self._stop), f"shipyard-companion-{n}")
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, daemon=True, name=name)
+        thread.start()
+        self._threads.append(thread)
 
     def wake(self) -> None:
         """Look for work now (an action was created or unpaused)."""
-        self._wake.set()
+        if self.runner is not None:
+            self.runner.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.listener is not None:
             self.listener.stop()
         self._stop.set()
-        self._wake.set()
+        if self.runner is not None:
+            self.runner.stop()
+            self.runner.join(timeout)
         for thread in self._threads:
             thread.join(timeout)
 
@@ -59,14 +72,3 @@ class WorkerPool:
         self.start()
         while not self._stop.wait(1.0):
             pass
-
-    def _loop(self, engine: Engine) -> None:
-        while not self._stop.is_set():
-            try:
-                busy = engine.run_once()
-            except Exception:  # keep the worker alive; the action is retried after its lease
-                LOG.exception("Engine iteration failed")
-                busy = False
-            if not busy:
-                self._wake.wait(self._poll)
-                self._wake.clear()
