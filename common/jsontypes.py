@@ -30,3 +30,18 @@ def as_int(value: JSON) -> int:
     if isinstance(value, int | float | str):
         return int(value)
     raise TypeError(f"not a number: {value!r}")
+
+
+def member(value: JSON, *keys: str) -> JSON:
+    """The member at `keys` of nested objects (`member(v, "a", "b")` is v["a"]["b"]), None
+    where one is missing or not an object."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def as_str(value: JSON) -> str | None:
+    """`value` when it is a string, else None."""
+    return value if isinstance(value, str) else None
