@@ -8,12 +8,10 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 import falcon
 import sqlalchemy.exc
-import yaml
 from prometheus_client import CollectorRegistry
 
 from common import policy
@@ -40,6 +38,7 @@ from common.errors import (
 from common.idempotency import IdempotencyMiddleware, SqlIdempotencyStore
 from common.inputcheck import DEFAULT_LIMITS, InputLimits
 from common.metrics import MetricsResource, RequestMetrics
+from common.openapidoc import openapi_document
 from common.policy import Policy
 from common.status import Message, status_body
 
@@ -272,9 +271,7 @@ def run_checks(checks: Sequence[HealthCheck]) -> list[Message]:
 
 
 def load_openapi(service: str) -> dict[str, Any]:
-    text = resources.files("schemas").joinpath("openapi", f"{service}.yaml").read_text()
-    doc: dict[str, Any] = yaml.safe_load(text)
-    return doc
+    return openapi_document(service)
 
 
 class OpenApiResource:

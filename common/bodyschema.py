@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import jsonschema
-import yaml
 from jsonschema.exceptions import ValidationError
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from common.errors import ValidationFailed
+from common.openapidoc import openapi_document
 from common.status import validation_message
 
 TYPE_WORDS = {"boolean": "true or false", "object": "an object", "array": "a list",
@@ -45,8 +44,7 @@ def _json_schema(node: object) -> object:
 @cache
 def _validator(service: str, component: str) -> jsonschema.Draft202012Validator:
     uri = f"urn:berth:openapi:{service}"
-    text = resources.files("schemas").joinpath("openapi", f"{service}.yaml").read_text()
-    doc = _json_schema(yaml.safe_load(text))
+    doc = _json_schema(openapi_document(service))
     registry: Registry[Any] = Registry().with_resource(uri, DRAFT202012.create_resource(doc))
     return jsonschema.Draft202012Validator({"$ref": f"{uri}#/components/schemas/{component}"},
                                            registry=registry)
