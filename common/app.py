@@ -6,12 +6,15 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from wsgiref.types import WSGIApplication
 
 import falcon
 import sqlalchemy.exc
+from oslo_config import cfg
+from oslo_policy.policy import RuleDefault
 from prometheus_client import CollectorRegistry
 
 from common import policy
@@ -37,6 +40,7 @@ from common.errors import (
 )
 from common.idempotency import IdempotencyMiddleware, SqlIdempotencyStore
 from common.inputcheck import DEFAULT_LIMITS, InputLimits
+from common.jsontypes import JSONObject
 from common.metrics import MetricsResource, RequestMetrics
 from common.openapidoc import openapi_document
 from common.policy import Policy
@@ -74,7 +78,7 @@ class ServiceApp(falcon.App):  # type: ignore[misc,type-arg]
         self.berth_routes: list[tuple[str, object]] = []
         self.berth_spec: ServiceSpec | None = None
 
-    def add_route(self, uri_template: str, resource: object, **kwargs: Any) -> None:
+    def add_route(self, uri_template: str, resource: object, **kwargs: object) -> None:
         super().add_route(uri_template, resource, **kwargs)
         self.berth_routes.append((uri_template, resource))
 
@@ -140,19 +144,19 @@ def _end_user_header(req: falcon.Request) -> str | None:
     return value
 
 
-def _render(resp: falcon.Response, body: dict[str, Any]) -> None:
-    resp.status = falcon.code_to_http_status(body["code"])
+def _render(resp: falcon.Response, body: Mapping[str, object], code: int) -> None:
+    resp.status = falcon.code_to_http_status(code)
     resp.content_type = falcon.MEDIA_JSON
     resp.text = json.dumps(body)
 
 
 def handle_berth_error(req: falcon.Request, resp: falcon.Response, ex: BerthError,
-                       params: dict[str, Any]) -> None:
+                       params: dict[str, object]) -> None:
     if ex.code >= 500:
         LOG.error("%s: %s", ex.instance_reason, ex.message)
     if ex.retry_after is not None:
         resp.set_header("Retry-After", str(ex.retry_after))
-    _render(resp, ex.to_status())
+    _render(resp, ex.to_status(), ex.code)
 
 
 # "Cannot reach / lost the database" (a server down or refusing connections, a dropped
@@ -191,31 +195,31 @@ def database_outage(exc: BaseException) -> DatabaseUnavailable | None:
 
 
 def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError,
-                      params: dict[str, Any]) -> None:
+                      params: dict[str, object]) -> None:
     cls = BY_CODE.get(ex.status_code, BerthError)
     text = ex.description or ex.title or cls.title
     if ex.status_code == 404 and not ex.description:
         text = f"No route for {req.method} {req.path}"
     if ex.status_code == 405 and not ex.description:
         text = f"Method {req.method} is not allowed on {req.path}"
-    err = cls(text)
-    body = err.to_status()
+    body = cls(text).to_status()
     body["code"] = ex.status_code
     headers = ex.headers or {}
     pairs = list(headers.items()) if isinstance(headers, dict) else list(headers)
     for pair in pairs:
         resp.set_header(str(pair[0]), str(pair[1]))
-    _render(resp, body)
+    _render(resp, body, ex.status_code)
 
 
 def handle_unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception,
-                      params: dict[str, Any]) -> None:
+                      params: dict[str, object]) -> None:
     outage = database_outage(ex)
     if outage is not None:
         handle_berth_error(req, resp, outage, params)
         return
     LOG.exception("Unexpected error on %s %s", req.method, req.path)
-    _render(resp, InternalError("An unexpected error occurred; see the service log").to_status())
+    err = InternalError("An unexpected error occurred; see the service log")
+    _render(resp, err.to_status(), err.code)
 
 
 class VersionsResource:
@@ -237,7 +241,7 @@ class HealthResource:
             resp.set_header("Retry-After", str(DatabaseUnavailable.default_retry_after))
             _render(resp, status_body(503, "Unhealthy: " + "; ".join(
                 str(m["message"]) for m in failed)[:1000], reason="ServiceUnavailable",
-                                      messages=failed, retry=True))
+                                      messages=failed, retry=True), 503)
         else:
             resp.status = falcon.HTTP_204
 
@@ -252,10 +256,10 @@ class ExtendedHealthResource:
         messages = run_checks(self._checks)
         failing = [str(m.get("name") or m["message"]) for m in messages if m["error"]]
         bad = bool(failing)
-        _render(resp, status_body(503 if bad else 200,
-                                  f"Unhealthy: {', '.join(failing)}" if bad else "Healthy",
+        code = 503 if bad else 200
+        _render(resp, status_body(code, f"Unhealthy: {', '.join(failing)}" if bad else "Healthy",
                                   reason="ServiceUnavailable" if bad else "Success",
-                                  messages=messages, retry=bad))
+                                  messages=messages, retry=bad), code)
 
 
 def run_checks(checks: Sequence[HealthCheck]) -> list[Message]:
@@ -270,7 +274,7 @@ def run_checks(checks: Sequence[HealthCheck]) -> list[Message]:
     return out
 
 
-def load_openapi(service: str) -> dict[str, Any]:
+def load_openapi(service: str) -> JSONObject:
     return openapi_document(service)
 
 
@@ -306,8 +310,8 @@ def create_service_app(spec: ServiceSpec) -> ServiceApp:
     return app
 
 
-def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
-                 rules: Sequence[Any], checks: Sequence[HealthCheck] = (),
+def service_spec(conf: cfg.ConfigOpts, name: str, routes: Sequence[tuple[str, object]],
+                 rules: Sequence[RuleDefault], checks: Sequence[HealthCheck] = (),
                  dependency_checks: Sequence[HealthCheck] = (),
                  registry: CollectorRegistry | None = None,
                  idempotency: SqlIdempotencyStore | None = None) -> ServiceSpec:
@@ -336,7 +340,7 @@ def service_spec(conf: Any, name: str, routes: Sequence[tuple[str, object]],
                        registry=registry if registry is not None else CollectorRegistry())
 
 
-def wsgi_entry(conf: Any, app: ServiceApp) -> Any:
+def wsgi_entry(conf: cfg.ConfigOpts, app: ServiceApp) -> WSGIApplication:
     """The callable gunicorn serves: keystonemiddleware in front when configured."""
     from common.auth import wrap_keystone
     from common.logging import setup_logging

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import yaml
 from oslo_config import cfg
@@ -88,7 +89,7 @@ def make_authenticator(conf: cfg.ConfigOpts) -> Authenticator:
     return TokenAuthenticator.from_file(conf.auth.token_file)
 
 
-WSGIApp = Callable[..., Any]
+WSGIApp = WSGIApplication
 
 
 def wrap_keystone(app: WSGIApp, conf: cfg.ConfigOpts) -> WSGIApp:
@@ -96,12 +97,13 @@ def wrap_keystone(app: WSGIApp, conf: cfg.ConfigOpts) -> WSGIApp:
     `conf`; it decides late (delay_auth_decision) so that our app renders the 401 body."""
     from keystonemiddleware import auth_token
 
-    options: dict[str, Any] = {"oslo_config_config": conf, "delay_auth_decision": True}
+    options: dict[str, object] = {"oslo_config_config": conf, "delay_auth_decision": True}
     middleware = auth_token.AuthProtocol(app, options)
 
-    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+    def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         try:
-            return middleware(environ, start_response)
+            answer: Iterable[bytes] = middleware(environ, start_response)
+            return answer
         except Exception as exc:  # Keystone itself failing must still give a status body
             LOG.exception("Token validation failed")
             body = json.dumps(ServiceUnavailable(

@@ -23,9 +23,13 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 from common.httphead import HeadLimits, Refusal, RequestFraming
 from common.status import simple_message, status_body
@@ -81,7 +85,7 @@ class ConnectionGuard:
         self._thread = threading.Thread(target=self._sweep, name="connection-guard",
                                         daemon=True)
 
-    def listener(self, sock: Any) -> GuardedListener:
+    def listener(self, sock: socket.socket) -> GuardedListener:
         """A listening socket for the server, on a duplicate of `sock`'s descriptor."""
         listener = GuardedListener(sock.family, sock.type, sock.proto,
                                    fileno=socket.dup(sock.fileno()))
@@ -99,10 +103,11 @@ class ConnectionGuard:
         with self.lock:
             return sum(c.ready + c.busy for c in self.conns.values())
 
-    def wsgi(self, app: Callable[..., Any]) -> Callable[..., Any]:
+    def wsgi(self, app: WSGIApplication) -> WSGIApplication:
         """`app`, telling the guard when each connection's request is being served."""
 
-        def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        def guarded(environ: WSGIEnvironment,
+                    start_response: StartResponse) -> Iterable[bytes]:
             key = (environ.get("REMOTE_ADDR", ""), environ.get("REMOTE_PORT", ""))
             conn = self.conns.get(key)
             if conn is None:
@@ -127,7 +132,7 @@ class ConnectionGuard:
             conn.busy += 1
             return time.monotonic() - conn.arrived if conn.arrived else 0.0
 
-    def _saturated(self, queued: float, start_response: Callable[..., Any]) -> list[bytes]:
+    def _saturated(self, queued: float, start_response: StartResponse) -> list[bytes]:
         LOG.warning("Request refused after waiting %.1f s for a thread", queued)
         headers, body = refusal(503, "Service Unavailable", f"Every thread of the service "
                                 f"was busy for {queued:.0f} s: try again later",
@@ -140,7 +145,7 @@ class ConnectionGuard:
             conn.busy -= 1
             conn.idle_since = time.monotonic()
 
-    def admit(self, conn: GuardedSocket, addr: Any) -> bytes | None:
+    def admit(self, conn: GuardedSocket, addr: Sequence[object]) -> bytes | None:
         """Register an accepted connection, or the answer that refuses it."""
         host, port = str(addr[0]), str(addr[1])
         with self.lock:
@@ -263,7 +268,7 @@ class GuardedSocket(socket.socket):
                 self.first_byte = time.monotonic()
         return data
 
-    def send(self, data: Any, flags: int = 0) -> int:
+    def send(self, data: ReadableBuffer, flags: int = 0) -> int:
         sent = super().send(data, flags)
         self.last_send = time.monotonic()
         return sent

@@ -25,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import requests
@@ -51,7 +50,7 @@ REVISION_DOCS = re.compile(r"/revisions/([^/]*)/rendered-documents/?$")
 DESIGN_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def href_of(ref: Any) -> str:
+def href_of(ref: object) -> str:
     """The href of a design reference given as `{rel, href, type}` or a bare string."""
     if isinstance(ref, str) and ref.strip():
         href = ref.strip()
@@ -91,7 +90,7 @@ class RefPolicy:
     private: frozenset[str] = frozenset()  # real paths never served (the service's own files)
 
     @classmethod
-    def from_conf(cls, conf: Any) -> RefPolicy:
+    def from_conf(cls, conf: cfg.ConfigOpts) -> RefPolicy:
         shipyard = str(conf.peers.shipyard_url).rstrip("/")
         allowed = (shipyard + REVISIONS_PATH, *(u for u in conf.design.allowed_urls if u))
         return cls(allowed_urls=tuple(allowed), file_root=conf.design.file_root or None,
@@ -161,7 +160,7 @@ def check_revision(href: str, value: str) -> None:
                          f"from 1 to {MAX_REVISION}", reason="InvalidDesignRef")
 
 
-def private_files(conf: Any) -> frozenset[str]:
+def private_files(conf: object) -> frozenset[str]:
     """Real paths of the files a service's options name (configuration files, token file,
     policy file, keys, kubeconfig, an SQLite database and its journal files): never served
     as design documents, wherever they are."""
@@ -193,7 +192,7 @@ def private_files(conf: Any) -> frozenset[str]:
                      for p in paths for base in bases)
 
 
-def _option(group: Any, key: str) -> Any:
+def _option(group: object, key: str) -> object:
     try:
         return getattr(group, key)
     except Exception:  # an option that cannot be read names no file
@@ -230,14 +229,15 @@ class DesignResolver:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_conf(cls, conf: Any, **kwargs: Any) -> DesignResolver:
+    def from_conf(cls, conf: cfg.ConfigOpts, *, session: requests.Session | None = None,
+                  clock: Callable[[], float] = time.monotonic) -> DesignResolver:
         """The resolver a service builds from its `[design]`, `[peers]` and `[auth]` options."""
         return cls(RefPolicy.from_conf(conf), max_bytes=conf.design.max_document_bytes,
                    cache_size=conf.design.cache_size, cache_ttl=conf.design.cache_ttl,
                    timeout=conf.design.fetch_timeout, token=conf.auth.service_token or None,
-                   **kwargs)
+                   session=session, clock=clock)
 
-    def check(self, ref: Any) -> str:
+    def check(self, ref: object) -> str:
         """The href of `ref` when the policy allows it; 400 otherwise (nothing is read)."""
         href = href_of(ref)
         self._target(href)
@@ -258,7 +258,7 @@ class DesignResolver:
             return "file", self.policy.check_file(href, parts)
         return "url", self.policy.check_url(href, parts)
 
-    def resolve(self, ref: Any, ctx: RequestContext | None = None) -> list[Document]:
+    def resolve(self, ref: object, ctx: RequestContext | None = None) -> list[Document]:
         href = href_of(ref)
         kind, target = self._target(href)
         cached = self._cached(href)

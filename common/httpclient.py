@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from types import TracebackType
+from typing import Any, TypedDict, Unpack
 
 import requests
 import urllib3
+from oslo_config import cfg
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
+from urllib3.connectionpool import ConnectionPool
+from urllib3.response import BaseHTTPResponse
+from urllib3.util.retry import RequestHistory, Retry
 
 from common.context import RequestContext
 from common.errors import BY_CODE, BadGateway, BerthError, Timeout
@@ -26,7 +30,30 @@ from common.status import is_status_body, simple_message
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_CODES = frozenset({502, 503, 504})
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-RETRY_AFTER_MAX = 60.0  # a peer's Retry-After is honoured up to this many seconds
+Params = Mapping[str, str | int | float | None]  # a call's query parameters
+RETRY_AFTER_MAX = 60  # a peer's Retry-After is honoured up to this many seconds
+
+
+class RetryOptions(TypedDict, total=False):
+    """urllib3 Retry's own options (its constructor's keywords)."""
+
+    total: bool | int | None
+    connect: int | None
+    read: int | None
+    redirect: bool | int | None
+    status: int | None
+    other: int | None
+    allowed_methods: Collection[str] | None
+    status_forcelist: Collection[int] | None
+    backoff_factor: float
+    backoff_max: float
+    raise_on_redirect: bool
+    raise_on_status: bool
+    history: tuple[RequestHistory, ...] | None
+    respect_retry_after_header: bool
+    remove_headers_on_redirect: Collection[str]
+    backoff_jitter: float
+    retry_after_max: int
 
 
 class PeerRetry(Retry):
@@ -34,13 +61,14 @@ class PeerRetry(Retry):
     (a Retry-After header instead, when the answer has one), and no retry at all of a method
     it does not allow, even when the connection was refused."""
 
-    def __init__(self, *args: Any, pause: Callable[[float], None] = time.sleep,
-                 jitter: Callable[[], float] = lambda: 0.0, **kwargs: Any) -> None:
+    def __init__(self, *, pause: Callable[[float], None] = time.sleep,
+                 jitter: Callable[[], float] = lambda: 0.0,
+                 **kwargs: Unpack[RetryOptions]) -> None:
         kwargs.setdefault("retry_after_max", RETRY_AFTER_MAX)
-        super().__init__(*args, **kwargs)
+        super().__init__(**kwargs)
         self.pause, self.jitter = pause, jitter
 
-    def new(self, **kw: Any) -> PeerRetry:
+    def new(self, **kw: object) -> PeerRetry:
         kw.setdefault("pause", self.pause)
         kw.setdefault("jitter", self.jitter)
         return super().new(**kw)
@@ -50,7 +78,7 @@ class PeerRetry(Retry):
         return 0.0 if n == 0 else min(self.backoff_max,
                                       self.backoff_factor * 2 ** (n - 1) * (1 + self.jitter()))
 
-    def sleep(self, response: Any = None) -> None:
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         after = (self.get_retry_after(response)
                  if self.respect_retry_after_header and response is not None else None)
         delay = after if after else self.get_backoff_time()
@@ -58,10 +86,13 @@ class PeerRetry(Retry):
             self.pause(delay)
 
     def increment(self, method: str | None = None, url: str | None = None,
-                  *args: Any, **kwargs: Any) -> PeerRetry:
+                  response: BaseHTTPResponse | None = None, error: Exception | None = None,
+                  _pool: ConnectionPool | None = None,
+                  _stacktrace: TracebackType | None = None) -> PeerRetry:
         if method is not None and not self._is_method_retryable(method):
-            return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
-        return super().increment(method, url, *args, **kwargs)
+            return Retry.increment(self.new(total=0), method, url, response, error, _pool,
+                                   _stacktrace)
+        return super().increment(method, url, response, error, _pool, _stacktrace)
 
 
 def timed_out(exc: requests.RequestException) -> bool:
@@ -124,8 +155,8 @@ class ServiceClient:
         path: str,
         *,
         ctx: RequestContext | None = None,
-        json_body: Any = None,
-        params: Mapping[str, Any] | None = None,
+        json_body: object = None,
+        params: Params | None = None,
         headers: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
         read_timeout: float | None = None,
@@ -149,8 +180,8 @@ class ServiceClient:
         path: str,
         *,
         ctx: RequestContext | None = None,
-        json_body: Any = None,
-        params: Mapping[str, Any] | None = None,
+        json_body: object = None,
+        params: Params | None = None,
         headers: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
         read_timeout: float | None = None,
@@ -209,7 +240,7 @@ class ServiceClient:
         return cls(f"{self.name} answered {code}: {response.text[:500]}")
 
 
-def peer_client(conf: Any, peer: str) -> ServiceClient:
+def peer_client(conf: cfg.ConfigOpts, peer: str) -> ServiceClient:
     """A client for `peer` (shipyard|promenade|drydock) configured from `[peers]`."""
     peers = conf.peers
     return ServiceClient(

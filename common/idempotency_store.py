@@ -22,17 +22,19 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from oslo_config import cfg
 from sqlalchemy import (
     JSON,
     Column,
     Engine,
     Float,
     Index,
+    Insert,
     Integer,
     LargeBinary,
     MetaData,
+    RowMapping,
     String,
     Table,
     create_engine,
@@ -117,17 +119,18 @@ class SqlIdempotencyStore:
         self._next_purge = 0.0
 
     @classmethod
-    def from_conf(cls, engine: Engine, conf: Any) -> SqlIdempotencyStore:
+    def from_conf(cls, engine: Engine, conf: cfg.ConfigOpts) -> SqlIdempotencyStore:
         """The store of a service on its database engine, `[api] idempotency_*` applied."""
         return cls(engine, ttl=conf.api.idempotency_ttl, lease=conf.api.idempotency_lease)
 
     @classmethod
-    def in_memory(cls, **kwargs: Any) -> SqlIdempotencyStore:
+    def in_memory(cls, *, ttl: float = 86400.0, lease: float = 30.0, owner: str | None = None,
+                  clock: Callable[[], float] = time.time) -> SqlIdempotencyStore:
         """A store of its own (tests, apps built without a database)."""
         engine = create_engine("sqlite://", poolclass=StaticPool,
                                connect_args={"check_same_thread": False})
         METADATA.create_all(engine)
-        return cls(engine, **kwargs)
+        return cls(engine, ttl=ttl, lease=lease, owner=owner, clock=clock)
 
     # -- the request's life ------------------------------------------------------------------
     def begin(self, scope: str, fingerprint: str) -> Saved | None:
@@ -187,7 +190,7 @@ class SqlIdempotencyStore:
                       expires=now + self.ttl)
         dialect = self.engine.dialect.name
         if dialect == "postgresql":
-            stmt: Any = postgresql.insert(KEYS).values(**values).on_conflict_do_nothing()
+            stmt: Insert = postgresql.insert(KEYS).values(**values).on_conflict_do_nothing()
         elif dialect == "sqlite":
             stmt = sqlite.insert(KEYS).values(**values).on_conflict_do_nothing()
         else:  # pragma: no cover - Berth runs on SQLite and PostgreSQL
@@ -198,11 +201,11 @@ class SqlIdempotencyStore:
             self._track(scope, 1)
         return inserted
 
-    def _take_over(self, row: Any, fingerprint: str, now: float, why: str) -> bool:
+    def _take_over(self, row: RowMapping, fingerprint: str, now: float, why: str) -> bool:
         """Claim a row whose holder is gone (lease ran out) or whose time is over; only one
         process wins (the UPDATE is conditional on the attempt it read)."""
         attempt = int(row["attempt"]) + 1
-        values: dict[str, Any] = dict(state=RUNNING, attempt=attempt, owner=self.owner,
+        values: dict[str, object] = dict(state=RUNNING, attempt=attempt, owner=self.owner,
                                       lease_expires=now + self.lease, status=None,
                                       content_type=None, headers=None, body=None)
         if why == "expired":  # a new request under an old key

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TypeVar
 
 import falcon
 from cachetools import TTLCache
@@ -67,14 +67,14 @@ class Policy:
         return sorted(self._enforcer.registered_rules)
 
 
-Hook = Callable[[falcon.Request, falcon.Response, Any, dict[str, Any]], None]
+R = TypeVar("R")  # the responder (or resource) decorated
 
 
-def authorize(rule_name: str) -> Callable[[Any], Any]:
+def authorize(rule_name: str) -> Callable[[R], R]:
     """Decorate a responder so that it runs only when `rule_name` allows the caller."""
 
-    def hook(req: falcon.Request, resp: falcon.Response, resource: Any,
-             params: dict[str, Any]) -> None:
+    def hook(req: falcon.Request, resp: falcon.Response, resource: object,
+             params: dict[str, object]) -> None:
         check(req, rule_name)
 
     return falcon.before(hook)

@@ -8,9 +8,10 @@ import configparser
 import gc
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from wsgiref.types import WSGIApplication
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
 from common.config import existing_file
@@ -22,7 +23,7 @@ from common.worker import configure
 class JsonGunicornLogger(Logger):  # type: ignore[misc]
     """gunicorn's own lines (master and workers: boot, signals, worker exits) as JSON too."""
 
-    def setup(self, cfg: Any) -> None:
+    def setup(self, cfg: Config) -> None:
         super().setup(cfg)
         for log in (self.error_log, self.access_log):
             for handler in log.handlers:
@@ -40,7 +41,8 @@ def json_logs(config_file: str | None) -> bool:
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
-    def __init__(self, loader: Callable[[], Any], options: dict[str, Any]) -> None:
+    def __init__(self, loader: Callable[[], WSGIApplication],
+                 options: dict[str, object]) -> None:
         self._loader = loader
         self._options = options
         super().__init__()
@@ -50,7 +52,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             if value is not None and key in self.cfg.settings:
                 self.cfg.set(key, value)
 
-    def load(self) -> Any:
+    def load(self) -> WSGIApplication:
         app = self._loader()
         settle_heap()
         return app
@@ -66,7 +68,7 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def run(service: str, loader: Callable[[], Any], default_port: int,
+def run(service: str, loader: Callable[[], WSGIApplication], default_port: int,
         argv: Sequence[str] | None = None) -> None:
     """Parse the command line and serve `loader()` with gunicorn (common/worker.py)."""
     parser = argparse.ArgumentParser(prog=f"{service}-api",
