@@ -3,7 +3,7 @@ every problem, worded as the services word their own checks (the document is the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -45,7 +45,8 @@ def _json_schema(node: object) -> object:
 def _validator(service: str, component: str) -> jsonschema.Draft202012Validator:
     uri = f"urn:berth:openapi:{service}"
     doc = _json_schema(openapi_document(service))
-    registry: Registry[Any] = Registry().with_resource(uri, DRAFT202012.create_resource(doc))
+    registry: Registry[bool | Mapping[str, object]] = Registry().with_resource(
+        uri, DRAFT202012.create_resource(doc))
     return jsonschema.Draft202012Validator({"$ref": f"{uri}#/components/schemas/{component}"},
                                            registry=registry)
 

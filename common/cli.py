@@ -20,7 +20,7 @@ def decode(resp: requests.Response) -> Any:
         return resp.text
 
 
-def fail(code: int, body: Any) -> NoReturn:
+def fail(code: int, body: object) -> NoReturn:
     """Print a failed call's status body (its reason, message and each error) and exit 1."""
     if isinstance(body, dict) and body.get("kind") == "Status":
         lines = [f"Error {code} {body.get('reason')}: {body.get('message')}"]
@@ -33,7 +33,7 @@ def fail(code: int, body: Any) -> NoReturn:
     raise SystemExit(1)
 
 
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]],
+def table(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]],
           title: str | None = None) -> Table:
     """`rows` as a table of `columns` (header, key); a missing value is an empty cell."""
     out = Table(title=title)

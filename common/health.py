@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from common.api import API_PREFIX
 from common.httpclient import ServiceClient
@@ -27,7 +26,7 @@ def peer_check(name: str, client: ServiceClient) -> HealthCheck:
     return check
 
 
-def callable_check(name: str, probe: Callable[[], Any]) -> HealthCheck:
+def callable_check(name: str, probe: Callable[[], object]) -> HealthCheck:
     """Healthy when `probe()` returns without raising; its return value is the message."""
 
     def check() -> Message:

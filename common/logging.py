@@ -6,7 +6,6 @@ import json
 import logging
 import sys
 import time
-from typing import Any
 
 from common.context import current_marker
 
@@ -19,7 +18,7 @@ class MarkerFilter(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
+        line: dict[str, object] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname,

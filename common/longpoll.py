@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
-from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from common.errors import BadRequest
 from common.status import simple_message
@@ -133,10 +134,10 @@ def notify_on_commit(engine: Engine, waiters: ChangeWaiters) -> None:
     commit marks its connection, which notifies when it returns to the pool (after the
     commit, so a woken waiter reads the new rows)."""
 
-    def committed(conn: Any) -> None:
+    def committed(conn: Connection) -> None:
         conn.info[WROTE] = True
 
-    def checked_in(_dbapi_conn: Any, record: Any) -> None:
+    def checked_in(_dbapi_conn: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         if record.info.pop(WROTE, False):
             waiters.notify()
 

@@ -15,6 +15,7 @@ from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
 from common.config import existing_file
+from common.connguard import Limits
 from common.httphead import HeadLimits
 from common.logging import JsonFormatter, MarkerFilter
 from common.worker import configure
@@ -82,10 +83,11 @@ def run(service: str, loader: Callable[[], WSGIApplication], default_port: int,
     parser.add_argument("--config-file", type=existing_file, default=None)
     parser.add_argument("--pid-file", default=None)
     args = parser.parse_args(argv)
-    configure(header_timeout=args.header_timeout, read_timeout=args.read_timeout,
-              keepalive=args.keepalive, per_address=args.per_address_connections,
-              max_connections=args.worker_connections, queue_timeout=args.queue_timeout,
-              head=HeadLimits(max_body=args.max_body_bytes))
+    configure(Limits(header_timeout=args.header_timeout, read_timeout=args.read_timeout,
+                     keepalive=args.keepalive, per_address=args.per_address_connections,
+                     max_connections=args.worker_connections,
+                     queue_timeout=args.queue_timeout,
+                     head=HeadLimits(max_body=args.max_body_bytes)))
     if args.config_file:
         os.environ[f"{service.upper()}_CONFIG_FILE"] = os.path.abspath(args.config_file)
     _Gunicorn(loader, {

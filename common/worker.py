@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 from dataclasses import replace
-from typing import Any
 
 import waitress
 from gunicorn.workers.base import Worker
@@ -100,6 +99,6 @@ class WaitressWorker(Worker):  # type: ignore[misc]
         guard.stop()
 
 
-def configure(**settings: Any) -> None:
+def configure(limits: Limits) -> None:
     """The limits every worker of this process tree uses (set before gunicorn forks)."""
-    WaitressWorker.limits = Limits(**settings)
+    WaitressWorker.limits = limits
