@@ -21,8 +21,8 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from common.documents import Document
 from promenade_api.kube.labels import label_problems
 
 CONTENT_TYPE = "text/x-shellscript"
@@ -55,7 +55,7 @@ def _values(raw: object) -> list[str]:
     return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
 
 
-def _single(params: Mapping[str, Any], name: str, problems: list[str]) -> str | None:
+def _single(params: Mapping[str, object], name: str, problems: list[str]) -> str | None:
     raw = params.get(name)
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return None
@@ -73,7 +73,7 @@ def _ip_problem(name: str, value: str) -> str | None:
     return None
 
 
-def _labels(params: Mapping[str, Any], problems: list[str]) -> dict[str, dict[str, str]]:
+def _labels(params: Mapping[str, object], problems: list[str]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {"static": {}, "dynamic": {}}
     for name, kind in LABEL_PARAMS.items():
         if name not in params:
@@ -91,7 +91,7 @@ def _labels(params: Mapping[str, Any], problems: list[str]) -> dict[str, dict[st
     return out
 
 
-def parse_request(params: Mapping[str, Any]) -> tuple[JoinRequest | None, list[str]]:
+def parse_request(params: Mapping[str, object]) -> tuple[JoinRequest | None, list[str]]:
     """The request, or None and every problem: missing, bad and unknown parameters."""
     problems = [f"Unknown query parameter {name!r}" for name in sorted(params)
                 if name not in PARAMS]
@@ -161,7 +161,7 @@ def render_script(request: JoinRequest) -> str:
     return "\n".join(lines)
 
 
-def design_problems(request: JoinRequest, docs: Sequence[Mapping[str, Any]]) -> list[str]:
+def design_problems(request: JoinRequest, docs: Sequence[Document]) -> list[str]:
     """A design that names its nodes (drydock/BaremetalNode/v1) must name this host."""
     names = {str((d.get("metadata") or {}).get("name")) for d in docs
              if d.get("schema") == NODE_SCHEMA}

@@ -16,6 +16,7 @@ from typing import Any
 from common.clients.generated.promenade import EtcdAfterLeaving, EtcdImpact
 from common.clients.promenade import DecommissionPreview
 from common.errors import BerthError
+from common.jsontypes import JSONObject, as_list, as_object
 from promenade_api.decommission import Cancellation, DecommissionParams, current_node, phases
 from promenade_api.etcd.model import ClusterSpec, MemberHealth
 from promenade_api.etcd.port import EtcdError
@@ -40,7 +41,7 @@ class Findings:
     warnings: list[str]
 
 
-def _pod(pod: Pod, reason: str) -> dict[str, Any]:
+def _pod(pod: Pod, reason: str) -> JSONObject:
     ctl = pod.controller
     return {"pod": pod.key, "owner": f"{ctl.kind}/{ctl.name}" if ctl else None,
             "reason": reason, "cpu_m": pod.cpu_m, "memory": pod.memory,
@@ -56,18 +57,23 @@ def _evict_reason(pod: Pod, hold: bool) -> str:
     return why
 
 
+def _budget_view(b: Budget, covered: list[str]) -> JSONObject:
+    return {"budget": b.key, "disruptions_allowed": b.disruptions_allowed,
+            "current_healthy": b.current_healthy, "desired_healthy": b.desired_healthy,
+            "expected_pods": b.expected_pods, "unhealthy": b.unhealthy,
+            "pods_on_node": [*covered], "never_allows": b.never_allows}
+
+
 def _budgets(plan: DrainPlan, budgets: Sequence[Budget], found: Findings,
-             fenced: bool) -> list[dict[str, Any]]:
+             fenced: bool) -> list[tuple[Budget, list[str]]]:
+    """The budgets covering pods the drain evicts, each with those pods (by key)."""
     out = []
     for b in budgets:
         covered = [p.key for p in plan.evict + plan.hold
                    if p.namespace == b.namespace and selector_matches(b.selector, p.labels)]
         if not covered:
             continue
-        out.append({"budget": b.key, "disruptions_allowed": b.disruptions_allowed,
-                    "current_healthy": b.current_healthy, "desired_healthy": b.desired_healthy,
-                    "expected_pods": b.expected_pods, "unhealthy": b.unhealthy,
-                    "pods_on_node": covered, "never_allows": b.never_allows})
+        out.append((b, covered))
         if fenced:
             continue  # the out-of-service taint deletes pods without evictions
         if b.disruptions_allowed == 0:
@@ -110,10 +116,10 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
                               "after clear-labels the decommission waits (at most the drain "
                               "timeout) for their operators to remove the agents and release "
                               "them")
-    blocked = [b["budget"] for b in budgets if b["disruptions_allowed"] == 0]
+    blocked = [b.key for b, _ in budgets if b.disruptions_allowed == 0]
     if not params.fenced:
-        blocking = [budget_blocker(b["budget"], b["pods_on_node"], None) | {
-            "disruptions_allowed": 0} for b in budgets if b["disruptions_allowed"] == 0
+        blocking = [budget_blocker(b.key, covered, None) | {
+            "disruptions_allowed": 0} for b, covered in budgets if b.disruptions_allowed == 0
         ] + blocking
     section = {
         "method": "fence (out-of-service taint; pods deleted without eviction)"
@@ -123,7 +129,7 @@ def _drain(svc: Promenade, node: Node, params: PreviewParams,
         "awaiting": [_pod(p, "already terminating") for p in plan.awaiting],
         "skipped": [_pod(p, r) for p, r in plan.skipped],
         "warnings": list(plan.warnings),
-        "budgets": budgets,
+        "budgets": [_budget_view(b, covered) for b, covered in budgets],
         "eviction_locks": locks,
         "agent_locks": agent_locks,
         "can_finish": params.fenced or not blocked,
@@ -236,10 +242,10 @@ def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
         out["drain"], evicted = _drain(svc, current, params, found)
         room = capacity.project(evicted, svc.kube.list_nodes(), svc.kube.list_all_pods(),
                                 {node, *params.leaving})
-        if room["pending"]:
-            found.warnings.append(f"{len(room['pending'])} evicted pod(s) would stay Pending: "
-                                  + "; ".join(f"{p['pod']}: {p['reason']}"
-                                              for p in room["pending"]))
+        pending = [as_object(p) for p in as_list(room["pending"])]
+        if pending:
+            found.warnings.append(f"{len(pending)} evicted pod(s) would stay Pending: "
+                                  + "; ".join(f"{p['pod']}: {p['reason']}" for p in pending))
         out["capacity"] = room
     out["etcd"] = [_etcd(svc, node, c, found, params.leaving) for c in clusters
                    if c.may_have_member_on(node)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from wsgiref.types import WSGIApplication
 
 from oslo_config import cfg
 from sqlalchemy import text
@@ -111,6 +111,7 @@ def create_app(conf: cfg.ConfigOpts, deps: Deps | None = None) -> ServiceApp:
                      deps.dependency_checks, deps.metrics.registry, deps.idempotency))
 
 
-def get_app() -> Any:
+def get_app() -> WSGIApplication:
     conf = config.load()
-    return cookie_auth(wsgi_entry(conf, create_app(conf)))
+    app: WSGIApplication = wsgi_entry(conf, create_app(conf))
+    return cookie_auth(app)

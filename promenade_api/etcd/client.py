@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import urlparse
 
 import etcd3
 import grpc
-from etcd3 import etcdrpc
+from etcd3 import Etcd3Client, etcdrpc
 
 from promenade_api.etcd import wire
 from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, Progress, TlsFiles
@@ -44,10 +44,10 @@ class Etcd3Port:
 
     def __init__(self, timeout: float = 5.0) -> None:
         self._timeout = timeout
-        self._clients: dict[tuple[str, TlsFiles], Any] = {}
+        self._clients: dict[tuple[str, TlsFiles], Etcd3Client] = {}
         self._lock = threading.Lock()
 
-    def _client(self, url: str, tls: TlsFiles) -> Any:
+    def _client(self, url: str, tls: TlsFiles) -> Etcd3Client:
         with self._lock:
             client = self._clients.get((url, tls))
             if client is None:
@@ -60,7 +60,7 @@ class Etcd3Port:
                 self._clients[(url, tls)] = client
             return client
 
-    def _rpc(self, url: str, tls: TlsFiles, what: str, call: Callable[[Any], T]) -> T:
+    def _rpc(self, url: str, tls: TlsFiles, what: str, call: Callable[[Etcd3Client], T]) -> T:
         try:
             return call(self._client(url, tls))
         except grpc.RpcError as exc:
@@ -84,7 +84,7 @@ class Etcd3Port:
         return error
 
     def _first(self, urls: tuple[str, ...], tls: TlsFiles, what: str,
-               call: Callable[[Any], T]) -> T:
+               call: Callable[[Etcd3Client], T]) -> T:
         errors = []
         for url in urls:
             try:
@@ -94,7 +94,7 @@ class Etcd3Port:
         raise EtcdUnreachable(f"No etcd endpoint answered {what}: " + "; ".join(errors))
 
     def members(self, cluster: ClusterSpec) -> list[Member]:
-        def call(c: Any) -> list[Member]:
+        def call(c: Etcd3Client) -> list[Member]:
             resp = c.clusterstub.MemberList(etcdrpc.MemberListRequest(), self._timeout)
             return [_member(m) for m in resp.members]
 
@@ -137,7 +137,7 @@ class Etcd3Port:
                         leader_id=int(status.leader) or None, is_learner=learner)
 
     def add_learner(self, cluster: ClusterSpec, peer_url: str) -> Member:
-        def call(c: Any) -> Member:
+        def call(c: Etcd3Client) -> Member:
             add = c.channel.unary_unary(wire.MEMBER_ADD, request_serializer=wire.raw,
                                         response_deserializer=etcdrpc.MemberAddResponse.FromString)
             return _member(add(wire.learner_add_request(peer_url), self._timeout).member)
@@ -145,7 +145,7 @@ class Etcd3Port:
         return self._first(cluster.endpoints, cluster.tls, f"add learner {peer_url}", call)
 
     def promote(self, cluster: ClusterSpec, member: Member) -> None:
-        def call(c: Any) -> None:
+        def call(c: Etcd3Client) -> None:
             promote = c.channel.unary_unary(wire.MEMBER_PROMOTE, request_serializer=wire.raw,
                                             response_deserializer=wire.raw)
             promote(wire.promote_request(member.id), self._timeout)
@@ -162,6 +162,6 @@ class Etcd3Port:
                         etcdrpc.MemberRemoveRequest(ID=member.id), self._timeout))
 
 
-def _member(m: Any) -> Member:
+def _member(m: etcdrpc.Member) -> Member:
     return Member(id=m.ID, name=m.name, peer_urls=tuple(m.peerURLs),
                   client_urls=tuple(m.clientURLs), is_learner=wire.is_learner(m))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from common.documents import Document, doc_ref, select, validate_documents
 from common.errors import NotFound, ValidationFailed
+from common.jsontypes import JSON, JSONObject, as_int, as_list, as_object
 from common.status import Message, validation_message
 from promenade_api.etcd.model import ClusterSpec, TlsFiles
 
@@ -74,25 +74,27 @@ def load_clusters(docs: list[Document], secrets_dir: str | None = None) -> list[
     return clusters
 
 
-def _cluster(raw: dict[str, Any], secrets: dict[str, Any],
+def _cluster(raw: JSONObject, secrets: Mapping[str, object],
              secrets_dir: str | None) -> ClusterSpec:
-    tls_raw = raw.get("tls") or {}
+    tls_raw = as_object(raw.get("tls"))
     tls = TlsFiles(**{part: _material(tls_raw.get(part), secrets, secrets_dir)
                       for part in ("ca", "cert", "key")})
+    members = [as_object(m) for m in as_list(raw["members"])]
     return ClusterSpec(
-        name=raw["name"], endpoints=tuple(e.rstrip("/") for e in raw["client_endpoints"]),
-        members={m["name"]: m["node"] for m in raw["members"]},
-        peer_urls={m["name"]: m["peer_url"].rstrip("/") for m in raw["members"]
+        name=str(raw["name"]),
+        endpoints=tuple(str(e).rstrip("/") for e in as_list(raw["client_endpoints"])),
+        members={str(m["name"]): str(m["node"]) for m in members},
+        peer_urls={str(m["name"]): str(m["peer_url"]).rstrip("/") for m in members
                    if m.get("peer_url")},
-        min_healthy=int((raw.get("thresholds") or {}).get("minimum_healthy_members", 0)),
+        min_healthy=as_int(as_object(raw.get("thresholds")).get("minimum_healthy_members", 0)),
         tls=tls)
 
 
-def _material(value: Any, secrets: dict[str, Any], secrets_dir: str | None) -> str | None:
+def _material(value: JSON, secrets: Mapping[str, object], secrets_dir: str | None) -> str | None:
     """A file path; a Passphrase reference is written to a private file named by its hash."""
     if value is None or isinstance(value, str):
         return value
-    content = str(secrets[value["passphrase"]])
+    content = str(secrets[str(as_object(value)["passphrase"])])
     digest = hashlib.sha256(content.encode()).hexdigest()[:24]
     folder = Path(secrets_dir or tempfile.gettempdir()) / "promenade-etcd-tls"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -9,10 +9,9 @@ keeps the ones the old classes do not know as unknown fields.
 
 from __future__ import annotations
 
-from typing import Any
-
 from etcd3 import etcdrpc
 from google.protobuf import unknown_fields
+from google.protobuf.message import Message
 
 MEMBER_ADD = "/etcdserverpb.Cluster/MemberAdd"
 MEMBER_PROMOTE = "/etcdserverpb.Cluster/MemberPromote"
@@ -31,7 +30,7 @@ def varint(value: int) -> bytes:
             return bytes(out)
 
 
-def extra_varints(message: Any) -> dict[int, int]:
+def extra_varints(message: Message) -> dict[int, int]:
     """Field number -> value of the varint fields the old generated class does not know."""
     return {f.field_number: int(f.data) for f in unknown_fields.UnknownFieldSet(message)
             if f.wire_type == VARINT}
@@ -48,12 +47,12 @@ def promote_request(member_id: int) -> bytes:
     return varint(1 << 3 | VARINT) + varint(member_id)
 
 
-def is_learner(member: Any) -> bool:
+def is_learner(member: etcdrpc.Member) -> bool:
     """Member.IsLearner (field 5)."""
     return bool(extra_varints(member).get(5, 0))
 
 
-def status_extras(status: Any) -> tuple[int, bool]:
+def status_extras(status: etcdrpc.StatusResponse) -> tuple[int, bool]:
     """StatusResponse.raftAppliedIndex (field 7; the raft index when absent) and isLearner (10)."""
     extra = extra_varints(status)
     return extra.get(7, int(status.raftIndex)), bool(extra.get(10, 0))

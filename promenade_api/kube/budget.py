@@ -38,7 +38,7 @@ def byte_count(value: object) -> int:
 def pod_requests(spec: Obj) -> tuple[int, int]:
     """(CPU millicores, memory bytes) the scheduler counts for a pod: the sum of its
     containers' requests, or the largest init container's when that is larger."""
-    def total(containers: Any) -> tuple[int, int]:
+    def total(containers: list[Obj] | None) -> tuple[int, int]:
         cpu = mem = 0
         for c in containers or []:
             req = ((c or {}).get("resources") or {}).get("requests") or {}
@@ -53,7 +53,7 @@ def pod_requests(spec: Obj) -> tuple[int, int]:
     return cpu, mem
 
 
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector against labels; an empty or absent selector matches nothing
     (as a policy/v1 PodDisruptionBudget treats it)."""
     if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
@@ -81,8 +81,8 @@ class Budget:
     namespace: str
     name: str
     selector: Obj = field(default_factory=dict)
-    min_available: Any = None
-    max_unavailable: Any = None
+    min_available: int | str | None = None  # IntOrString
+    max_unavailable: int | str | None = None
     disruptions_allowed: int = 0
     current_healthy: int = 0
     desired_healthy: int = 0

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from common.jsontypes import JSON, JSONObject
 from promenade_api.kube.labels import pod_fits
 from promenade_api.kube.model import Node, Pod
 
@@ -61,13 +61,15 @@ def _why_not(pod: Pod, free: list[Room]) -> str:
 
 
 def project(evicted: Sequence[Pod], nodes: Sequence[Node], pods: Sequence[Pod],
-            leaving: Collection[str]) -> dict[str, Any]:
+            leaving: Collection[str]) -> JSONObject:
     """Requests of the evicted pods, the room left, and the pods that would stay Pending."""
     free = rooms(nodes, pods, leaving)
-    before = [{"node": r.node.name, "cpu_m": r.cpu_m, "memory": r.memory} for r in free]
+    before: list[JSON] = [{"node": r.node.name, "cpu_m": r.cpu_m, "memory": r.memory}
+                          for r in free]
+    free_cpu_m, free_memory = sum(r.cpu_m for r in free), sum(r.memory for r in free)
     moving = [p for p in evicted if p.controller and p.controller.kind in RECREATING]
     gone = [p.key for p in evicted if p not in moving]
-    pending = []
+    pending: list[JSON] = []
     for pod in sorted(moving, key=lambda p: (p.cpu_m, p.memory), reverse=True):
         room = next((r for r in free if pod_fits(pod, r.node.labels)
                      and not _repels(r.node, pod) and r.takes(pod)), None)
@@ -80,10 +82,9 @@ def project(evicted: Sequence[Pod], nodes: Sequence[Node], pods: Sequence[Pod],
     return {
         "requests": {"cpu_m": sum(p.cpu_m for p in moving),
                      "memory": sum(p.memory for p in moving)},
-        "free": {"cpu_m": sum(r["cpu_m"] for r in before),
-                 "memory": sum(r["memory"] for r in before)},
+        "free": {"cpu_m": free_cpu_m, "memory": free_memory},
         "nodes": before,
-        "recreated": sorted(p.key for p in moving),
-        "not_recreated": sorted(gone),
+        "recreated": [*sorted(p.key for p in moving)],
+        "not_recreated": [*sorted(gone)],
         "pending": pending,
     }

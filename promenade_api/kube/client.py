@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTResponse
 from kubernetes.watch.watch import iter_resp_lines
 
 from common.nodenames import require_name
@@ -47,6 +47,8 @@ def load_api_client(kubeconfig: str = "", api_url: str = "") -> k8s.ApiClient | 
     if api_url:
         configuration.host = api_url.rstrip("/")
     return k8s.ApiClient(configuration)
+Query = list[tuple[str, str | int]]  # a request's query parameters, in order
+Timeout = float | tuple[float, float] | None  # seconds: total, or (connect, read)
 
 
 class ApiFailure(Exception):
@@ -55,6 +57,15 @@ class ApiFailure(Exception):
     def __init__(self, status: int, message: str, body: Obj) -> None:
         super().__init__(message)
         self.status, self.message, self.body = status, message, body
+
+
+def _read(resp: RESTResponse) -> bytes:
+    """The response's body; ApiFailure (its Status message) for a status of 300 and up."""
+    raw: bytes = resp.read()  # type: ignore[no-untyped-call]
+    if resp.status >= 300:
+        message, status_body = _status_message(resp.status, raw)
+        raise ApiFailure(resp.status, message, status_body)
+    return raw
 
 
 def _status_message(status: int, raw: bytes) -> tuple[str, Obj]:
@@ -103,9 +114,8 @@ class KubeClient:
         return self._api is not None
 
     # -- plumbing ----------------------------------------------------------------------
-    def _request(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                 body: Any = None, content_type: str = "application/json",
-                 timeout: Any = None, stream: bool = False) -> Any:
+    def _send(self, method: str, path: str, query: Query | None, body: object,
+              content_type: str, timeout: Timeout) -> RESTResponse:
         if self._api is None:
             raise KubeUnavailable("Kubernetes is not configured: set [kubernetes] kubeconfig "
                                   "or api_url (or KUBECONFIG)")
@@ -114,23 +124,35 @@ class KubeClient:
                                            query_params=query or [], header_params=headers,
                                            body=body, auth_settings=["BearerToken"])
         try:
-            resp = self._api.call_api(*params, _request_timeout=timeout or self._timeout)
+            resp: RESTResponse = self._api.call_api(*params,
+                                                    _request_timeout=timeout or self._timeout)
         except ApiException as exc:
             raise KubeUnavailable(f"Kubernetes API {method} {path} failed: {exc.reason}") from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise KubeUnavailable(f"Kubernetes API {method} {path} unreachable: {exc}") from exc
-        if stream and resp.status < 300:
-            return resp.response
-        raw = resp.read()  # type: ignore[no-untyped-call]
-        if resp.status >= 300:
-            message, status_body = _status_message(resp.status, raw)
-            raise ApiFailure(resp.status, message, status_body)
+        return resp
+
+    def _request(self, method: str, path: str, *, query: Query | None = None,
+                 body: object = None, content_type: str = "application/json",
+                 timeout: Timeout = None) -> Obj:
+        """The answer's JSON object ({} when empty); ApiFailure for a status of 300 and up."""
+        raw = _read(self._send(method, path, query, body, content_type, timeout))
         return json.loads(raw) if raw else {}
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _stream(self, path: str, query: Query, timeout: Timeout) -> urllib3.BaseHTTPResponse:
+        """A GET's response left unread (a watch), or ApiFailure as `_request`."""
+        resp = self._send("GET", path, query, None, "application/json", timeout)
+        if resp.status >= 300:
+            _read(resp)
+        stream: urllib3.BaseHTTPResponse = resp.response
+        return stream
+
+    def _call(self, method: str, path: str, *, query: Query | None = None, body: object = None,
+              content_type: str = "application/json") -> Obj:
         """`_request` with API failures translated to our errors."""
         try:
-            return self._request(method, path, **kwargs)
+            return self._request(method, path, query=query, body=body,
+                                 content_type=content_type)
         except ApiFailure as exc:
             raise translate(exc, f"{method} {path}") from exc
 
@@ -288,13 +310,12 @@ class KubeClient:
     def watch_node(self, name: str, version: str, timeout: float) -> bool:
         seconds = max(1, int(timeout))
         selector = f"metadata.name={require_name(name)}"
-        query: list[tuple[str, Any]] = [("fieldSelector", selector), ("watch", "true"),
+        query: Query = [("fieldSelector", selector), ("watch", "true"),
                                         ("resourceVersion", version),
                                         ("timeoutSeconds", seconds),
                                         ("allowWatchBookmarks", "false")]
         try:
-            resp = self._request("GET", "/api/v1/nodes", query=query, stream=True,
-                                 timeout=(self._timeout, seconds + 5))
+            resp = self._stream("/api/v1/nodes", query, (self._timeout, seconds + 5))
             with contextlib.closing(resp):
                 for _ in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
                     return True  # any event (an ERROR such as 410 Gone too): look again
@@ -310,7 +331,7 @@ class KubeClient:
         path = "/apis/policy/v1/poddisruptionbudgets" if namespace is None else object_path(
             "/apis/policy/v1/namespaces", namespace, "/poddisruptionbudgets")
         deadline = time.monotonic() + timeout
-        query: list[tuple[str, Any]] = [("watch", "true"), ("allowWatchBookmarks", "false"),
+        query: Query = [("watch", "true"), ("allowWatchBookmarks", "false"),
                                         ("timeoutSeconds", max(1, math.ceil(timeout)))]
         if version:  # else the watch starts with the current state of each (ADDED events)
             query.append(("resourceVersion", version))
@@ -318,8 +339,7 @@ class KubeClient:
         try:
             # The read timeout ends the wait on time between events (the server's
             # timeoutSeconds is whole seconds).
-            resp = self._request("GET", path, query=query, stream=True,
-                                 timeout=(self._timeout, max(0.05, timeout)))
+            resp = self._stream(path, query, (self._timeout, max(0.05, timeout)))
             with contextlib.closing(resp):
                 for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
                     event = json.loads(line)
@@ -346,13 +366,12 @@ class KubeClient:
 
     def _watch_pods(self, node: str, rv: str, timeout: float) -> Iterator[Obj]:
         seconds = max(1, int(timeout) + 1)
-        query: list[tuple[str, Any]] = [("fieldSelector", _on_node(node)),
+        query: Query = [("fieldSelector", _on_node(node)),
                                         ("watch", "true"), ("timeoutSeconds", seconds),
                                         ("allowWatchBookmarks", "false")]
         if rv:
             query.append(("resourceVersion", rv))
-        resp = self._request("GET", "/api/v1/pods", query=query, stream=True,
-                             timeout=(self._timeout, seconds + 5))
+        resp = self._stream("/api/v1/pods", query, (self._timeout, seconds + 5))
         with contextlib.closing(resp):
             for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
                 event = json.loads(line)

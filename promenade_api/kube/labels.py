@@ -6,10 +6,10 @@ import fnmatch
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from common.errors import BadRequest
-from common.jsontypes import JSON
+from common.jsontypes import JSON, JSONObject, as_list
 from common.poll import NotYet, poll
 from common.status import simple_message
 from promenade_api.errors import ClearLabelsError
@@ -53,9 +53,9 @@ def label_problems(labels: object) -> list[str]:
     return problems
 
 
-def _expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def _expr_matches(expr: JSONObject, labels: Mapping[str, str]) -> bool:
     key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
-    values = [str(v) for v in expr.get("values") or []]
+    values = [str(v) for v in as_list(expr.get("values"))]
     if op == "In":
         return key in labels and labels[key] in values
     if op == "NotIn":

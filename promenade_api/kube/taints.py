@@ -18,8 +18,8 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
+from common.jsontypes import JSONObject
 from promenade_api.kube.model import Node
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
 
@@ -38,7 +38,7 @@ def mark(taint: dict[str, str], now: float, deadline: float) -> dict[str, str]:
         "deadline": _iso(now + deadline), "by": "promenade fence"}, sort_keys=True)}
 
 
-def berth_taint(node: Node) -> dict[str, Any] | None:
+def berth_taint(node: Node) -> JSONObject | None:
     """Berth's mark on the node (None: no mark, or one that cannot be read)."""
     raw = node.annotations.get(TAINT_ANNOTATION)
     try:

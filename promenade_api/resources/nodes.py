@@ -12,6 +12,7 @@ from common import disruption, policy
 from common.body import read_json
 from common.errors import BadRequest, NotFound
 from common.idempotency_store import HEADER
+from common.jsontypes import JSONObject
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize
 from common.status import Message, simple_message, status_body
@@ -220,7 +221,9 @@ class DecommissionResource:
                                     operator=operator)
         ref, ctx = design_ref_body(req), req.context.berth
         key = req.get_header(HEADER)
-        wire = {"query": dict(req.params), "design_ref": ref, "keyed": key is not None}
+        query_params: JSONObject = {k: [*v] if isinstance(v, list) else v
+                                    for k, v in req.params.items()}
+        wire: JSONObject = {"query": query_params, "design_ref": ref, "keyed": key is not None}
         mine = None if key is None else f"{ctx.user}\0{key}"  # keys are the caller's own
         run = RunRequest(node_id, params, wire, fingerprint_of(node_id, req.params, ref, mine),
                          str(ctx.user), request_timeout(self._svc, params))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 import falcon
 
@@ -14,6 +13,7 @@ from common.body import read_json, read_text
 from common.bodyschema import require_schema
 from common.context import RequestContext
 from common.errors import BadRequest, Forbidden
+from common.jsontypes import JSON
 from common.nodenames import require_name, require_names
 from common.status import simple_message
 from promenade_api.errors import MissingDesignRef
@@ -21,8 +21,8 @@ from promenade_api.errors import MissingDesignRef
 WHOLE = re.compile(r"[0-9]{1,9}")  # ASCII digits only: "٣" or "²" pass str.isdigit()
 
 
-def _node_param(req: falcon.Request, resp: falcon.Response, resource: Any,
-                params: dict[str, Any]) -> None:
+def _node_param(req: falcon.Request, resp: falcon.Response, resource: object,
+                params: dict[str, object]) -> None:
     params["node_id"] = require_name(params.get("node_id"), "node_id")
 
 
@@ -31,7 +31,7 @@ checked_node = falcon.before(_node_param)
 or 400 InvalidNodeName before anything is read or changed."""
 
 
-def leaving_names(raw: Any) -> tuple[str, ...]:
+def leaving_names(raw: object) -> tuple[str, ...]:
     """The `leaving` query parameter: node names, comma-separated (InvalidNodeName)."""
     if not isinstance(raw, str):
         return ()
@@ -74,12 +74,12 @@ class Query:
                              messages=[simple_message(p) for p in self.problems])
 
 
-def design_ref_body(req: falcon.Request) -> Any:
+def design_ref_body(req: falcon.Request) -> JSON:
     """The design reference of the body: `{rel, href, type}`, or a bare href (a JSON string,
     or a text/plain body), checked against the document's DesignRef: without an href 400
     MissingDesignRef, a bad one 400 InvalidDesignRef listing every problem."""
     if (req.content_type or "").split(";")[0].strip().lower() == "text/plain":
-        body: Any = read_text(req, ("text/plain",)).strip()
+        body: JSON = read_text(req, ("text/plain",)).strip()
         if not body:
             raise MissingDesignRef("The text/plain body must be the design's href")
         component = "Href"

@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 
 from common.errors import BadRequest, NotFound
 from shipyard_api.actions import notes as N
@@ -72,7 +71,7 @@ def step_log(store: ActionStore, action_id: str, sid: str, try_raw: str | None,
     return "".join(f"{line}\n" for line in lines)
 
 
-def validation(store: ActionStore, action_id: str, validation_id: str) -> dict[str, Any]:
+def validation(store: ActionStore, action_id: str, validation_id: str) -> dict[str, object]:
     row = store.get(action_id)
     for found in validations_view(row):
         if found["id"] == validation_id.upper():
@@ -82,7 +81,7 @@ def validation(store: ActionStore, action_id: str, validation_id: str) -> dict[s
 
 
 def note_details(store: ActionStore, note_id: str,
-                 allowed: Callable[[str], None]) -> tuple[str, dict[str, Any]]:
+                 allowed: Callable[[str], None]) -> tuple[str, dict[str, object]]:
     """The note's details (the step's recorded details), after `allowed` checked the rule of
     the note's action or step. 400 when `note_id` is not a ULID, 404 when there is no such
     note or it has no details."""
@@ -101,7 +100,7 @@ def note_details(store: ActionStore, note_id: str,
     allowed(NOTE_RULES["step" if step is not None else "action"])
     if step is None or not step.details:
         raise NotFound(f"Note {note_id} has no further details", reason="NoNoteDetails")
-    return note["note_id"], {"action_id": row.id, "step_id": step.step_id,
+    return str(note["note_id"]), {"action_id": row.id, "step_id": step.step_id,
                              "step_state": step.state, "details": step.details}
 
 
@@ -110,7 +109,7 @@ def _workflow_id(row: ActionRow) -> str:
     return f"{row.name}__{stamp}"
 
 
-def workflow_entry(row: ActionRow) -> dict[str, Any]:
+def workflow_entry(row: ActionRow) -> dict[str, object]:
     """An action run as Airship lists a DAG run."""
     executed = airflow_date(row.created_at)
     return {"workflow_id": _workflow_id(row), "dag_id": row.name, "id": row.id,
@@ -139,11 +138,11 @@ def parse_since(raw: str | None, now: float) -> float:
 
 
 def workflows(store: ActionStore, since_raw: str | None,
-              clock: Callable[[], float] = time.time) -> list[dict[str, Any]]:
+              clock: Callable[[], float] = time.time) -> list[dict[str, object]]:
     return [workflow_entry(r) for r in store.created_between(parse_since(since_raw, clock()))]
 
 
-def workflow(store: ActionStore, workflow_id: str) -> dict[str, Any]:
+def workflow(store: ActionStore, workflow_id: str) -> dict[str, object]:
     """One workflow (`{dag_id}__{execution date}`) with its steps; 400 when the id lacks
     the separator, 404 when no action run matches."""
     if "__" not in workflow_id:
@@ -167,5 +166,5 @@ def workflow(store: ActionStore, workflow_id: str) -> dict[str, Any]:
                    reason="WorkflowNotFound")
 
 
-def details_text(details: dict[str, Any]) -> str:
+def details_text(details: dict[str, object]) -> str:
     return json.dumps(details, ensure_ascii=False, indent=2, sort_keys=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from common.errors import BadRequest
 from shipyard_api.workflow.models import ActionRow, StepRow
@@ -63,7 +62,7 @@ def parse_verbosity(raw: str | None) -> int:
 
 
 def _note(assoc_id: str, subject: str, sub_type: str, value: str, at: float | None,
-          has_details: bool, extra: dict[str, Any]) -> dict[str, Any]:
+          has_details: bool, extra: dict[str, object]) -> dict[str, object]:
     note_id = derived_ulid(at or 0.0, assoc_id, at, value)
     return {"assoc_id": assoc_id, "subject": subject, "sub_type": sub_type, "note_val": value,
             "verbosity": MIN_VERBOSITY, "note_id": note_id, "note_timestamp": note_time(at),
@@ -71,7 +70,7 @@ def _note(assoc_id: str, subject: str, sub_type: str, value: str, at: float | No
             **extra}
 
 
-def action_notes(row: ActionRow, verbosity: int = DEFAULT_VERBOSITY) -> list[dict[str, Any]]:
+def action_notes(row: ActionRow, verbosity: int = DEFAULT_VERBOSITY) -> list[dict[str, object]]:
     """The action's own notes: the design revision it uses, as Airship notes it at creation."""
     if verbosity < MIN_VERBOSITY:
         return []
@@ -81,7 +80,7 @@ def action_notes(row: ActionRow, verbosity: int = DEFAULT_VERBOSITY) -> list[dic
 
 
 def step_notes(action_id: str, step: StepRow,
-               verbosity: int = DEFAULT_VERBOSITY) -> list[dict[str, Any]]:
+               verbosity: int = DEFAULT_VERBOSITY) -> list[dict[str, object]]:
     """A step's notes (its log lines), oldest first; each keeps Berth's `at`, `message` and
     `try`. A note has details (at /notedetails) when its step recorded details."""
     if verbosity < MIN_VERBOSITY:
@@ -102,7 +101,7 @@ def iso(ts: float | None) -> str | None:
 
 def find_note(note_id: str, alive_at: Callable[[float], Sequence[str]],
               load: Callable[[str], tuple[ActionRow, Iterable[StepRow]]],
-              ) -> tuple[dict[str, Any], ActionRow, StepRow | None] | None:
+              ) -> tuple[dict[str, object], ActionRow, StepRow | None] | None:
     """The note with `note_id`, its action and (for a step note) its step: only actions
     alive at the time the id carries can hold it."""
     at = ulid_time(note_id)

@@ -13,15 +13,17 @@ REVISIONS = ("committed", "successful-site-action", "last-site-action")
 DEFAULT_MAX_TARGETS = 1000
 
 
-def check_targets(parameters: Any, limit: int = DEFAULT_MAX_TARGETS) -> Any:
+def check_targets(parameters: object,
+                  limit: int = DEFAULT_MAX_TARGETS) -> Mapping[str, object] | None:
     """Shipyard's edge (POST /actions, POST /plans): the target_nodes parameter is checked
     once (common.nodenames: syntax and limits); 400 at once, before anything is planned, when
     it names more than `limit` nodes (ValidationFailure), or holds anything that is not a
     node name as Kubernetes defines it (InvalidNodeName, one message per refused item).
     Returns the parameters with target_nodes replaced by the check, which `Params.nodes`
-    takes as it is (its other problems are reported there, with every other parameter's)."""
+    takes as it is (its other problems are reported there, with every other parameter's).
+    None when there are no parameters (the request's schema allows only an object or null)."""
     if not isinstance(parameters, Mapping):
-        return parameters
+        return None
     key = next((k for k in parameters if isinstance(k, str) and canonical(k) == "target-nodes"),
                None)
     value = parameters.get(key) if key is not None else None
@@ -46,7 +48,7 @@ def canonical(name: str) -> str:
 class Params:
     """Reads known parameters from a request, remembering every problem found."""
 
-    def __init__(self, raw: Mapping[str, Any], known: Iterable[str]) -> None:
+    def __init__(self, raw: Mapping[str, object], known: Iterable[str]) -> None:
         self.problems: list[Message] = []
         self.known = {canonical(k): k for k in known}
         self.values: dict[str, Any] = {}

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from common.clients.promenade import DrainProgress, NodeView
 
@@ -58,7 +58,7 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def progress_lines(step: Mapping[str, Any]) -> list[str]:
+def progress_lines(step: Mapping[str, object]) -> list[str]:
     """The live detail of a step: a drain's pods left, grouped by reason."""
     details = step.get("details")
     drain = details.get("drain") if isinstance(details, Mapping) else None
@@ -71,7 +71,7 @@ def progress_lines(step: Mapping[str, Any]) -> list[str]:
                      for g in drain.get("groups") or [] if isinstance(g, dict)]
 
 
-def step_state(step: Mapping[str, Any]) -> object:
+def step_state(step: Mapping[str, object]) -> object:
     """Berth's own state of a step view: `step_state` (`state` holds Airflow's name for it;
     views from before both were shown have only `state`)."""
     return step.get("step_state", step.get("state"))

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from cachetools import LRUCache
 from ulid import ULID
@@ -22,6 +22,7 @@ from shipyard_api.actions.site import INTERMEDIATE_CHECKED
 from shipyard_api.actions.views import action_view, step_summary, step_view
 from shipyard_api.workflow.definitions import ActionDefinition, Prepared, plan
 from shipyard_api.workflow.models import ActionRow
+from shipyard_api.workflow.services import Services
 from shipyard_api.workflow.states import CONTROLS, ActionState
 from shipyard_api.workflow.store import ActionStore
 
@@ -53,7 +54,8 @@ class ActionService:
     def __init__(self, store: ActionStore, definitions: Mapping[str, ActionDefinition],
                  documents: DocumentsPort, *, clock: Callable[[], float] = time.time,
                  new_id: Callable[[], str] = new_ulid,
-                 wake: Callable[[], None] | None = None, services: Any = None) -> None:
+                 wake: Callable[[], None] | None = None,
+                 services: Services | None = None) -> None:
         self.store = store
         self.services = services
         self.definitions = definitions
@@ -75,9 +77,9 @@ class ActionService:
                              f"{', '.join(sorted(self.definitions))}", reason="UnknownAction")
         return self.definitions[name]
 
-    def create(self, name: str, parameters: Any, ctx: RequestContext,
-               plan_id: Any = None, *, allow_intermediate_commits: bool = False,
-               ) -> dict[str, Any]:
+    def create(self, name: str, parameters: Mapping[str, object] | None, ctx: RequestContext,
+               plan_id: object = None, *, allow_intermediate_commits: bool = False,
+               ) -> dict[str, object]:
         """Validate, check conflicts, and persist a pending action with its planned steps;
         from a plan (`plan_id`), its steps re-check the facts the plan relied on.
         `allow_intermediate_commits` (Airship's query parameter) sets that parameter of the
@@ -98,7 +100,7 @@ class ActionService:
                 raise BadRequest("Plans are not available here: create the action without "
                                  "plan_id")
             self.plans.check(plan_id, name, prepared)
-            stored = {**stored, "plan_id": plan_id}
+            stored = {**stored, "plan_id": str(plan_id)}  # check(): a plan's id
         now = self.clock()
         row = ActionRow(
             id=self.new_id(), name=name, parameters=stored,
@@ -113,7 +115,7 @@ class ActionService:
             self.wake()
         return self.get(row.id)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[dict[str, object]]:
         """Every action with its steps' summary (Airship's `steps`; its notes at verbosity 1,
         its steps' notes at 0, as Airship lists them)."""
         summaries = self.store.step_summaries()
@@ -144,7 +146,7 @@ class ActionService:
             self._listed = (key, data, packed)
         return data, packed
 
-    def get(self, action_id: str, verbosity: int | None = None) -> dict[str, Any]:
+    def get(self, action_id: str, verbosity: int | None = None) -> dict[str, object]:
         if verbosity is None:
             return action_view(*self.store.with_details(action_id))
         return action_view(*self.store.with_details(action_id), verbosity=verbosity)
@@ -167,7 +169,7 @@ class ActionService:
             self._shown[action_id] = entry
         return entry
 
-    def step(self, action_id: str, sid: str, verbosity: int | None = None) -> dict[str, Any]:
+    def step(self, action_id: str, sid: str, verbosity: int | None = None) -> dict[str, object]:
         row = self.store.get(action_id)
         for s in self.store.steps(action_id):
             if s.step_id == sid:
@@ -176,7 +178,7 @@ class ActionService:
                 return step_view(action_id, s, action=row, verbosity=verbosity)
         raise NotFound(f"Action {action_id} has no step {sid}", reason="StepNotFound")
 
-    def control(self, action_id: str, verb: str, ctx: RequestContext) -> dict[str, Any]:
+    def control(self, action_id: str, verb: str, ctx: RequestContext) -> dict[str, object]:
         if verb not in CONTROLS:
             raise NotFound(f"Unknown control {verb!r}; use one of {', '.join(CONTROLS)}")
         with acting(request_actor(ctx)):

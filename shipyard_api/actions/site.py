@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from common.errors import Conflict
 from common.jsontypes import as_list
@@ -27,7 +26,7 @@ SITE_PARAMS = ("allow-intermediate-commits", site_budget.PARAM)
 INTERMEDIATE_CHECKED = ("deploy_site", "update_site")
 
 
-def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
+def prepare_site(raw: Mapping[str, object], documents: DocumentsPort) -> Prepared:
     """The committed revision; 409 IntermediateCommits unless explicitly allowed."""
     p = Params(raw, SITE_PARAMS)
     allow = p.boolean("allow-intermediate-commits")
@@ -50,7 +49,7 @@ def prepare_site(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     return Prepared(params, None, revision, notes)
 
 
-def prepare_relabel(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
+def prepare_relabel(raw: Mapping[str, object], documents: DocumentsPort) -> Prepared:
     p = Params(raw, ("target_nodes",))
     targets = p.nodes("target_nodes", required=False)
     p.raise_if_invalid()

@@ -161,7 +161,7 @@ def terminate_task(ctx: StepContext) -> None:
         services(ctx).drydock.terminate_task(str(task_id), ctx=ctx.request_context())
 
 
-def _tree(svc: Services, task_id: str, rc: RequestContext) -> dict[str, Any]:
+def _tree(svc: Services, task_id: str, rc: RequestContext) -> dict[str, object]:
     """The finished task's whole tree, for the operator; its absence is not an error."""
     try:
         return svc.drydock.task_tree(task_id, ctx=rc)

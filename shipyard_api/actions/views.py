@@ -4,7 +4,6 @@ Berth's finer ones beside them (`state` of an action, `step_state` of a step).""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from common.api import API_PREFIX
 from shipyard_api.actions import notes as N
@@ -55,7 +54,7 @@ def airflow_date(ts: float | None) -> str | None:
 
 
 def step_summary(action_id: str, sid: str, state: str, failures: int,
-                 index: int) -> dict[str, Any]:
+                 index: int) -> dict[str, object]:
     """A step as Airship lists it in an action (url, state, id, index, notes)."""
     return {"id": sid, "url": f"/actions/{action_id}/steps/{sid}", "index": index,
             "state": airflow_state(state, failures), "step_state": state, "notes": []}
@@ -63,10 +62,10 @@ def step_summary(action_id: str, sid: str, state: str, failures: int,
 
 def step_view(action_id: str, step: StepRow, *, full: bool = True,
               action: ActionRow | None = None,
-              verbosity: int = N.MAX_VERBOSITY) -> dict[str, Any]:
+              verbosity: int = N.MAX_VERBOSITY) -> dict[str, object]:
     duration = (step.ended_at - step.started_at) if step.started_at and step.ended_at else None
     executed = airflow_date(action.created_at) if action is not None else None
-    view: dict[str, Any] = {
+    view: dict[str, object] = {
         "id": step.step_id, "task_id": step.step_id, "name": step.name, "node": step.node,
         "index": step.position + 1, "position": step.position,
         "state": airflow_state(step.state, step.failures), "step_state": step.state,
@@ -87,7 +86,7 @@ def step_view(action_id: str, step: StepRow, *, full: bool = True,
     return view
 
 
-def audit_view(row: AuditRow) -> dict[str, Any]:
+def audit_view(row: AuditRow) -> dict[str, object]:
     return {"id": row.id, "action_id": row.action_id, "command": row.command,
             "user": row.user, "context_marker": row.marker, "datetime": iso(row.at),
             "outcome": row.outcome}
@@ -97,10 +96,10 @@ def validation_id(row: ActionRow, index: int) -> str:
     return N.derived_ulid(row.created_at, "validation", row.id, index)
 
 
-def validations_view(row: ActionRow) -> list[dict[str, Any]]:
+def validations_view(row: ActionRow) -> list[dict[str, object]]:
     """Each validation message with Airship's fields (id, action_id, validation_name,
     details) added to Berth's."""
-    out = []
+    out: list[dict[str, object]] = []
     for i, msg in enumerate(row.validations or []):
         msg = msg if isinstance(msg, dict) else {"message": str(msg)}
         out.append({**msg, "id": validation_id(row, i), "action_id": row.id,
@@ -111,8 +110,8 @@ def validations_view(row: ActionRow) -> list[dict[str, Any]]:
 
 def action_view(row: ActionRow, steps: list[StepRow] | None = None,
                 audit: list[AuditRow] | None = None,
-                verbosity: int = N.DEFAULT_VERBOSITY) -> dict[str, Any]:
-    view: dict[str, Any] = {
+                verbosity: int = N.DEFAULT_VERBOSITY) -> dict[str, object]:
+    view: dict[str, object] = {
         "id": row.id, "name": row.name, "parameters": row.parameters,
         "action_lifecycle": lifecycle(row.state), "state": row.state,
         "dag_id": row.name, "dag_execution_date": airflow_date(row.created_at),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from common.clients.drydock import (
     FINISHED,
@@ -18,9 +17,10 @@ from common.clients.drydock import (
     Task,
     TaskStatus,
 )
-from common.clients.promenade import NodeView, ReadyStatus
+from common.clients.promenade import DecommissionPreview, NodeView, ReadyStatus
 from common.context import RequestContext
 from common.errors import BadGateway, Conflict, NotFound
+from common.jsontypes import JSON, JSONObject
 from common.status import status_body
 from shipyard_api.clients.ports import NodeWatch, TaskWatch
 
@@ -50,7 +50,7 @@ class FakePromenade:
     fenced: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     views: dict[str, NodeView | None] = field(default_factory=dict)  # node views set
-    previews: dict[str, dict[str, Any]] = field(default_factory=dict)  # decommission previews
+    previews: dict[str, DecommissionPreview] = field(default_factory=dict)  # decommission previews
     ready_after: int = 1
     on_decommission: Callable[[str], None] | None = None
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # labels put per node
@@ -59,7 +59,7 @@ class FakePromenade:
     calls: list[Call] = field(default_factory=list)
     effects: list[tuple[str, str]] = field(default_factory=list)
     disrupts: dict[str, dict[str, str]] = field(default_factory=dict)  # decommission's leave
-    _answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _answers: dict[str, JSONObject] = field(default_factory=dict)
     _status_reads: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,14 +67,14 @@ class FakePromenade:
         self.calls.append(Call("health", None, None, ctx.marker))
         return self.health
 
-    def _once(self, op: str, node: str, key: str, ctx: RequestContext) -> dict[str, Any] | None:
+    def _once(self, op: str, node: str, key: str, ctx: RequestContext) -> JSONObject | None:
         with self._lock:
             self.calls.append(Call(op, node, key, ctx.marker))
             return self._answers.get(key)
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
                      ctx: RequestContext, key: str, fenced: bool = False,
-                     disrupt: Mapping[str, str] | None = None) -> dict[str, Any]:
+                     disrupt: Mapping[str, str] | None = None) -> JSONObject:
         cached = self._once("decommission", node, key, ctx)
         if cached is not None:
             return cached
@@ -100,7 +100,7 @@ class FakePromenade:
             self.cancelled.append(node)
 
     def remove_from_cluster(self, node: str, *, ctx: RequestContext,
-                            key: str) -> dict[str, Any]:
+                            key: str) -> JSONObject:
         cached = self._once("remove_from_cluster", node, key, ctx)
         if cached is not None:
             return cached
@@ -111,7 +111,7 @@ class FakePromenade:
         return answer
 
     def join_etcd(self, node: str, design_ref: str, timeout: int, *, ctx: RequestContext,
-                  key: str) -> dict[str, Any]:
+                  key: str) -> JSONObject:
         cached = self._once("join_etcd", node, key, ctx)
         if cached is not None:
             return cached
@@ -157,18 +157,21 @@ class FakePromenade:
         return sum(1 for o, n in self.effects if o == op and (node is None or n == node))
 
     def decommission_preview(self, node: str, design_ref: str, *, fenced: bool,
-                             leaving: list[str], ctx: RequestContext) -> dict[str, Any]:
+                             leaving: list[str], ctx: RequestContext) -> DecommissionPreview:
         """`previews[node]` when set, else a node with nothing in the way."""
         with self._lock:
             self.calls.append(Call("decommission_preview", node, None, ctx.marker))
-        base = {"node": node, "fenced": fenced, "kubernetes": {"ready": "True"},
-                "phases": [{"phase": p, "runs": True, "note": ""} for p in (
-                    "fence" if fenced else "drain", "clear-labels", "agent-locks", "remove-etcd",
-                    "etcd-ready", "shutdown-kubelet")],
-                "drain": {"evict": [], "skipped": [], "budgets": [], "eviction_locks": [],
-                          "can_finish": True, "blocked_by": []},
-                "capacity": {"pending": []}, "etcd": [], "blockers": [], "warnings": []}
-        return {**base, **self.previews.get(node, {}), "fenced": fenced}
+        preview: DecommissionPreview = {
+            "node": node, "fenced": fenced, "kubernetes": {"ready": "True"},
+            "phases": [{"phase": p, "runs": True, "note": ""} for p in (
+                "fence" if fenced else "drain", "clear-labels", "agent-locks", "remove-etcd",
+                "etcd-ready", "shutdown-kubelet")],
+            "drain": {"evict": [], "skipped": [], "budgets": [], "eviction_locks": [],
+                      "can_finish": True, "blocked_by": []},
+            "capacity": {"pending": []}, "etcd": [], "blockers": [], "warnings": []}
+        preview.update(self.previews.get(node, {}))
+        preview["fenced"] = fenced
+        return preview
 
 
 @dataclass
@@ -253,7 +256,7 @@ class FakeDrydock:
                     if holder in (None, h)]
 
     def create_task(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                    options: Mapping[str, Any], *, ctx: RequestContext,
+                    options: Mapping[str, JSON], *, ctx: RequestContext,
                     key: str, budget_holder: str | None = None) -> Task:
         nodes = _filter_nodes(node_filter)
         with self._lock:
@@ -322,7 +325,7 @@ class FakeDrydock:
                     "power_error": None, "oob_address": f"bmc-{name}",
                     "maas_status": "Deployed", "labels": labels}
 
-    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, object]:
         with self._lock:
             self.calls.append(Call("task_tree", None, None, ctx.marker))
             if task_id not in self.tasks:
@@ -335,29 +338,31 @@ class FakeDrydock:
         return [n.copy() for n in self.node_list
                 if retired is None or bool(n.get("retired")) == retired]
 
-    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
-                  ctx: RequestContext) -> list[dict[str, Any]]:
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, JSON], *,
+                  ctx: RequestContext) -> list[JSONObject]:
         self.calls.append(Call("wipeplan", ",".join(nodes), design_ref, ctx.marker))
         return [{"node": n, "refusal": self.wipe_refusals.get(n), "disks": [],
                  "maas_erase": None} for n in nodes]
 
     def task_preview(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]:
+                     options: Mapping[str, JSON], *, ctx: RequestContext) -> JSONObject:
         """Per node: BMC as `node()` reports it, the wipe refusal, retirement."""
         self.calls.append(Call(f"preview:{action}", None, design_ref, ctx.marker))
         retired = {str(n.get("hostname")) for n in self.node_list if n.get("retired")}
         names = _filter_nodes(node_filter) or [str(n.get("hostname")) for n in self.node_list]
-        out: dict[str, Any] = {"action": action, "options": dict(options), "nodes": [],
-                               "skipped": [], "blockers": [], "warnings": []}
+        nodes: list[JSON] = []
+        skipped: list[JSON] = []
+        every: list[JSON] = []
         for name in names:
             if name in retired and action in ("prepare_nodes", "deploy_nodes"):
-                out["skipped"].append({"node": name, "reason": f"retired: left out by {action}"})
+                skipped.append({"node": name, "reason": f"retired: left out by {action}"})
                 continue
             view = self.node(name, design_ref, ctx=ctx)
-            blockers = [f"{name}: {view['power_error']}"] if view["power_state"] is None else []
+            blockers: list[JSON] = [f"{name}: {view['power_error']}"] \
+                if view["power_state"] is None else []
             refusal = self.wipe_refusals.get(name) if action == "destroy_nodes" else None
             blockers += [refusal] if refusal else []
-            out["nodes"].append({
+            nodes.append({
                 "node": name, "steps": [action], "maas_status": view["maas_status"],
                 "retired": name in retired, "blockers": blockers, "warnings": [],
                 "bmc": {"reachable": view["power_state"] is not None,
@@ -365,8 +370,9 @@ class FakeDrydock:
                         "address": view["oob_address"]},
                 "wipe": {"refusal": refusal, "disks": [], "maas_erase": None}
                 if action == "destroy_nodes" else None})
-            out["blockers"] += blockers
-        return out
+            every += blockers
+        return {"action": action, "options": dict(options), "nodes": nodes, "skipped": skipped,
+                "blockers": every, "warnings": []}
 
     def select_nodes(self, design_ref: str, node_filter: NodeFilter | None, *,
                      ctx: RequestContext) -> list[str]:

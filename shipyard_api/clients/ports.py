@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from common.clients.drydock import (
     BudgetBlocker,
@@ -17,6 +17,7 @@ from common.clients.drydock import (
 )
 from common.clients.promenade import DecommissionPreview, NodeView, NodeWatch, node_ready
 from common.context import RequestContext
+from common.jsontypes import JSON, JSONObject
 
 __all__ = ["DrydockPort", "NodeWatch", "PromenadePort", "TaskWatch", "node_names_filter",
            "node_ready"]
@@ -27,12 +28,12 @@ class PromenadePort(Protocol):
 
     def decommission(self, node: str, design_ref: str, timeouts: Mapping[str, int], *,
                      ctx: RequestContext, key: str, fenced: bool = False,
-                     disrupt: Mapping[str, str] | None = None) -> dict[str, Any]: ...
+                     disrupt: Mapping[str, str] | None = None) -> JSONObject: ...
 
     def cancel_decommission(self, node: str, *, ctx: RequestContext) -> None: ...
 
     def remove_from_cluster(self, node: str, *, ctx: RequestContext,
-                            key: str) -> dict[str, Any]: ...
+                            key: str) -> JSONObject: ...
 
     def node_status(self, node: str, *, ctx: RequestContext) -> NodeView | None: ...
 
@@ -45,14 +46,14 @@ class PromenadePort(Protocol):
     def put_labels(self, node: str, labels: Mapping[str, str], ctx: RequestContext) -> None: ...
 
     def join_etcd(self, node: str, design_ref: str, timeout: int, *, ctx: RequestContext,
-                  key: str) -> dict[str, Any]: ...
+                  key: str) -> JSONObject: ...
 
 
 class DrydockPort(Protocol):
     def healthy(self, ctx: RequestContext) -> bool: ...
 
     def create_task(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                    options: Mapping[str, Any], *, ctx: RequestContext,
+                    options: Mapping[str, JSON], *, ctx: RequestContext,
                     key: str, budget_holder: str | None = None) -> Task: ...
 
     def get_task(self, task_id: str, *, ctx: RequestContext) -> Task: ...
@@ -64,7 +65,7 @@ class DrydockPort(Protocol):
 
     def node(self, name: str, design_ref: str, *, ctx: RequestContext) -> Node: ...
 
-    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, Any]: ...
+    def task_tree(self, task_id: str, *, ctx: RequestContext) -> dict[str, object]: ...
 
     def select_nodes(self, design_ref: str, node_filter: NodeFilter | None, *,
                      ctx: RequestContext) -> list[str]: ...
@@ -72,11 +73,11 @@ class DrydockPort(Protocol):
     def nodes(self, design_ref: str | None, *, ctx: RequestContext,
               retired: bool | None = None) -> list[Node]: ...
 
-    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, Any], *,
-                  ctx: RequestContext) -> list[dict[str, Any]]: ...
+    def wipe_plan(self, design_ref: str, nodes: list[str], options: Mapping[str, JSON], *,
+                  ctx: RequestContext) -> list[JSONObject]: ...
 
     def task_preview(self, action: str, design_ref: str, node_filter: NodeFilter | None,
-                     options: Mapping[str, Any], *, ctx: RequestContext) -> dict[str, Any]: ...
+                     options: Mapping[str, JSON], *, ctx: RequestContext) -> JSONObject: ...
 
     def take_budget_slot(self, holder: str, node: str, design_ref: str, *,
                          lease_seconds: float, description: str | None,

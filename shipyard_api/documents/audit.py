@@ -4,11 +4,11 @@ tags, written in the transaction of the change (common.audit)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from common import audit
+from common.jsontypes import JSONObject
 from shipyard_api.documents.versions import COMMITTED_TAG
 
 STREAM = "shipyard.documents"
@@ -21,7 +21,8 @@ def staged(s: Session, collection: str, base: int | None, revision: int, status:
                  at=time.time(), detail={"status": status, "documents": documents})
 
 
-def tagged(s: Session, revision: int, tag: str, old: Any, new: Any) -> None:
+def tagged(s: Session, revision: int, tag: str, old: JSONObject | None,
+           new: JSONObject | None) -> None:
     """A tag was put on a revision (old: its data before, None when new), or taken off
     (new None). The tag `committed` is a commit."""
     change = ("commit" if tag == COMMITTED_TAG else "tag") if new is not None else "untag"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from common.context import RequestContext
 from common.errors import Conflict
+from common.jsontypes import JSONObject
 from common.status import status_body
 from shipyard_api.documents.lock import DocumentsLocked
 from shipyard_api.documents.store import DocumentStore
@@ -18,7 +17,7 @@ class EmptyBuffer(Conflict):
 
 
 def commit(store: DocumentStore, validator: CommitValidator, *, force: bool = False,
-           dryrun: bool = False, ctx: RequestContext | None = None) -> dict[str, Any]:
+           dryrun: bool = False, ctx: RequestContext | None = None) -> JSONObject:
     """The status body of a commit; its `code` is 200 when committed (or would be), else 400.
 
     force commits despite validation errors; dryrun validates and tags nothing.

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any
 
+from common.documents import Document
 from common.errors import Conflict
-
-Document = dict[str, Any]
 
 
 class CollectionStatus(StrEnum):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+
+from common.jsontypes import JSON
 
 Step = str | int
 _TOKEN = re.compile(r"""\.(?P<key>[^.\[\]'"]+)|\[(?P<index>\d+)\]"""
@@ -46,7 +47,7 @@ def parse(path: str) -> list[Step]:
     return steps
 
 
-def get(data: Any, path: str) -> Any:
+def get(data: JSON, path: str) -> JSON:
     """The value at `path`, or None when it is absent (Deckhand treats null as absent too)."""
     node = data
     for step in parse(path):
@@ -61,7 +62,7 @@ def get(data: Any, path: str) -> Any:
     return node
 
 
-def exists(data: Any, path: str) -> bool:
+def exists(data: JSON, path: str) -> bool:
     node = data
     for step in parse(path):
         if isinstance(step, int):
@@ -69,11 +70,11 @@ def exists(data: Any, path: str) -> bool:
                 return False
         elif not isinstance(node, dict) or step not in node:
             return False
-        node = node[step]
+        node = _child(node, step)
     return True
 
 
-def put(data: Any, path: str, value: Any) -> Any:
+def put(data: JSON, path: str, value: JSON) -> JSON:
     """`data` (a copy) with `value` at `path`; missing keys are created as `{}` and missing
     list entries as `{}` padding, as Deckhand expands a destination path."""
     steps = parse(path)
@@ -83,15 +84,20 @@ def put(data: Any, path: str, value: Any) -> Any:
     node = root
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
-        nxt: Any = [] if not last and isinstance(steps[i + 1], int) else {}
+        nxt: JSON = [] if not last and isinstance(steps[i + 1], int) else {}
         if isinstance(step, int):
             if not isinstance(node, list):
                 raise PathError(f"cannot create {path}: {_shown(steps[:i])} is not a list")
             while len(node) <= step:
                 node.append({})
-        elif not isinstance(node, dict):
+            if last:
+                node[step] = copy.deepcopy(value)
+            else:
+                node = node[step]
+            continue
+        if not isinstance(node, dict):
             raise PathError(f"cannot create {path}: {_shown(steps[:i])} is not a mapping")
-        elif step not in node:
+        if step not in node:
             node[step] = nxt
         if last:
             node[step] = copy.deepcopy(value)
@@ -100,21 +106,30 @@ def put(data: Any, path: str, value: Any) -> Any:
     return root
 
 
-def delete(data: Any, path: str) -> Any:
-    """`data` (a copy) without the entry at `path`; `$` leaves `{}`."""
+def delete(data: JSON, path: str) -> JSON:
+    """`data` (a copy) without the entry at `path` (which exists: see `get`); `$` leaves `{}`."""
     steps = parse(path)
     if not steps:
         return {}
     root = copy.deepcopy(data)
     node = root
     for step in steps[:-1]:
-        node = node[step]
+        node = _child(node, step)
     last = steps[-1]
     if isinstance(node, dict):
-        node.pop(last)
-    else:
+        node.pop(str(last))
+    elif isinstance(node, list):
         node.pop(int(last))
     return root
+
+
+def _child(node: JSON, step: Step) -> JSON:
+    """The entry `step` of a mapping or list (KeyError or IndexError when there is none)."""
+    if isinstance(node, dict) and isinstance(step, str):
+        return node[step]
+    if isinstance(node, list) and isinstance(step, int):
+        return node[step]
+    raise KeyError(step)
 
 
 def _shown(steps: list[Step]) -> str:

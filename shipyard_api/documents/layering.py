@@ -7,26 +7,26 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import jsonschema
 
+from common.documents import Document
+from common.jsontypes import JSON, JSONObject, as_list, as_object
 from common.status import Message, validation_message
 from shipyard_api.documents import jsonpath
 
-Document = dict[str, Any]
 LAYERING_POLICY = "deckhand/LayeringPolicy"
 METHODS = ("merge", "replace", "delete")
 _DATA_PREFIX = re.compile(r"^\$?\.data(?=$|[.\[])")
 
-_DEST = {"type": "object", "required": ["path"], "additionalProperties": False,
+_DEST: JSONObject = {"type": "object", "required": ["path"], "additionalProperties": False,
          "properties": {"path": {"type": "string"}, "pattern": {"type": "string"},
                         "recurse": {"type": "object", "required": ["depth"],
                                     "properties": {"depth": {"type": "integer",
                                                              "minimum": -1}}}}}
 # Deckhand's metadata/Document/v1 rules for the parts rendering reads
 # (deckhand/engine/schemas/metadata_document.yaml).
-METADATA_SCHEMA: dict[str, Any] = {
+METADATA_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "labels": {"type": "object"},
@@ -65,14 +65,13 @@ class Doc:
 
     index: int
     source: Document
-    data: Any
+    data: JSON
     tainted: bool = False  # holds data taken from an encrypted document
     problems: list[Message] = field(default_factory=list)
 
     @property
-    def meta(self) -> dict[str, Any]:
-        meta = self.source.get("metadata")
-        return meta if isinstance(meta, dict) else {}
+    def meta(self) -> JSONObject:
+        return as_object(self.source.get("metadata"))
 
     @property
     def schema(self) -> str:
@@ -83,9 +82,8 @@ class Doc:
         return str(self.meta.get("name") or "")
 
     @property
-    def definition(self) -> dict[str, Any]:
-        ld = self.meta.get("layeringDefinition")
-        return ld if isinstance(ld, dict) else {}
+    def definition(self) -> JSONObject:
+        return as_object(self.meta.get("layeringDefinition"))
 
     @property
     def layer(self) -> str:
@@ -96,24 +94,20 @@ class Doc:
         return self.definition.get("abstract") is True
 
     @property
-    def selector(self) -> dict[str, Any]:
-        sel = self.definition.get("parentSelector")
-        return sel if isinstance(sel, dict) else {}
+    def selector(self) -> JSONObject:
+        return as_object(self.definition.get("parentSelector"))
 
     @property
-    def labels(self) -> dict[str, Any]:
-        labels = self.meta.get("labels")
-        return labels if isinstance(labels, dict) else {}
+    def labels(self) -> JSONObject:
+        return as_object(self.meta.get("labels"))
 
     @property
-    def actions(self) -> list[Any]:
-        actions = self.definition.get("actions")
-        return actions if isinstance(actions, list) else []
+    def actions(self) -> list[JSON]:
+        return as_list(self.definition.get("actions"))
 
     @property
-    def substitutions(self) -> list[Any]:
-        subs = self.meta.get("substitutions")
-        return subs if isinstance(subs, list) else []
+    def substitutions(self) -> list[JSON]:
+        return as_list(self.meta.get("substitutions"))
 
     @property
     def replacement(self) -> bool:
@@ -144,7 +138,7 @@ def problem(check: str, text: str, *docs: Doc, error: bool = True) -> Message:
 _METADATA = jsonschema.Draft202012Validator(METADATA_SCHEMA)
 
 
-def _plain(meta: dict[str, Any]) -> bool:
+def _plain(meta: JSONObject) -> bool:
     """Metadata with nothing for the schema to refuse: a layer, maybe `abstract`, no layering
     or substitution (most of a design; the JSON Schema is the slow path for the rest)."""
     ld = meta.get("layeringDefinition")
@@ -178,11 +172,12 @@ def layer_order(docs: list[Doc]) -> tuple[list[str] | None, list[Message]]:
         found.append(problem("LayeringPolicy", "More than one LayeringPolicy: using the first, "
                              + policies[0].shown(), *policies, error=False))
     order = policies[0].data.get("layerOrder") if isinstance(policies[0].data, dict) else None
-    if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
+    names = [x for x in order if isinstance(x, str)] if isinstance(order, list) else []
+    if not isinstance(order, list) or len(names) != len(order):
         found.append(problem("InvalidDocumentFormat", f"{policies[0].shown()}: data.layerOrder "
                              "must be a list of layer names", policies[0]))
         return [], found
-    return list(order), found
+    return names, found
 
 
 def select_parents(docs: list[Doc], order: list[str]) -> tuple[dict[int, Doc], list[Message]]:
@@ -240,7 +235,7 @@ def select_parents(docs: list[Doc], order: list[str]) -> tuple[dict[int, Doc], l
     return parents, found
 
 
-def _label(pair: tuple[Any, Any]) -> tuple[str, str]:
+def _label(pair: tuple[str, JSON]) -> tuple[str, str]:
     return str(pair[0]), json.dumps(pair[1], sort_keys=True, default=str)
 
 
@@ -291,10 +286,10 @@ def _bad_replacement(doc: Doc, reason: str) -> Message:
                    f"Replacement document {doc.shown()} is invalid: {reason}", doc)
 
 
-def layer(child: Doc, parent: Doc) -> Any:
+def layer(child: Doc, parent: Doc) -> JSON:
     """The child's data: its parent's rendered data with the child's actions applied in order
     (every failing action is listed in `child.problems` and skipped)."""
-    data = copy.deepcopy(parent.data) if parent.data is not None else {}
+    data: JSON = copy.deepcopy(parent.data) if parent.data is not None else {}
     own = child.data if child.data is not None else {}
     for action in child.actions:
         try:
@@ -312,9 +307,10 @@ class _ActionFailed(Exception):
         self.check = check
 
 
-def apply_action(action: Any, own: Any, data: Any) -> Any:
+def apply_action(action: JSON, own: JSON, data: JSON) -> JSON:
     """One layering action (merge, replace, delete at a path) on the parent-derived `data`."""
-    method = action.get("method") if isinstance(action, dict) else None
+    action = as_object(action)
+    method = action.get("method")
     if method not in METHODS:
         raise _ActionFailed("UnsupportedActionMethod", f"method must be one of {METHODS}")
     path = action_path(str(action.get("path", "")))
@@ -344,11 +340,12 @@ def action_path(path: str) -> str:
     return path if path.startswith((".", "$.", "$[")) else "." + path
 
 
-def deep_merge(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(into: JSONObject, other: JSONObject) -> JSONObject:
     """`other` merged into `into`: nested mappings recursively, anything else from `other`."""
     for key, value in other.items():
-        if isinstance(into.get(key), dict) and isinstance(value, dict):
-            deep_merge(into[key], value)
+        mine = into.get(key)
+        if isinstance(mine, dict) and isinstance(value, dict):
+            deep_merge(mine, value)
         else:
             into[key] = copy.deepcopy(value)
     return into

@@ -4,14 +4,14 @@ documents dropped, then secrets redacted for readers without cleartext."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
+from common.documents import Document
+from common.jsontypes import JSON
 from common.status import Message
 from shipyard_api.documents import layering
 from shipyard_api.documents.layering import Doc, problem
 from shipyard_api.documents.substitution import Sources, substitute
 
-Document = dict[str, Any]
 REDACTED = "(redacted)"
 
 
@@ -121,7 +121,7 @@ def _secrets(work: list[Doc]) -> list[str]:
     """The strings held by encrypted documents, longest first."""
     found: set[str] = set()
 
-    def walk(node: Any) -> None:
+    def walk(node: JSON) -> None:
         if isinstance(node, str) and node:
             found.add(node)
         elif isinstance(node, dict):
@@ -149,7 +149,7 @@ def _output(doc: Doc, cleartext: bool, secrets: list[str]) -> Document:
     return out
 
 
-def _scrub(node: Any, secrets: list[str]) -> Any:
+def _scrub(node: JSON, secrets: list[str]) -> JSON:
     if isinstance(node, str):
         for secret in secrets:
             node = node.replace(secret, REDACTED)

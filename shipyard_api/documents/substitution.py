@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from common.jsontypes import JSON, JSONObject, as_int
 from shipyard_api.documents import jsonpath
 from shipyard_api.documents.layering import Doc, problem
 
@@ -21,10 +21,10 @@ def substitute(doc: Doc, sources: Sources) -> None:
     """Apply `doc`'s metadata.substitutions in order; every failure is listed in its problems
     (Deckhand stops at the first) and leaves that destination unchanged."""
     for sub in doc.substitutions:
-        if not isinstance(sub, dict) or not isinstance(sub.get("src"), dict) \
-                or not isinstance(sub.get("dest"), (dict, list)):
+        src = sub.get("src") if isinstance(sub, dict) else None
+        dest = sub.get("dest") if isinstance(sub, dict) else None
+        if not isinstance(src, dict) or not isinstance(dest, (dict, list)):
             continue  # malformed: reported as InvalidDocumentFormat
-        src, dest = sub["src"], sub["dest"]
         source = sources.get((str(src.get("schema")), str(src.get("name"))))
         if source is None:
             doc.problems.append(problem(
@@ -44,7 +44,7 @@ def substitute(doc: Doc, sources: Sources) -> None:
         doc.tainted = doc.tainted or source.encrypted or source.tainted
 
 
-def source_value(source: Doc, src: dict[str, Any]) -> Any:
+def source_value(source: Doc, src: JSONObject) -> JSON:
     """The value a substitution takes: at `src.path` in a mapping's data, else the data itself
     (a Passphrase's string), cut by `src.pattern` / `match_group` when given."""
     path = str(src.get("path", "."))
@@ -61,13 +61,13 @@ def source_value(source: Doc, src: dict[str, Any]) -> Any:
     if not isinstance(value, str):
         raise _Failed("InvalidDocumentFormat", "src.pattern needs a string source value")
     try:
-        found = re.search(pattern, value)
-        return found.group(int(src.get("match_group", 0))) if found else value
+        found = re.search(str(pattern), value)
+        return found.group(as_int(src.get("match_group", 0))) if found else value
     except (re.error, IndexError) as exc:
         raise _Failed("InvalidDocumentFormat", f"src.pattern {pattern!r}: {exc}") from exc
 
 
-def inject(data: Any, value: Any, dest: dict[str, Any]) -> Any:
+def inject(data: JSON, value: JSON, dest: JSONObject) -> JSON:
     """`data` with `value` written at `dest.path`, or put in place of `dest.pattern` in the
     string there (in every matching string below it with `recurse`)."""
     path, pattern = str(dest.get("path", ".")), dest.get("pattern")
@@ -89,26 +89,28 @@ def inject(data: Any, value: Any, dest: dict[str, Any]) -> Any:
     raise _Failed("InvalidPath", f"no data was substituted at {path}")
 
 
-def _replaced(current: Any, pattern: str, value: str, recurse: Any, path: str) -> Any:
+def _replaced(current: JSON, pattern: str, value: str, recurse: JSON, path: str) -> JSON:
     if isinstance(recurse, dict) and isinstance(current, (dict, list)):
-        return _recursive(current, pattern, value, 0, int(recurse.get("depth", -1)))
+        return _recursive(current, pattern, value, 0, as_int(recurse.get("depth", -1)))
     if not isinstance(current, str):
         raise _Failed("MissingDocumentPattern", f"the destination's data is missing the "
                       f"pattern {pattern} at path {path}")
     return re.sub(pattern, lambda _: value, current)
 
 
-def _recursive(node: Any, pattern: str, value: str, depth: int, max_depth: int) -> Any:
+def _recursive(node: dict[str, JSON] | list[JSON], pattern: str, value: str, depth: int,
+               max_depth: int) -> JSON:
     """Every string below `node` that matches `pattern`, `max_depth` levels down (-1: all)."""
     if depth == max_depth:
         return node
-    items = node.items() if isinstance(node, dict) else enumerate(node)
-    out: Any = {} if isinstance(node, dict) else [None] * len(node)
-    for key, child in items:
-        if isinstance(child, str) and re.search(pattern, child):
-            out[key] = re.sub(pattern, lambda _: value, child)
-        elif isinstance(child, (dict, list)):
-            out[key] = _recursive(child, pattern, value, depth + 1, max_depth)
-        else:
-            out[key] = child
-    return out
+    if isinstance(node, dict):
+        return {key: _swap(child, pattern, value, depth, max_depth) for key, child in node.items()}
+    return [_swap(child, pattern, value, depth, max_depth) for child in node]
+
+
+def _swap(child: JSON, pattern: str, value: str, depth: int, max_depth: int) -> JSON:
+    if isinstance(child, str) and re.search(pattern, child):
+        return re.sub(pattern, lambda _: value, child)
+    if isinstance(child, (dict, list)):
+        return _recursive(child, pattern, value, depth + 1, max_depth)
+    return child

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Protocol
 
 from common.api import API_PREFIX
 from common.context import RequestContext
-from common.documents import doc_ref, select, validate_documents
+from common.documents import Document, doc_ref, select, validate_documents
 from common.errors import BerthError
 from common.httpclient import ServiceClient
+from common.jsontypes import JSONObject, as_list, as_object
 from common.status import Message, is_status_body, validation_message
 from shipyard_api.documents.store import DocumentStore
 from shipyard_api.strategy.checks import check_strategy
 from shipyard_api.strategy.model import configured_strategy_name
 
-Document = dict[str, Any]
 DEPLOYMENT_CONFIGURATION = "shipyard/DeploymentConfiguration/v1"
 DEPLOYMENT_STRATEGY = "shipyard/DeploymentStrategy/v1"
 BAREMETAL_NODE = "drydock/BaremetalNode/v1"
@@ -79,11 +79,13 @@ class HttpPeerValidator:
         return peer_messages(self.name, status, resp.status_code)
 
 
-def peer_messages(name: str, status: Mapping[str, Any], code: int) -> list[Message]:
+def peer_messages(name: str, status: JSONObject, code: int) -> list[Message]:
     """A peer's messages tagged with their source, plus one summary when it said nothing."""
     check = f"{name.capitalize()}Validation"
-    listed = [{**m, "source": name} for m in (status.get("details") or {}).get("messageList")
-              or [] if isinstance(m, dict)]
+    listed: list[Message] = [
+        {**m, "source": name}
+        for m in as_list(as_object(status.get("details")).get("messageList"))
+        if isinstance(m, dict)]
     failed = code >= 400 or status.get("status") == "Failure"
     if failed and not any(m.get("error") for m in listed):
         listed.append({**validation_message(f"{name}: {status.get('message') or 'invalid'}",

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlencode
 
 from common.api import API_PREFIX as P
 from common.clients.generated.shipyard import Call
+from common.clients.promenade import DecommissionPreview
+from common.documents import Document
 from common.errors import BerthError
+from common.jsontypes import JSON, JSONObject, as_list, as_object
 from shipyard_api.actions import budget, disruption, fencing
 from shipyard_api.actions.design import (
     decommission_timeouts,
@@ -28,14 +30,14 @@ from shipyard_api.plans.model import Composition, Reader, Source, call
 from shipyard_api.workflow.definitions import ActionParameters, Prepared
 
 
-def design_of(r: Reader, revision: int) -> tuple[str, list[dict[str, Any]]]:
+def design_of(r: Reader, revision: int) -> tuple[str, list[Document]]:
     docs = r.svc.documents.rendered_documents(revision, cleartext=False)
     return r.svc.documents.design_ref(revision, r.svc.settings.public_url), docs
 
 
 def open_design(r: Reader, prepared: Prepared,
                 missing: str = "No committed revision of the design exists"
-                ) -> tuple[Composition, list[dict[str, Any]] | None]:
+                ) -> tuple[Composition, list[Document] | None]:
     """The plan of a prepared action, on its revision's design (its reference set) and that
     revision's documents; without a revision, a plan blocked by `missing` and no documents."""
     out = Composition(revision_id=prepared.revision_id)
@@ -59,11 +61,11 @@ def _peer(out: Composition, source: Source, node: str | None, what: str,
     out.block(source, f"{source.capitalize()} could not {what}: {exc.message}", node)
 
 
-def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
-                promenade: Mapping[str, Any], drydock: Mapping[str, Any],
-                options: Mapping[str, Any]) -> list[Call]:
-    phases = [p["phase"] + ("" if p.get("runs", True) else f" ({p.get('note')})")
-              for p in promenade.get("phases") or []]
+def _node_calls(node: str, fenced: bool, query: Mapping[str, object],
+                promenade: DecommissionPreview | None, drydock: JSONObject,
+                options: Mapping[str, JSON]) -> list[Call]:
+    phases = [str(p.get("phase")) + ("" if p.get("runs", True) else f" ({p.get('note')})")
+              for p in (promenade["phases"] if promenade else [])]
     out: list[Call] = []
     if fenced:
         out.append(call("drydock", f'POST {P}/tasks power_off_nodes {{"force": true}}',
@@ -75,7 +77,7 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
              then=phases),
         call("drydock", f"POST {P}/tasks destroy_nodes {json.dumps(dict(options))}",
              "power off, wipe as planned, release from MAAS", node=node, step="destroy_nodes",
-             then=list(drydock.get("steps") or [])),
+             then=[str(s) for s in as_list(drydock.get("steps"))]),
         call("promenade", f"POST {P}/nodes/{node}/remove-from-cluster",
              "delete the Node object", node=node, step="remove_from_cluster"),
         call("drydock", f"POST {P}/tasks prepare_nodes", "enlist, commission, storage",
@@ -88,8 +90,8 @@ def _node_calls(node: str, fenced: bool, query: Mapping[str, Any],
     return out
 
 
-def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fenced: bool,
-                targets: list[str], parameters: ActionParameters) -> Mapping[str, Any]:
+def _kubernetes(r: Reader, out: Composition, entry: dict[str, object], ref: str, fenced: bool,
+                targets: list[str], parameters: ActionParameters) -> DecommissionPreview | None:
     """Promenade's decommission preview of the node: pods, budgets, capacity, etcd."""
     node = str(entry["node"])
     try:
@@ -97,7 +99,7 @@ def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fe
             node, ref, fenced=fenced, leaving=[t for t in targets if t != node], ctx=r.rc)
     except BerthError as exc:
         _peer(out, "promenade", node, "preview the decommission", exc)
-        return {}
+        return None
     for key in ("kubernetes", "phases", "drain", "capacity", "etcd"):
         entry[key] = prom.get(key)
     for text in prom.get("blockers") or []:
@@ -112,26 +114,26 @@ def _kubernetes(r: Reader, out: Composition, entry: dict[str, Any], ref: str, fe
     return prom
 
 
-def _baremetal(out: Composition, entry: dict[str, Any], drydock: Mapping[str, Any]) -> None:
+def _baremetal(out: Composition, entry: dict[str, object], drydock: JSONObject) -> None:
     """Drydock's destroy_nodes preview of the node: BMC, MAAS, retirement, the wipe plan."""
     node = str(entry["node"])
     entry["baremetal"] = {k: drydock.get(k) for k in ("bmc", "maas_status", "retired",
                                                       "retired_reason", "wipe", "steps")}
     if drydock:
         out.facts += facts.destroy_facts(node, drydock)
-    for text in drydock.get("blockers") or []:
-        out.block("drydock", text, node)
-    for text in drydock.get("warnings") or []:
-        out.warn("drydock", text, node)
+    for text in as_list(drydock.get("blockers")):
+        out.block("drydock", str(text), node)
+    for text in as_list(drydock.get("warnings")):
+        out.warn("drydock", str(text), node)
     if drydock.get("retired"):
         out.block("drydock", f"{node} is retired: a retired node is never redeployed; "
                   "unretire it first", node)
 
 
 def _one_node(r: Reader, out: Composition, node: str, ref: str, etcd: list[str],
-              query: dict[str, Any], drydock: Mapping[str, Any], prepared: Prepared) -> None:
+              query: Mapping[str, int], drydock: JSONObject, prepared: Prepared) -> None:
     """The node's path (Shipyard's decision table), then what each peer says of it."""
-    entry: dict[str, Any] = {"node": node, "etcd_clusters": etcd}
+    entry: dict[str, object] = {"node": node, "etcd_clusters": etcd}
     out.nodes.append(entry)
     try:
         found = fencing.read_facts(r.svc, r.rc, ref, node, etcd, r.now)
@@ -169,7 +171,7 @@ def redeploy(r: Reader, prepared: Prepared) -> Composition:
     except BerthError as exc:
         _peer(out, "drydock", None, "preview destroy_nodes", exc)
         preview = {}
-    by_node = {str(n.get("node")): n for n in preview.get("nodes") or []}
+    by_node = {str(n.get("node")): n for n in map(as_object, as_list(preview.get("nodes")))}
     for node in targets:
         _one_node(r, out, node, ref, membership.get(node, []), query, by_node.get(node, {}),
                   prepared)

@@ -17,13 +17,19 @@ re-check can only differ because the world did.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
-Fact = dict[str, Any]
+from common.clients.promenade import DecommissionPreview
+from common.jsontypes import JSON, JSONObject, as_list, as_object
+
+Fact = JSONObject  # {"step", "fact", "value", "rule"}, stored with the plan
 
 
-def fact(step: str, name: str, value: Any, rule: str = "equal") -> Fact:
+def fact(step: str, name: str, value: JSON, rule: str = "equal") -> Fact:
     return {"step": step, "fact": name, "value": value, "rule": rule}
+
+
+def _sorted(items: Iterable[JSON]) -> list[JSON]:
+    return [*sorted(map(str, items))]
 
 
 def path_facts(node: str, path: str | None, power: str | None) -> list[Fact]:
@@ -31,7 +37,7 @@ def path_facts(node: str, path: str | None, power: str | None) -> list[Fact]:
     return [fact(step, "path", path), fact(step, "BMC power state", power)]
 
 
-def decommission_facts(node: str, preview: Mapping[str, Any],
+def decommission_facts(node: str, preview: DecommissionPreview,
                        targets: Iterable[str]) -> list[Fact]:
     """PDBs covering the node's pods, locks held, etcd members healthy (other than the
     action's own targets, which it removes itself) and learners."""
@@ -40,66 +46,78 @@ def decommission_facts(node: str, preview: Mapping[str, Any],
     fenced = bool(preview.get("fenced"))  # the taint bypasses budgets and locks
     out = [] if fenced else [
         fact(step, f"PodDisruptionBudget {b['budget']} disruptions allowed",
-             b["disruptions_allowed"], "at_least") for b in drain.get("budgets") or []]
+             b["disruptions_allowed"], "at_least")
+        for b in map(as_object, as_list(drain.get("budgets")))]
     if drain and not fenced:
         out.append(fact(step, f"eviction locks held on {node}",
-                        sorted(drain.get("eviction_locks") or []), "no_new"))
+                        _sorted(as_list(drain.get("eviction_locks"))), "no_new"))
     leaving = set(targets)
     for entry in preview.get("etcd") or []:
         if "members" not in entry:
             continue
-        healthy = sorted(m["name"] for m in entry["members"]
-                         if m.get("healthy") and m["name"] not in leaving)
+        healthy = _sorted(m["name"] for m in entry["members"]
+                          if m.get("healthy") and m["name"] not in leaving)
         out.append(fact(step, f"etcd {entry['cluster']} healthy members", healthy, "keeps"))
         out.append(fact(step, f"etcd {entry['cluster']} learners",
-                        sorted(entry.get("learners") or []), "no_new"))
+                        _sorted(entry.get("learners") or []), "no_new"))
     return out
 
 
-def destroy_facts(node: str, preview_node: Mapping[str, Any]) -> list[Fact]:
+def destroy_facts(node: str, preview_node: JSONObject) -> list[Fact]:
     step = f"destroy_nodes.{node}"
-    wipe = preview_node.get("wipe") or {}
-    disks = [f"{d.get('disk')} {d.get('result')}" + (f" ({d['method']})" if d.get("method")
-                                                      else "") for d in wipe.get("disks") or []]
-    return [fact(step, "BMC reachable", bool((preview_node.get("bmc") or {}).get("reachable"))),
+    wipe = as_object(preview_node.get("wipe"))
+    disks: list[JSON] = [
+        f"{d.get('disk')} {d.get('result')}" + (f" ({d['method']})" if d.get("method") else "")
+        for d in map(as_object, as_list(wipe.get("disks")))]
+    bmc = as_object(preview_node.get("bmc"))
+    return [fact(step, "BMC reachable", bool(bmc.get("reachable"))),
             fact(step, "wipe plan", disks), fact(step, "wipe refused", wipe.get("refusal")),
             fact(step, "retired", bool(preview_node.get("retired")))]
 
 
-def group_facts(groups: Sequence[Mapping[str, Any]], retired: Sequence[str]) -> list[Fact]:
-    out = [fact("baremetal", f"group {g['name']} nodes", list(g["nodes"])) for g in groups]
-    return [*out, fact("baremetal", "retired nodes", sorted(retired))]
+def group_facts(groups: Mapping[str, Iterable[str]], retired: Sequence[str]) -> list[Fact]:
+    """Each group's nodes (groups in their order) and the retired nodes."""
+    out = [fact("baremetal", f"group {name} nodes", list[JSON](nodes))
+           for name, nodes in groups.items()]
+    return [*out, fact("baremetal", "retired nodes", _sorted(retired))]
 
 
-def _holds(rule: str, planned: Any, now: Any) -> bool:
+def _names(value: JSON) -> set[str]:
+    """A list fact's items (names: strings)."""
+    return {str(x) for x in as_list(value)}
+
+
+def _holds(rule: str, planned: JSON, now: JSON) -> bool:
     if rule == "at_least":
-        return now is None or (planned is not None and now >= planned)
+        return now is None or (isinstance(planned, int | float) and isinstance(now, int | float)
+                               and now >= planned)
     if rule == "keeps":
-        return set(planned or []) <= set(now or [])
+        return _names(planned) <= _names(now)
     if rule == "no_new":
-        return set(now or []) <= set(planned or [])
+        return _names(now) <= _names(planned)
     return bool(planned == now)
 
 
-def _describe(rule: str, planned: Any, now: Any) -> str:
+def _describe(rule: str, planned: JSON, now: JSON) -> str:
     if rule == "keeps":
-        return f"no longer: {', '.join(sorted(set(planned or []) - set(now or [])))}"
+        return f"no longer: {', '.join(sorted(_names(planned) - _names(now)))}"
     if rule == "no_new":
-        return f"new: {', '.join(sorted(set(now or []) - set(planned or [])))}"
+        return f"new: {', '.join(sorted(_names(now) - _names(planned)))}"
     return f"{planned!r} -> {now!r}"
 
 
-def compare(planned: Sequence[Fact], now: Sequence[Fact]) -> list[dict[str, Any]]:
+def compare(planned: Sequence[Fact], now: Sequence[Fact]) -> list[JSONObject]:
     """Every planned fact whose rule no longer holds: fact, planned, now, rule, change."""
-    current = {f["fact"]: f["value"] for f in now}
-    out = []
+    current = {str(f["fact"]): f["value"] for f in now}
+    out: list[JSONObject] = []
     for f in planned:
-        value = current.get(f["fact"])
-        if not _holds(f["rule"], f["value"], value):
+        value = current.get(str(f["fact"]))
+        rule = str(f["rule"])
+        if not _holds(rule, f["value"], value):
             out.append({"fact": f["fact"], "planned": f["value"], "now": value,
-                        "rule": f["rule"], "change": _describe(f["rule"], f["value"], value)})
+                        "rule": rule, "change": _describe(rule, f["value"], value)})
     return out
 
 
-def diff_text(changes: Sequence[Mapping[str, Any]]) -> str:
+def diff_text(changes: Sequence[Mapping[str, object]]) -> str:
     return "; ".join(f"{c['fact']}: {c['change']}" for c in changes)

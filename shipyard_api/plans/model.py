@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from common.clients.generated.shipyard import Call, Finding
 from common.context import RequestContext
@@ -28,8 +28,8 @@ class Reader:
 class Composition:
     revision_id: int | None = None
     design_ref: str | None = None
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    groups: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, object]] = field(default_factory=list)
+    groups: list[dict[str, object]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     blockers: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)

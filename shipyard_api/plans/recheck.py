@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from common.errors import NotFound
+from common.jsontypes import as_int, as_list, as_object
 from common.workflow import Outcome, Retry, failed
 from shipyard_api.actions import fencing, steps
 from shipyard_api.actions.ports import services
@@ -42,19 +43,18 @@ def _destroy(ctx: StepContext, node: str) -> list[facts.Fact]:
     preview = services(ctx).drydock.task_preview(
         "destroy_nodes", _ref(ctx), node_names_filter([node]), destroy_options(ctx.parameters),
         ctx=ctx.request_context())
-    found: dict[str, Any] = next(
-        (n for n in preview.get("nodes") or [] if n.get("node") == node), {})
+    found = next((n for n in map(as_object, as_list(preview.get("nodes")))
+                  if n.get("node") == node), {})
     return facts.destroy_facts(node, found)
 
 
 def _baremetal(ctx: StepContext) -> list[facts.Fact]:
     svc = services(ctx)
-    docs = svc.documents.rendered_documents(int(steps.design(ctx)["revision_id"]),
+    docs = svc.documents.rendered_documents(as_int(steps.design(ctx)["revision_id"]),
                                             cleartext=False)
     retired, deployment = site.selection(svc, ctx.request_context(), _ref(ctx),
                                          strategy_of(docs))
-    return facts.group_facts([{"name": g, "nodes": deployment.members[g]}
-                              for g in deployment.order], retired)
+    return facts.group_facts({g: deployment.members[g] for g in deployment.order}, retired)
 
 
 def current(ctx: StepContext) -> list[facts.Fact]:

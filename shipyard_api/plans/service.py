@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from common.api import API_PREFIX
 from common.context import RequestContext
@@ -32,7 +31,7 @@ class PlanBlocked(Conflict):
     reason, title = "PlanBlocked", "The plan has blockers"
 
 
-def verdict(body: dict[str, Any]) -> str:
+def verdict(body: dict[str, object]) -> str:
     return "blocked" if body["blockers"] else "warnings" if body["warnings"] else "clear"
 
 
@@ -43,7 +42,7 @@ class PlanService:
         self.store, self.actions, self.ttl = store, actions, ttl
         self.clock, self.new_id = clock, new_id
 
-    def _prepare(self, name: str, parameters: dict[str, Any],
+    def _prepare(self, name: str, parameters: Mapping[str, object],
                  out: Composition) -> Prepared:
         definition = self.actions.definition(name)
         try:
@@ -55,15 +54,19 @@ class PlanService:
             return replace(allowed, parameters={**allowed.parameters,
                                                 "allow-intermediate-commits": False})
 
-    def create(self, name: object, parameters: Any, ctx: RequestContext) -> dict[str, Any]:
+    def create(self, name: object, parameters: Mapping[str, object] | None,
+               ctx: RequestContext) -> dict[str, object]:
         """Compose the plan of an action request (same body as POST /actions) and store it."""
         definition = self.actions.definition(name)
+        services = self.actions.services
+        if services is None:
+            raise RuntimeError("plans read the peers: the action service needs its services")
         parameters = {} if parameters is None else parameters  # an object: see the resource
         early = Composition()
         prepared = self._prepare(definition.name, parameters, early)
         now = self.clock()
         active = tuple(self.actions.store.active())
-        out = COMPOSERS[definition.name](Reader(self.actions.services, ctx, now, active),
+        out = COMPOSERS[definition.name](Reader(services, ctx, now, active),
                                          prepared)
         out.blockers[:0] = early.blockers
         conflicts = []
@@ -84,13 +87,13 @@ class PlanService:
                       revision_id=prepared.revision_id, body=body, facts=out.facts)
         return self.view(self.store.add(row, now))
 
-    def list(self, limit: int = 100) -> list[dict[str, Any]]:
+    def list(self, limit: int = 100) -> list[dict[str, object]]:
         return [self.view(row) for row in self.store.recent(limit)]
 
-    def get(self, plan_id: str) -> dict[str, Any]:
+    def get(self, plan_id: str) -> dict[str, object]:
         return self.view(self.store.get(plan_id))
 
-    def view(self, row: PlanRow) -> dict[str, Any]:
+    def view(self, row: PlanRow) -> dict[str, object]:
         body = dict(row.body)
         return {"id": row.id, "action": row.action, "parameters": row.parameters,
                 "revision_id": row.revision_id, "created": iso(row.created_at),
@@ -115,8 +118,9 @@ class PlanService:
                 validation_message(p, name="ActionPlan") for p in problems])
         if self.clock() >= row.expires_at:
             raise PlanExpired(f"Plan {plan_id} expired at {iso(row.expires_at)}; plan again")
-        blockers = (row.body or {}).get("blockers") or []
+        found = row.body.get("blockers") if row.body else None
+        blockers = found if isinstance(found, list) else []
         if blockers:
             raise PlanBlocked(f"Plan {plan_id} has {len(blockers)} blocker(s): "
-                              + "; ".join(b["message"] for b in blockers[:3])
+                              + "; ".join(str(b["message"]) for b in blockers[:3])
                               + "; resolve them and plan again")

@@ -10,6 +10,7 @@ from typing import Any
 from common.api import API_PREFIX as P
 from common.context import RequestContext
 from common.errors import BerthError
+from common.jsontypes import as_list, as_object
 from shipyard_api.actions.baremetal import select_groups
 from shipyard_api.actions.ports import Services
 from shipyard_api.clients.ports import node_names_filter
@@ -34,7 +35,7 @@ def selection(svc: Services, rc: RequestContext, ref: str,
     return sorted(retired), Deployment(strategy, members)
 
 
-def _group(position: int, group: Group, nodes: list[str]) -> dict[str, Any]:
+def _group(position: int, group: Group, nodes: list[str]) -> dict[str, object]:
     criteria = {k: v for k, v in asdict(group.success_criteria).items() if v is not None}
     return {"name": group.name, "position": position, "critical": group.critical,
             "depends_on": list(group.depends_on),
@@ -94,12 +95,14 @@ def site(r: Reader, prepared: Prepared) -> Composition:
         return out
     out.groups = [_group(i + 1, strategy.group(name), deployment.members[name])
                   for i, name in enumerate(deployment.order)]
-    out.facts += facts.group_facts(out.groups, retired)
+    out.facts += facts.group_facts({name: deployment.members[name]
+                                    for name in deployment.order}, retired)
     everyone = list(deployment.nodes)
-    broken = _nodes(r, out, ref, everyone, {n: [g["name"] for g in out.groups
-                                                if n in g["nodes"]] for n in everyone})
-    for g in out.groups:
-        _judge(out, strategy.group(g["name"]), g["nodes"], broken)
+    broken = _nodes(r, out, ref, everyone, {n: [name for name in deployment.order
+                                                if n in deployment.members[name]]
+                                            for n in everyone})
+    for name in deployment.order:
+        _judge(out, strategy.group(name), deployment.members[name], broken)
     if retired:
         out.warn("drydock", f"Retired nodes left out of every group: {', '.join(retired)}")
     out.calls.append(call("promenade", f"PUT {P}/node-labels/{{node}}",
@@ -120,12 +123,12 @@ def _nodes(r: Reader, out: Composition, ref: str, names: list[str],
         out.block("drydock", f"Drydock could not preview deploy_nodes: {exc.message}")
         return {}
     broken = {}
-    for n in preview.get("nodes") or []:
+    for n in map(as_object, as_list(preview.get("nodes"))):
         name = str(n.get("node"))
         out.nodes.append({"node": name, "groups": groups.get(name, []), "baremetal": {
             k: n.get(k) for k in ("bmc", "maas_status", "retired", "steps")}})
         if n.get("blockers"):
-            broken[name] = "; ".join(n["blockers"])
-        for text in n.get("warnings") or []:
-            out.warn("drydock", text, name)
+            broken[name] = "; ".join(map(str, as_list(n["blockers"])))
+        for text in as_list(n.get("warnings")):
+            out.warn("drydock", str(text), name)
     return broken

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import JSON, Float, Integer, String, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from common.errors import NotFound
+from common.jsontypes import JSONObject
 from shipyard_api.db import Base
+from shipyard_api.workflow.definitions import ActionParameters
 
 KEEP = 7 * 86400
 
@@ -18,14 +18,14 @@ class PlanRow(Base):
 
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     action: Mapped[str] = mapped_column(String(64))
-    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    parameters: Mapped[ActionParameters] = mapped_column(JSON, default=dict)
     user: Mapped[str | None] = mapped_column(String(255), nullable=True)
     marker: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[float] = mapped_column(Float)
     expires_at: Mapped[float] = mapped_column(Float, index=True)
     revision_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    body: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    facts: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    body: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+    facts: Mapped[list[JSONObject]] = mapped_column(JSON, default=list)
 
 
 class PlanStore:
@@ -53,5 +53,5 @@ class PlanStore:
             return list(s.scalars(select(PlanRow).order_by(PlanRow.created_at.desc())
                                   .limit(limit)).all())
 
-    def facts(self, plan_id: str) -> list[dict[str, Any]]:
+    def facts(self, plan_id: str) -> list[JSONObject]:
         return list(self.get(plan_id).facts or [])

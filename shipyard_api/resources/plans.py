@@ -26,7 +26,7 @@ class PlansResource:
         parameters = check_targets(body.get("parameters"), self._max_targets)
         view = self._service.create(definition.name, parameters, req.context.berth)
         resp.status = falcon.HTTP_201
-        resp.location = view["url"]
+        resp.location = str(view["url"])
         resp.media = view
 
 

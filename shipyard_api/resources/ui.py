@@ -7,8 +7,9 @@ import functools
 from collections.abc import Callable, Iterable
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import falcon
 
@@ -30,9 +31,9 @@ STATIC_TYPES = {"berth.css": "text/css; charset=utf-8",
 
 
 class PlansPort(Protocol):
-    def list(self) -> list[dict[str, Any]]: ...
+    def list(self) -> list[dict[str, object]]: ...
 
-    def get(self, plan_id: str) -> dict[str, Any]: ...
+    def get(self, plan_id: str) -> dict[str, object]: ...
 
 
 def send(resp: falcon.Response, page: Html, code: int = 200) -> None:
@@ -47,13 +48,19 @@ def send(resp: falcon.Response, page: Html, code: int = 200) -> None:
     resp.set_header("Referrer-Policy", "same-origin")  # (no-referrer makes Origin null)
 
 
-def signed_in(rule: str | None = None) -> Callable[[Any], Any]:
+class _Page(Protocol):
+    rule: str  # the policy rule of a page whose decorator names none
+
+
+def signed_in(rule: str | None = None
+              ) -> Callable[[Callable[..., Html]], Callable[..., None]]:
     """Render the page for a caller allowed by `rule` (else the resource's `rule`): 401 with
     the sign-in form when not authenticated, 403 when the policy denies it, a peer's error
     as an error page."""
     def wrap(fn: Callable[..., Html]) -> Callable[..., None]:
         @functools.wraps(fn)
-        def on_get(self: Any, req: falcon.Request, resp: falcon.Response, **kw: Any) -> None:
+        def on_get(self: _Page, req: falcon.Request, resp: falcon.Response,
+                   **kw: str) -> None:
             name = rule or str(self.rule)
             ctx = req.context.berth
             if not ctx.authenticated:
@@ -217,10 +224,10 @@ def token_from_cookie(header: str) -> str | None:
     return morsel.value if morsel is not None and morsel.value else None
 
 
-def cookie_auth(app: Any) -> Callable[[dict[str, Any], Any], Iterable[bytes]]:
+def cookie_auth(app: WSGIApplication) -> WSGIApplication:
     """In front of everything (keystonemiddleware included): a /ui request without
     X-Auth-Token authenticates with the token of its cookie. The API never reads cookies."""
-    def wsgi(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO") or "")
         if (path == "/ui" or path.startswith("/ui/")) and "HTTP_X_AUTH_TOKEN" not in environ:
             token = token_from_cookie(str(environ.get("HTTP_COOKIE") or ""))

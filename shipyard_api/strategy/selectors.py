@@ -66,7 +66,7 @@ class NodeIndex:
         self._position: dict[str, int] | None = None
 
     @classmethod
-    def of_listing(cls, listing: Iterable[Mapping[str, Any]]) -> NodeIndex:
+    def of_listing(cls, listing: Iterable[Mapping[str, object]]) -> NodeIndex:
         """Drydock's node listing of a design (`GET /nodes?design_ref=`: design order, each
         node's `hostname`, `rack`, `tags`, `labels`, `retired`) indexed as it is, without
         building a NodeInfo per node (that cost more than planning at 10,000 nodes)."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import quote
 
 from shipyard_api.actions.progress import progress_lines, step_state
 from shipyard_api.ui.blockers import Finding, classify
+from shipyard_api.ui.fields import entries, fields, mappings, number, text
 from shipyard_api.ui.graph import group_graph
 from shipyard_api.ui.html import Child, Html, join, tag
 from shipyard_api.ui.layout import layout, state, tone
@@ -34,7 +34,7 @@ def parse_time(value: object) -> dt.datetime | None:
         return None
 
 
-def duration(step: Mapping[str, Any], now: dt.datetime) -> str:
+def duration(step: Mapping[str, object], now: dt.datetime) -> str:
     start = parse_time(step.get("start"))
     if start is None:
         return ""
@@ -52,7 +52,7 @@ def clock(value: object) -> Html | str:
     return tag("time", when.strftime("%H:%M:%S"), datetime=str(value), title=str(value))
 
 
-def details_of(step: Mapping[str, Any]) -> Mapping[str, Any]:
+def details_of(step: Mapping[str, object]) -> Mapping[str, object]:
     details = step.get("details")
     return details if isinstance(details, Mapping) else {}
 
@@ -79,7 +79,7 @@ def task_tree(tree: object) -> Html:
                tag("ul", item(str(tree["init_task_id"]), 0), class_="tree"))
 
 
-def step_detail(step: Mapping[str, Any]) -> Html:
+def step_detail(step: Mapping[str, object]) -> Html:
     details = details_of(step)
     parts: list[Child] = []
     lines = progress_lines(step)
@@ -90,16 +90,15 @@ def step_detail(step: Mapping[str, Any]) -> Html:
     tree = details.get("tree")
     if tree:
         parts.append(task_tree(tree))
-    elif isinstance(details.get("task"), Mapping):
-        task = details["task"]
+    elif isinstance(task := details.get("task"), Mapping):
         parts.append(tag("div", f"Drydock task {task.get('task_id')}: {task.get('status')}",
                          class_="progress"))
     return join(parts)
 
 
-def step_log(step: Mapping[str, Any]) -> Html:
+def step_log(step: Mapping[str, object]) -> Html:
     """The step's notes, oldest first, with their times."""
-    notes = [n for n in step.get("notes") or [] if isinstance(n, Mapping)]
+    notes = mappings(step.get("notes"))
     if not notes:
         return tag("span", "no log lines", class_="muted small")
     return tag("details", tag("summary", f"Log ({len(notes)})"),
@@ -108,7 +107,7 @@ def step_log(step: Mapping[str, Any]) -> Html:
                id=f"log-{step.get('id')}", open=step_state(step) == S.FAILED)
 
 
-def blocking(steps: list[Mapping[str, Any]]) -> list[Finding]:
+def blocking(steps: list[Mapping[str, object]]) -> list[Finding]:
     """What holds the action now: the pods a running drain cannot evict (grouped by the
     budget or lock that refuses them), and why a waiting or failed step is waiting or failed."""
     out = []
@@ -122,25 +121,25 @@ def blocking(steps: list[Mapping[str, Any]]) -> list[Finding]:
                 if reason and not reason.startswith(QUIET):
                     count = int(g.get("count") or 0)
                     out.append(classify(f"{reason}: {count} pod{'s' if count != 1 else ''}",
-                                        node, s.get("id")))
+                                        node, text(s.get("id"))))
         if st in (S.WAITING, S.FAILED):
-            notes = s.get("notes") or []
+            notes = entries(s.get("notes"))
             why = s.get("reason") or details_of(s).get("message") or (
                 notes[-1].get("message") if notes and isinstance(notes[-1], Mapping) else "")
             if why:
-                out.append(classify(f"{s.get('id')} {st}: {why}", node, s.get("id")))
+                out.append(classify(f"{s.get('id')} {st}: {why}", node, text(s.get("id"))))
     return out
 
 
-def by_node(steps: list[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+def by_node(steps: list[Mapping[str, object]]) -> list[tuple[str, list[Mapping[str, object]]]]:
     """Steps per node in their order; the action-wide steps first, as "action"."""
-    rows: dict[str, list[Mapping[str, Any]]] = {}
-    for s in sorted(steps, key=lambda s: int(s.get("index") or 0)):
+    rows: dict[str, list[Mapping[str, object]]] = {}
+    for s in sorted(steps, key=lambda s: number(s.get("index"))):
         rows.setdefault(str(s.get("node") or ""), []).append(s)
     return [(k or "action", v) for k, v in sorted(rows.items(), key=lambda kv: kv[0] != "")]
 
 
-def node_progress(steps: list[Mapping[str, Any]]) -> Html:
+def node_progress(steps: list[Mapping[str, object]]) -> Html:
     rows = []
     for node, mine in by_node(steps):
         done = sum(1 for s in mine if step_state(s) in (S.SUCCESS, S.SKIPPED))
@@ -164,15 +163,15 @@ def node_progress(steps: list[Mapping[str, Any]]) -> Html:
         "Node", "Done", "Steps", "Now")]), rows, class_="nodes-progress")
 
 
-def groups_of(action: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    for step in action.get("steps") or []:
+def groups_of(action: Mapping[str, object]) -> list[Mapping[str, object]]:
+    for step in mappings(action.get("steps")):
         details = details_of(step)
         if step.get("name") == "baremetal" and isinstance(details.get("groups"), list):
-            return [g for g in details["groups"] if isinstance(g, Mapping) and "name" in g]
+            return [g for g in mappings(details["groups"]) if "name" in g]
     return []
 
 
-def steps_table(steps: list[Mapping[str, Any]], now: dt.datetime) -> Html:
+def steps_table(steps: list[Mapping[str, object]], now: dt.datetime) -> Html:
     return tag("table", tag("tr", [tag("th", h, scope="col") for h in (
         "Step", "Node", "State", "Started", "Duration", "Attempts", "Reason", "Detail",
         "Log")]), [
@@ -184,10 +183,10 @@ def steps_table(steps: list[Mapping[str, Any]], now: dt.datetime) -> Html:
         for s in steps], class_="steps")
 
 
-def live_section(action: Mapping[str, Any], now: dt.datetime | None = None) -> Html:
+def live_section(action: Mapping[str, object], now: dt.datetime | None = None) -> Html:
     """Everything on the action page that changes while it runs."""
     now = now or dt.datetime.now(dt.UTC)
-    steps = [s for s in action.get("steps") or [] if isinstance(s, Mapping)]
+    steps = mappings(action.get("steps"))
     done = sum(1 for s in steps if step_state(s) in (S.SUCCESS, S.SKIPPED))
     ended = action.get("state") in ENDED
     body: list[Child] = [
@@ -206,11 +205,11 @@ def live_section(action: Mapping[str, Any], now: dt.datetime | None = None) -> H
     return join(body)
 
 
-def action_page(action: Mapping[str, Any], user: str | None, now: dt.datetime | None = None,
+def action_page(action: Mapping[str, object], user: str | None, now: dt.datetime | None = None,
                 version: object = None) -> Html:
     live = action.get("state") not in ENDED
     aid = str(action.get("id"))
-    params = ", ".join(f"{k}={v}" for k, v in (action.get("parameters") or {}).items())
+    params = ", ".join(f"{k}={v}" for k, v in fields(action.get("parameters")).items())
     body: list[Child] = [
         tag("h1", f"{action.get('name')} ", tag("small", aid)),
         tag("p", f"Parameters: {params or 'none'}", tag("br"),

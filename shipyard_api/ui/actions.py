@@ -4,7 +4,6 @@ each step whose task still runs (a finished step keeps the tree it recorded)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from common.context import RequestContext
 from common.errors import BerthError, NotFound
@@ -16,7 +15,7 @@ from shipyard_api.clients.ports import DrydockPort
 LIVE = ("running", "waiting")
 
 
-def running_task(step: Mapping[str, Any]) -> str | None:
+def running_task(step: Mapping[str, object]) -> str | None:
     """The id of the Drydock task a live step follows, unless it already holds its tree."""
     details = step.get("details")
     if step_state(step) not in LIVE or not isinstance(details, Mapping) or "tree" in details:
@@ -35,7 +34,7 @@ class ActionPages:
         self._actions, self._drydock = actions, drydock
         self._waiters, self._max_wait = waiters, max_wait
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[dict[str, object]]:
         return self._actions.list()
 
     def version(self, action_id: str) -> int:
@@ -53,10 +52,11 @@ class ActionPages:
             version = self.version(action_id)
         return version
 
-    def get(self, action_id: str, ctx: RequestContext) -> dict[str, Any]:
+    def get(self, action_id: str, ctx: RequestContext) -> dict[str, object]:
         view = self._actions.get(action_id)
-        for step in view.get("steps") or []:
-            task_id = running_task(step)
+        steps = view.get("steps")
+        for step in steps if isinstance(steps, list) else []:
+            task_id = running_task(step) if isinstance(step, dict) else None
             if task_id is None or self._drydock is None:
                 continue
             try:

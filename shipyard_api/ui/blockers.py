@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from shipyard_api.ui.fields import entries
 
 # (key, heading, pattern naming the object or None, how the object is written)
 RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
@@ -76,7 +77,7 @@ def classify(message: str, node: str | None = None, source: str | None = None,
     return Finding("other", "Other", f"node {node}" if node else "", node, message, source)
 
 
-def bmc_of(entry: Mapping[str, Any]) -> str | None:
+def bmc_of(entry: Mapping[str, object]) -> str | None:
     """'redfish 127.0.0.1:8000' from a plan node's baremetal.bmc section."""
     baremetal = entry.get("baremetal")
     bmc = baremetal.get("bmc") if isinstance(baremetal, Mapping) else None
@@ -85,10 +86,10 @@ def bmc_of(entry: Mapping[str, Any]) -> str | None:
     return " ".join(str(p) for p in (bmc.get("type"), bmc.get("address")) if p)
 
 
-def findings(items: Any, bmcs: Mapping[str, str] | None = None) -> list[Finding]:
+def findings(items: object, bmcs: Mapping[str, str] | None = None) -> list[Finding]:
     """A plan's blockers or warnings ({node, source, message} or bare strings)."""
     out = []
-    for item in items or []:
+    for item in entries(items):
         if isinstance(item, Mapping):
             node = str(item["node"]) if item.get("node") else None
             out.append(classify(str(item.get("message") or ""), node,

@@ -4,8 +4,8 @@ dependency depth, an arrow from each group to the ones that wait for it, colour 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from shipyard_api.ui.fields import entries
 from shipyard_api.ui.html import Html, svg
 
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 170, 46, 60, 18, 10
@@ -13,7 +13,7 @@ COLOURS = {"succeeded": "#cdeccd", "failed": "#f6c9c9", "running": "#cfe2fb",
            "pending": "#eeeeee"}
 
 
-def group_state(group: Mapping[str, Any]) -> str:
+def group_state(group: Mapping[str, object]) -> str:
     status = str(group.get("status") or "")
     if status in ("succeeded", "failed"):
         return status
@@ -22,9 +22,9 @@ def group_state(group: Mapping[str, Any]) -> str:
     return "pending"
 
 
-def layers(groups: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def layers(groups: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """Each group's column: 0 without dependencies, else one more than its deepest one."""
-    deps = {str(g["name"]): [str(d) for d in g.get("depends_on") or []] for g in groups}
+    deps = {str(g["name"]): [str(d) for d in entries(g.get("depends_on"))] for g in groups}
     depth: dict[str, int] = {}
 
     def of(name: str, seen: frozenset[str]) -> int:
@@ -39,7 +39,7 @@ def layers(groups: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return depth
 
 
-def group_graph(groups: Sequence[Mapping[str, Any]]) -> Html:
+def group_graph(groups: Sequence[Mapping[str, object]]) -> Html:
     """The SVG, or nothing when there are no groups."""
     if not groups:
         return Html("")
@@ -56,7 +56,7 @@ def group_graph(groups: Sequence[Mapping[str, Any]]) -> Html:
     edges = []
     for g in groups:
         x2, y2 = at[str(g["name"])]
-        for dep in g.get("depends_on") or []:
+        for dep in entries(g.get("depends_on")):
             if str(dep) in at:
                 x1, y1 = at[str(dep)]
                 edges.append(svg("line", x1=x1 + BOX_W, y1=y1 + BOX_H // 2, x2=x2 - 4,
@@ -66,7 +66,7 @@ def group_graph(groups: Sequence[Mapping[str, Any]]) -> Html:
     for g in groups:
         x, y = at[str(g["name"])]
         state = group_state(g)
-        nodes = g.get("nodes") or []
+        nodes = entries(g.get("nodes"))
         boxes.append(svg(
             "g",
             svg("title", f"{g['name']}: {state}"

@@ -7,10 +7,10 @@ escaping builder of `html.py`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from shipyard_api.ui.action_page import action_page, duration, live_section
+from shipyard_api.ui.fields import entries
 from shipyard_api.ui.html import Child, Html, tag
 from shipyard_api.ui.layout import badge, layout, problems, state
 from shipyard_api.ui.plan_page import plan_page, plan_targets
@@ -38,11 +38,11 @@ def error_page(code: int, message: str, user: str | None = None) -> Html:
 
 
 # -- actions -------------------------------------------------------------------------
-def action_link(action: Mapping[str, Any]) -> Html:
+def action_link(action: Mapping[str, object]) -> Html:
     return tag("a", action.get("id"), href=f"/ui/actions/{quote(str(action.get('id')))}")
 
 
-def actions_page(actions: Sequence[Mapping[str, Any]], user: str | None) -> Html:
+def actions_page(actions: Sequence[Mapping[str, object]], user: str | None) -> Html:
     newest = sorted(actions, key=lambda a: str(a.get("datetime") or ""), reverse=True)
     running = any(a.get("state") in (A.PENDING, A.RUNNING, A.STOPPING) for a in actions)
     body: list[Child] = [tag("h1", "Actions")]
@@ -53,7 +53,7 @@ def actions_page(actions: Sequence[Mapping[str, Any]], user: str | None) -> Html
             "Action", "Name", "State", "Targets", "Created", "User", "Message")]), [
             tag("tr", tag("td", action_link(a)), tag("td", a.get("name")),
                 tag("td", state(a.get("state"))),
-                tag("td", ", ".join(str(n) for n in a.get("target_nodes") or [])
+                tag("td", ", ".join(str(n) for n in entries(a.get("target_nodes")))
                     or ("site" if a.get("site_wide") else "")),
                 tag("td", a.get("datetime")), tag("td", a.get("user")),
                 tag("td", a.get("message") or a.get("reason"))) for a in newest],
@@ -62,12 +62,12 @@ def actions_page(actions: Sequence[Mapping[str, Any]], user: str | None) -> Html
 
 
 # -- plans ---------------------------------------------------------------------------
-def plan_link(plan: Mapping[str, Any]) -> Html:
+def plan_link(plan: Mapping[str, object]) -> Html:
     pid = str(plan.get("id") or "")
     return tag("a", pid, href=f"/ui/plans/{quote(pid)}")
 
 
-def plans_page(plans: Sequence[Mapping[str, Any]], user: str | None) -> Html:
+def plans_page(plans: Sequence[Mapping[str, object]], user: str | None) -> Html:
     body: list[Child] = [tag("h1", "Plans")]
     if not plans:
         body.append(tag("p", "No plans yet. Make one with shipyard plan ACTION --param ...",
@@ -79,7 +79,8 @@ def plans_page(plans: Sequence[Mapping[str, Any]], user: str | None) -> Html:
             tag("tr", tag("td", plan_link(p)), tag("td", p.get("action")),
                 tag("td", plan_targets(p)),
                 tag("td", badge(p.get("verdict"))),
-                tag("td", len(p.get("blockers") or [])), tag("td", len(p.get("warnings") or [])),
+                tag("td", len(entries(p.get("blockers")))),
+                tag("td", len(entries(p.get("warnings")))),
                 tag("td", p.get("created")),
                 tag("td", "expired" if p.get("expired") else p.get("expires")),
                 data_plan=p.get("id")) for p in plans],

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 from urllib.parse import quote
 
 from shipyard_api.ui.blockers import HOLDS, Finding, bmc_of, findings, grouped
+from shipyard_api.ui.fields import entries, fields, mappings
 from shipyard_api.ui.graph import group_graph
 from shipyard_api.ui.html import Child, Html, tag
 from shipyard_api.ui.layout import badge, layout
@@ -17,8 +17,8 @@ from shipyard_api.ui.layout import badge, layout
 Phase = tuple[str, str, str]  # name, "runs" | "skipped", note
 
 
-def plan_targets(plan: Mapping[str, Any]) -> str:
-    targets = (plan.get("parameters") or {}).get("target_nodes") or []
+def plan_targets(plan: Mapping[str, object]) -> str:
+    targets = entries(fields(plan.get("parameters")).get("target_nodes"))
     return ", ".join(str(n) for n in targets) if targets else "site"
 
 
@@ -35,7 +35,7 @@ def short(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def verdict_box(plan: Mapping[str, Any], blockers: int, warnings: int) -> Html:
+def verdict_box(plan: Mapping[str, object], blockers: int, warnings: int) -> Html:
     go = blockers == 0
     word = "GO" if go else "BLOCKED"
     what = (f"{plan.get('action')} on {plan_targets(plan)} "
@@ -61,21 +61,21 @@ def reason_groups(items: list[Finding], kind: str) -> Html:
     return Html("".join(out))
 
 
-def phases_of(entry: Mapping[str, Any]) -> list[Phase]:
+def phases_of(entry: Mapping[str, object]) -> list[Phase]:
     out = []
-    for p in entry.get("phases") or []:
-        if isinstance(p, Mapping):
-            runs = p.get("runs", True)
-            out.append((str(p.get("phase")), "runs" if runs else "skipped",
-                        str(p.get("note") or "")))
+    for p in mappings(entry.get("phases")):
+        runs = p.get("runs", True)
+        out.append((str(p.get("phase")), "runs" if runs else "skipped",
+                    str(p.get("note") or "")))
     return out
 
 
-def timeline(entry: Mapping[str, Any], plan: Mapping[str, Any]) -> list[tuple[str, list[Phase]]]:
+def timeline(entry: Mapping[str, object],
+             plan: Mapping[str, object]) -> list[tuple[str, list[Phase]]]:
     """The node's steps in order, each with the phases it runs there."""
-    calls = [c for c in entry.get("calls") or [] if isinstance(c, Mapping) and c.get("step")]
-    baremetal = entry.get("baremetal") if isinstance(entry.get("baremetal"), Mapping) else {}
-    drydock_steps = [(str(s), "runs", "") for s in (baremetal or {}).get("steps") or []]
+    calls = [c for c in mappings(entry.get("calls")) if c.get("step")]
+    baremetal = fields(entry.get("baremetal"))
+    drydock_steps = [(str(s), "runs", "") for s in entries(baremetal.get("steps"))]
     if calls:
         out = []
         for c in calls:
@@ -85,7 +85,7 @@ def timeline(entry: Mapping[str, Any], plan: Mapping[str, Any]) -> list[tuple[st
             elif step == "destroy_nodes":
                 inner = drydock_steps
             else:
-                inner = [(str(t), "runs", "") for t in c.get("runs") or []]
+                inner = [(str(t), "runs", "") for t in entries(c.get("runs"))]
             out.append((step, inner))
         return out
     if plan.get("action") == "relabel_nodes":
@@ -120,7 +120,7 @@ def marks_of(blockers: list[Finding], warnings: list[Finding]) -> dict[str, str]
     return out
 
 
-def path_cell(entry: Mapping[str, Any], plan: Mapping[str, Any]) -> Html:
+def path_cell(entry: Mapping[str, object], plan: Mapping[str, object]) -> Html:
     path = entry.get("path")
     if isinstance(path, Mapping):
         chosen = path.get("path")
@@ -131,13 +131,13 @@ def path_cell(entry: Mapping[str, Any], plan: Mapping[str, Any]) -> Html:
                    tag("div", path.get("reason"), class_="progress"))
     if entry.get("groups"):
         return tag("div", badge("pending", text="deploy", data_path="deploy"),
-                   tag("div", "group " + ", ".join(str(g) for g in entry["groups"]),
+                   tag("div", "group " + ", ".join(str(g) for g in entries(entry["groups"])),
                        class_="progress"))
     word = "relabel" if plan.get("action") == "relabel_nodes" else "—"
     return badge("pending", text=word, data_path=word)
 
 
-def node_rows(plan: Mapping[str, Any], nodes: list[Mapping[str, Any]],
+def node_rows(plan: Mapping[str, object], nodes: list[Mapping[str, object]],
               blockers: list[Finding], warnings: list[Finding]) -> Html:
     rows = []
     for entry in nodes:
@@ -169,11 +169,11 @@ def simple_table(caption: str, headers: Sequence[str], rows: list[list[Child]],
                [tag("tr", [tag("td", c) for c in r]) for r in rows], class_=cls)
 
 
-def drain_part(drain: Mapping[str, Any]) -> list[Child]:
+def drain_part(drain: Mapping[str, object]) -> list[Child]:
     pods = [(k, p) for k in ("evict", "delete", "awaiting", "skipped")
-            for p in drain.get(k) or [] if isinstance(p, Mapping)]
-    budgets = [b for b in drain.get("budgets") or [] if isinstance(b, Mapping)]
-    locks = [*(drain.get("eviction_locks") or []), *(drain.get("agent_locks") or [])]
+            for p in mappings(drain.get(k))]
+    budgets = mappings(drain.get("budgets"))
+    locks = [*entries(drain.get("eviction_locks")), *entries(drain.get("agent_locks"))]
     return [
         tag("p", f"Method: {drain.get('method')}. ",
             "Can finish." if drain.get("can_finish") else
@@ -189,12 +189,10 @@ def drain_part(drain: Mapping[str, Any]) -> list[Child]:
                        short(b.get("pods_on_node"))] for b in budgets], "budgets")]
 
 
-def etcd_part(clusters: Any) -> Html:
+def etcd_part(clusters: object) -> Html:
     rows = []
-    for c in clusters or []:
-        if not isinstance(c, Mapping):
-            continue
-        before, after = c.get("before") or {}, c.get("after") or {}
+    for c in mappings(clusters):
+        before, after = fields(c.get("before")), fields(c.get("after"))
         rows.append([c.get("cluster"), short(c.get("removing")) if c.get("removing") else "none",
                      f"{before.get('healthy', '?')}/{before.get('members', '?')} healthy, "
                      f"quorum {before.get('quorum', '?')}",
@@ -206,14 +204,14 @@ def etcd_part(clusters: Any) -> Html:
                         rows, "etcd")
 
 
-def baremetal_part(baremetal: Mapping[str, Any]) -> list[Child]:
-    bmc = baremetal.get("bmc") if isinstance(baremetal.get("bmc"), Mapping) else {}
-    wipe = baremetal.get("wipe") if isinstance(baremetal.get("wipe"), Mapping) else {}
+def baremetal_part(baremetal: Mapping[str, object]) -> list[Child]:
+    bmc = fields(baremetal.get("bmc"))
+    wipe = fields(baremetal.get("wipe"))
     line = (f"BMC {short(bmc.get('type'))} {short(bmc.get('address'))}: "
             + (f"reachable, power {bmc.get('power_state')}" if bmc.get("reachable")
                else f"not reachable ({bmc.get('error') or 'no power state'})")
             if bmc else "BMC: not previewed")
-    disks = [d for d in (wipe or {}).get("disks") or [] if isinstance(d, Mapping)]
+    disks = mappings(wipe.get("disks"))
     return [tag("p", line, f"; MAAS {baremetal.get('maas_status') or 'does not know it'}",
                 "; retired" if baremetal.get("retired") else None),
             tag("p", wipe["refusal"], class_="bad") if wipe and wipe.get("refusal") else None,
@@ -222,22 +220,25 @@ def baremetal_part(baremetal: Mapping[str, Any]) -> list[Child]:
                           for d in disks], "disks")]
 
 
-def node_details(entry: Mapping[str, Any]) -> Html:
+def node_details(entry: Mapping[str, object]) -> Html:
     name = str(entry.get("node"))
     parts: list[Child] = []
-    if isinstance(entry.get("drain"), Mapping):
-        parts += drain_part(entry["drain"])
+    drain = entry.get("drain")
+    if isinstance(drain, Mapping):
+        parts += drain_part(drain)
     parts.append(etcd_part(entry.get("etcd")))
-    if isinstance(entry.get("labels"), Mapping):
+    labels = entry.get("labels")
+    if isinstance(labels, Mapping):
         parts.append(tag("p", "Design labels: " + (", ".join(
-            f"{k}={v}" for k, v in sorted(entry["labels"].items())) or "none")))
-    if isinstance(entry.get("baremetal"), Mapping):
-        parts += baremetal_part(entry["baremetal"])
+            f"{k}={v}" for k, v in sorted(labels.items())) or "none")))
+    baremetal = entry.get("baremetal")
+    if isinstance(baremetal, Mapping):
+        parts += baremetal_part(baremetal)
     return tag("details", tag("summary", f"{name}: pods, budgets, etcd, BMC and disks"),
                parts, id=f"node-{name}")
 
 
-def calls_table(calls: Sequence[Any]) -> Html:
+def calls_table(calls: Sequence[object]) -> Html:
     rows = [c for c in calls if isinstance(c, Mapping)]
     return tag("table", tag("tr", [tag("th", h, scope="col") for h in (
         "Step", "Node", "Service", "Request", "Why")]), [
@@ -246,8 +247,8 @@ def calls_table(calls: Sequence[Any]) -> Html:
             tag("td", c.get("why"))) for c in rows], class_="calls")
 
 
-def plan_page(plan: Mapping[str, Any], user: str | None) -> Html:
-    nodes = [n for n in plan.get("nodes") or [] if isinstance(n, Mapping)]
+def plan_page(plan: Mapping[str, object], user: str | None) -> Html:
+    nodes = mappings(plan.get("nodes"))
     bmcs = {str(n.get("node")): b for n in nodes if (b := bmc_of(n))}
     blockers = findings(plan.get("blockers"), bmcs)
     warnings = findings(plan.get("warnings"), bmcs)
@@ -262,7 +263,7 @@ def plan_page(plan: Mapping[str, Any], user: str | None) -> Html:
         body += [tag("h2", f"Blockers ({len(blockers)})"), reason_groups(blockers, "blocker")]
     if nodes:
         body += [tag("h2", f"Nodes ({len(nodes)})"), node_rows(plan, nodes, blockers, warnings)]
-    groups = [g for g in plan.get("groups") or [] if isinstance(g, Mapping) and "name" in g]
+    groups = [g for g in mappings(plan.get("groups")) if "name" in g]
     if groups:
         body += [tag("h2", "Deployment groups"), group_graph(groups)]
     body += [tag("h2", f"Warnings ({len(warnings)})"),
@@ -271,9 +272,9 @@ def plan_page(plan: Mapping[str, Any], user: str | None) -> Html:
     if nodes:
         body += [tag("h2", "Node details"), [node_details(n) for n in nodes]]
     if plan.get("calls") or any(n.get("calls") for n in nodes):
-        every = list(plan.get("calls") or []) + [c for n in nodes for c in n.get("calls") or []]
+        every = entries(plan.get("calls")) + [c for n in nodes for c in entries(n.get("calls"))]
         body += [tag("h2", "What would be called"), calls_table(every)]
-    facts = [f for f in plan.get("facts") or [] if isinstance(f, Mapping)]
+    facts = mappings(plan.get("facts"))
     if facts:
         body.append(tag("details", tag("summary", f"Facts the steps re-check ({len(facts)})"),
                         simple_table("Re-checked when each step starts",

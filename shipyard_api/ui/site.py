@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
+from common.clients.drydock import Node
 from common.clients.promenade import NodeView
 from common.context import RequestContext
 from common.errors import BerthError
@@ -24,7 +24,7 @@ FILTERS = ("q", "rack", "power", "maas", "ready", "cordoned", "etcd", "retired")
 @dataclass
 class SiteFacts:
     revision: int | None
-    nodes: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -36,8 +36,8 @@ def _yes_no(value: bool | None) -> str:
     return "unknown" if value is None else ("yes" if value else "no")
 
 
-def node_row(drydock: Mapping[str, Any], kube: NodeView | None | BerthError, kube_known: bool,
-             etcd: list[str]) -> dict[str, Any]:
+def node_row(drydock: Node, kube: NodeView | None | BerthError, kube_known: bool,
+             etcd: list[str]) -> dict[str, str]:
     """One node's row: every value a short string (filters compare them as typed).
     `kube` is Promenade's view of the node, None when Kubernetes does not know it."""
     if isinstance(kube, dict):
@@ -63,7 +63,7 @@ def node_row(drydock: Mapping[str, Any], kube: NodeView | None | BerthError, kub
     }
 
 
-def matches(row: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
+def matches(row: Mapping[str, object], filters: Mapping[str, str]) -> bool:
     """Whether a row passes every filter (q: name substring; others: equal, case-blind;
     etcd=yes matches any membership)."""
     for key, wanted in filters.items():

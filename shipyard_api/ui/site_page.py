@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 from urllib.parse import quote
 
+from shipyard_api.ui.fields import entries
 from shipyard_api.ui.html import Child, Html, tag
 from shipyard_api.ui.layout import badge, layout, problems, tone
 from shipyard_api.ui.site import FILTERS, SiteFacts, matches
@@ -19,7 +19,7 @@ GLANCE = ("ready", "cordoned", "not ready", "not in kubernetes", "deploying", "p
 LIVE = (A.PENDING, A.RUNNING, A.PAUSED, A.STOPPING)
 
 
-def glance(row: Mapping[str, Any]) -> str:
+def glance(row: Mapping[str, object]) -> str:
     """One word for the node's state, the worst first."""
     if row.get("retired") == "yes":
         return "retired"
@@ -38,12 +38,12 @@ def glance(row: Mapping[str, Any]) -> str:
     return "not in kubernetes"
 
 
-def node_actions(actions: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+def node_actions(actions: Sequence[Mapping[str, object]]) -> dict[str, list[Mapping[str, object]]]:
     """The actions not yet ended, per node they target."""
-    out: dict[str, list[Mapping[str, Any]]] = {}
+    out: dict[str, list[Mapping[str, object]]] = {}
     for a in actions:
         if a.get("state") in LIVE:
-            for n in a.get("target_nodes") or []:
+            for n in entries(a.get("target_nodes")):
                 out.setdefault(str(n), []).append(a)
     return out
 
@@ -64,9 +64,9 @@ def filter_form(facts: SiteFacts, filters: Mapping[str, str]) -> Html:
                class_="filters", role="search", aria_label="Filter nodes")
 
 
-def card(row: Mapping[str, Any], busy: list[Mapping[str, Any]]) -> Html:
+def card(row: Mapping[str, object], busy: list[Mapping[str, object]]) -> Html:
     word = glance(row)
-    facts: list[tuple[str, Any]] = [
+    facts: list[tuple[str, object]] = [
         ("power", [row.get("power"), f" ({row['power_error']})" if row.get("power_error")
                    else None]),
         ("MAAS", row.get("maas")), ("Kubernetes", {"yes": "Ready", "no": "NotReady",
@@ -86,7 +86,7 @@ def card(row: Mapping[str, Any], busy: list[Mapping[str, Any]]) -> Html:
                data_state=word, style=None)
 
 
-def legend(rows: Sequence[Mapping[str, Any]]) -> Html:
+def legend(rows: Sequence[Mapping[str, object]]) -> Html:
     counts: dict[str, int] = {}
     for r in rows:
         counts[glance(r)] = counts.get(glance(r), 0) + 1
@@ -95,7 +95,7 @@ def legend(rows: Sequence[Mapping[str, Any]]) -> Html:
 
 
 def site_page(facts: SiteFacts, filters: Mapping[str, str], user: str | None,
-              actions: Sequence[Mapping[str, Any]] = ()) -> Html:
+              actions: Sequence[Mapping[str, object]] = ()) -> Html:
     rows = [n for n in facts.nodes if matches(n, filters)]
     busy = node_actions(actions)
     body: list[Child] = [tag("h1", "Site"),
@@ -121,5 +121,5 @@ def site_page(facts: SiteFacts, filters: Mapping[str, str], user: str | None,
     return layout("Site", body, user=user)
 
 
-def site_filters(params: Mapping[str, Any]) -> dict[str, str]:
+def site_filters(params: Mapping[str, object]) -> dict[str, str]:
     return {k: str(params[k]) for k in FILTERS if isinstance(params.get(k), str)}
