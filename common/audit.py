@@ -18,9 +18,9 @@ import contextlib
 import contextvars
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import (
     Column,
@@ -41,6 +41,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from common.context import RequestContext
+from common.jsontypes import JSONObject
 
 GENESIS = "0" * 64
 MAX_LIMIT = 1000
@@ -101,7 +102,7 @@ def acting(actor: Actor) -> Iterator[Actor]:
         current_actor.reset(token)
 
 
-def canonical(value: Any) -> str:
+def canonical(value: object) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept as is."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       default=str)
@@ -111,9 +112,9 @@ def link_hash(prev_hash: str, payload: str) -> str:
     return hashlib.sha256((prev_hash + payload).encode()).hexdigest()
 
 
-def append(session: Session | Connection, stream: str, obj: str, change: str, old: Any,
-           new: Any, *, at: float, actor: Actor | None = None,
-           detail: dict[str, Any] | None = None) -> int:
+def append(session: Session | Connection, stream: str, obj: str, change: str, old: object,
+           new: object, *, at: float, actor: Actor | None = None,
+           detail: Mapping[str, object] | None = None) -> int:
     """Append one entry to `stream` in the caller's transaction; its seq."""
     who = actor or current_actor.get() or SYSTEM
     dialect = session.get_bind().dialect.name if isinstance(session, Session) \
@@ -125,9 +126,9 @@ def append(session: Session | Connection, stream: str, obj: str, change: str, ol
     seq, prev = session.execute(select(HEADS.c.seq, HEADS.c.hash)
                                 .where(HEADS.c.stream == stream).with_for_update()).one()
     seq = int(seq) + 1
-    entry: dict[str, Any] = {"stream": stream, "seq": seq, "at": at, "user": who.user,
-                             "on_behalf_of": who.on_behalf_of, "object": obj,
-                             "change": change, "old": old, "new": new}
+    entry: dict[str, object] = {"stream": stream, "seq": seq, "at": at, "user": who.user,
+                                "on_behalf_of": who.on_behalf_of, "object": obj,
+                                "change": change, "old": old, "new": new}
     if detail:
         entry["detail"] = detail
     payload = canonical(entry)
@@ -153,14 +154,21 @@ class BrokenLink:
         return (f"stream {self.stream} seq {self.seq}: {self.problem} (expected "
                 f"{self.expected}, found {self.found})")
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> dict[str, str | int]:
         return {"stream": self.stream, "seq": self.seq, "problem": self.problem,
                 "expected": self.expected, "found": self.found}
 
 
+class Chain(TypedDict):
+    """One stream's chain once verified: how many entries, the head's hash."""
+
+    entries: int
+    head: str
+
+
 @dataclass(frozen=True)
 class Verification:
-    chains: dict[str, dict[str, Any]] = field(default_factory=dict)  # stream -> entries, head
+    chains: dict[str, Chain] = field(default_factory=dict)  # stream -> entries, head
     broken: BrokenLink | None = None
 
     @property
@@ -175,7 +183,7 @@ def verify(conn: Session | Connection, *, batch: int = 2000) -> Verification:
         select(HEADS.c.stream, HEADS.c.seq, HEADS.c.hash))}
     streams = sorted(set(heads) | {str(s) for s in conn.execute(
         select(ENTRIES.c.stream).distinct()).scalars()})
-    chains: dict[str, dict[str, Any]] = {}
+    chains: dict[str, Chain] = {}
     for stream in streams:
         count, last, broken = _walk(conn, stream, batch)
         if broken is None:
@@ -241,7 +249,7 @@ def _check_head(stream: str, head: tuple[int, str] | None, count: int,
 
 # -- reading -----------------------------------------------------------------------------------
 def entries(conn: Session | Connection, *, stream: str | None = None,
-            since: float | None = None, limit: int = 100) -> list[dict[str, Any]]:
+            since: float | None = None, limit: int = 100) -> list[JSONObject]:
     """Entries in chain order (by stream, then seq), at or after `since` (epoch seconds),
     at most `limit`."""
     query = select(ENTRIES.c.payload, ENTRIES.c.prev_hash, ENTRIES.c.hash)
@@ -250,7 +258,7 @@ def entries(conn: Session | Connection, *, stream: str | None = None,
     if since is not None:
         query = query.where(ENTRIES.c.at >= since)
     query = query.order_by(ENTRIES.c.stream, ENTRIES.c.seq)
-    out = []
+    out: list[JSONObject] = []
     for payload, prev_hash, digest in conn.execute(query.limit(max(1, min(limit, MAX_LIMIT)))):
         try:
             view = json.loads(payload)

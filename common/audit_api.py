@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from common import audit, policy
 from common.api import API_PREFIX as P
 from common.errors import BadRequest, Conflict
+from common.jsontypes import JSONObject
 from common.status import simple_message, status_body
 
 
@@ -29,7 +30,7 @@ class AuditLog:
             return audit.verify(conn)
 
     def entries(self, stream: str | None, since: float | None,
-                limit: int) -> list[dict[str, Any]]:
+                limit: int) -> list[JSONObject]:
         with self.engine.connect() as conn:
             return audit.entries(conn, stream=stream, since=since, limit=limit)
 

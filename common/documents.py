@@ -14,6 +14,7 @@ import yaml
 
 from common.errors import BadRequest, PayloadTooLarge, ValidationFailed
 from common.inputcheck import InputLimits, require_safe
+from common.jsontypes import JSONObject, as_object
 from common.status import Message, validation_message
 
 Document = dict[str, Any]
@@ -26,7 +27,7 @@ class NoAliasLoader(yaml.SafeLoader):
     """SafeLoader refusing anchors and aliases: a few hundred bytes of nested aliases (a
     "billion laughs") would otherwise expand to gigabytes."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise yaml.composer.ComposerError(
@@ -35,8 +36,9 @@ class NoAliasLoader(yaml.SafeLoader):
 
 
 # libyaml's safe loader, about 8x faster (a 10,000-node design: 3 s instead of 25 s).
-FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
-FAST_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+FAST_LOADER: type[yaml.CSafeLoader] | None = getattr(yaml, "CSafeLoader", None)
+FAST_DUMPER: type[yaml.SafeDumper | yaml.CSafeDumper] = getattr(yaml, "CSafeDumper",
+                                                             yaml.SafeDumper)
 
 
 def _fast(text: str | bytes) -> bool:
@@ -50,7 +52,7 @@ def load_yaml_all(text: str | bytes) -> list[Any]:
     """Every document of a multi-document YAML text, anchors and aliases refused. What
     libyaml refuses is read again by NoAliasLoader, so errors (and what it accepts, such as
     lone surrogate escapes, refused later by the input checks) stay the same."""
-    if _fast(text):
+    if FAST_LOADER is not None and _fast(text):
         try:
             return list(yaml.load_all(text, Loader=FAST_LOADER))  # noqa: S506 - safe loader
         except yaml.YAMLError:
@@ -60,7 +62,7 @@ def load_yaml_all(text: str | bytes) -> list[Any]:
 
 def load_yaml(text: str | bytes) -> Any:
     """One YAML document, anchors and aliases refused (libyaml first, as above)."""
-    if _fast(text):
+    if FAST_LOADER is not None and _fast(text):
         try:
             return yaml.load(text, Loader=FAST_LOADER)  # noqa: S506 - safe loader
         except yaml.YAMLError:
@@ -68,7 +70,7 @@ def load_yaml(text: str | bytes) -> Any:
     return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
 
 
-def dump_yaml_all(docs: Iterable[Any]) -> str:
+def dump_yaml_all(docs: Iterable[object]) -> str:
     """Documents as multi-document YAML (each starting with ---), keys in their order."""
     text: str = yaml.dump_all(docs, Dumper=FAST_DUMPER, sort_keys=False, explicit_start=True)
     return text
@@ -129,18 +131,19 @@ def schema_file_name(schema: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def load_schema(schema: str) -> dict[str, Any] | None:
+def load_schema(schema: str) -> JSONObject | None:
     """The JSON Schema for a document kind, or None when Berth has none for it."""
     path = resources.files("schemas").joinpath("documents", schema_file_name(schema))
     if not path.is_file():
         return None
-    loaded: dict[str, Any] = yaml.safe_load(path.read_text())
+    loaded: JSONObject = yaml.safe_load(path.read_text())
     return loaded
 
 
-def _defaults_of(schema: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, prop in (schema.get("properties") or {}).items():
+def _defaults_of(schema: JSONObject) -> JSONObject:
+    out: JSONObject = {}
+    for key, value in as_object(schema.get("properties")).items():
+        prop = as_object(value)
         if "default" in prop:
             out[key] = copy.deepcopy(prop["default"])
         elif prop.get("properties"):
@@ -157,7 +160,7 @@ def data_defaults(schema: str) -> dict[str, Any]:
     return _defaults_of(loaded) if loaded else {}
 
 
-BASE_SCHEMA: dict[str, Any] = {
+BASE_SCHEMA: JSONObject = {
     "type": "object",
     "required": ["schema", "metadata", "data"],
     "properties": {
@@ -172,7 +175,7 @@ BASE_SCHEMA: dict[str, Any] = {
 }
 
 
-def _errors(schema: dict[str, Any], instance: Any) -> Iterator[jsonschema.ValidationError]:
+def _errors(schema: JSONObject, instance: object) -> Iterator[jsonschema.ValidationError]:
     validator = jsonschema.Draft202012Validator(schema)
     yield from sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
 
