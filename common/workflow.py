@@ -101,7 +101,8 @@ class StepPolicy:
 
     A retryable error (a peer unreachable or answering 5xx) is retried `retries` times with
     exponential backoff (`backoff`, doubling, at most `max_backoff`), and beyond that for as
-    long as the peer has been failing less than `outage_window` seconds.
+    long as the peer has been failing less than `outage_window` seconds. One attempt running
+    longer than `attempt_timeout` (None: no limit) is stuck (common.engine.stuck).
     """
 
     timeout: float = 900.0
@@ -109,6 +110,7 @@ class StepPolicy:
     backoff: float = 5.0
     max_backoff: float = 300.0
     outage_window: float = 0.0
+    attempt_timeout: float | None = None
 
     def backoff_for(self, failures: int) -> float:
         """Delay before the retry following the `failures`-th failed attempt (1-based)."""

@@ -17,10 +17,12 @@ call takes the node's BmcAccess (read from the design by nodes.design).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, TypedDict, Unpack
 
 from common.errors import BadGateway
+from common.status import Message
 
 PROVISIONERS = ("maas", "ironic")  # a Region's `provisioner`
 DEFAULT_PROVISIONER = "maas"
@@ -43,11 +45,25 @@ class BmcAccess:
         return f"{self.type} {self.address}:{self.port}"
 
 
+class ErrorOptions(TypedDict, total=False):
+    """What a driver error may say besides its message (common.errors.BadGateway)."""
+
+    messages: Iterable[Message]
+    title: str | None
+    reason: str | None
+    retry: bool | None
+    details: dict[str, object] | None
+    retry_after: int | None
+    peer_status: dict[str, object] | None
+
+
 class DriverError(BadGateway):
     reason, title = "DriverError", "External system failed"
 
-    def __init__(self, message: str, *, transient: bool = False, **kwargs: Any) -> None:
+    def __init__(self, message: str, *, transient: bool = False,
+                 **kwargs: Unpack[ErrorOptions]) -> None:
         self.transient = transient
+        kwargs.setdefault("retry", transient)  # the engine retries what says retry
         super().__init__(message, **kwargs)
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from collections.abc import Callable
 
+from common.engine import Attempts, begin, judge
 from common.errors import BerthError
-from common.workflow import Done, Failed, Retry, backoff_delay, next_attempt
-from drydock_api.drivers.ports import BmcAccess, DriverError, EraseInterface, EraseStatus
+from common.workflow import Done, Failed, Outcome, Retry, backoff_delay
+from drydock_api.drivers.ports import BmcAccess, EraseInterface, EraseStatus
 from drydock_api.tasks.context import NodeContext, NodeStep, StepSettings
 
 LOG = logging.getLogger(__name__)
@@ -24,41 +23,6 @@ def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float
     the step's configured poll interval (see common.workflow.backoff_delay)."""
     return backoff_delay(interval, elapsed, first=settings.first_poll,
                          fraction=settings.poll_backoff)
-
-
-@dataclass(frozen=True)
-class Attempts:
-    """Where a step stands between attempts, saved with the step (see ProgressStore): when it
-    started, attempts made, consecutive transient failures and since when, the situation its
-    last answer described (`note`) and since when, and when to run the next attempt."""
-
-    started: float
-    attempts: int = 0
-    failures: int = 0
-    failing_since: float | None = None
-    note: str = ""
-    noted_at: float = 0.0
-    next_at: float | None = None
-
-    @classmethod
-    def first(cls, now: float) -> Attempts:
-        return cls(started=now, noted_at=now)
-
-    @classmethod
-    def load(cls, data: Mapping[str, Any]) -> Attempts:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def late(seen: Attempts, now: float) -> Attempts:
-    """The step's clock moved on by how late this attempt is (its worker died and the task
-    was taken over after the lease, or the workers were busy): a step's timeout counts the
-    time it was given, so a request made by the worker that takes over still gets its wait."""
-    if seen.next_at is None or now <= seen.next_at:
-        return seen
-    return replace(seen, started=seen.started + now - seen.next_at)
 
 
 class StepEngine:
@@ -74,45 +38,19 @@ class StepEngine:
         if ctx.cancelled():
             return Failed("Abandoned", f"{step.name}: abandoned, another worker holds the task "
                                        f"now"), seen
-        seen = replace(late(seen, self._clock()), attempts=seen.attempts + 1, next_at=None)
+        seen = begin(seen, self._clock())
+        result: Outcome | BaseException
         try:
-            outcome = step.run(ctx)
-        except DriverError as exc:
-            return self._driver_error(step, ctx, seen, exc)
-        except BerthError as exc:
-            return Failed(exc.instance_reason, f"{step.name}: {exc.message}"), seen
-        except ValueError as exc:
-            return Failed("InvalidInput", f"{step.name}: {exc}"), seen
-        except Exception as exc:  # a bug in a step must fail the node, not the worker
-            LOG.exception("Step %s on %s raised", step.name, ctx.node.name)
-            return Failed("InternalError", f"{step.name}: internal error: "
-                                           f"{type(exc).__name__}: {exc}"), seen
-        seen = replace(seen, failures=0, failing_since=None)  # the outage, if any, is over
-        if not isinstance(outcome, Retry):
-            return outcome, seen
-        now = self._clock()
-        if outcome.note != seen.note:  # a request made or a new status: look again soon
-            seen = replace(seen, note=outcome.note, noted_at=now)
-        delay = poll_delay(outcome.delay, now - seen.noted_at, ctx.settings)
-        timeout = step.policy(ctx).timeout
-        if now - seen.started + delay > timeout:
-            return Failed("Timeout", f"{step.name}: timed out after {timeout:g}s "
-                                     f"({outcome.note})"), seen
-        return replace(outcome, delay=delay), replace(seen, next_at=now + delay)
+            result = step.run(ctx)
+        except Exception as exc:  # judged: a bug in a step fails the node, not the worker
+            if not isinstance(exc, BerthError | ValueError):
+                LOG.exception("Step %s on %s raised", step.name, ctx.node.name)
+            result = exc
 
-    def _driver_error(self, step: NodeStep, ctx: NodeContext, seen: Attempts,
-                      exc: DriverError) -> tuple[Failed | Retry, Attempts]:
-        now = self._clock()
-        since = seen.failing_since if seen.failing_since is not None else now
-        seen = replace(seen, failures=seen.failures + 1, failing_since=since)
-        due = next_attempt(step.policy(ctx), seen.failures, since, now) if exc.transient \
-            else None
-        if due is not None:
-            return Retry(due - now, f"{step.name}: {exc.message}"), replace(seen, next_at=due)
-        outage = now - since
-        tries = f"{seen.failures} tries" + (f" over {outage:.0f} s" if outage >= 1 else "")
-        return Failed(exc.instance_reason, f"{step.name}: {exc.message} ({tries})",
-                      details=exc.details or {}), seen
+        def poll(outcome: Retry, state: Attempts, now: float) -> float:
+            return poll_delay(outcome.delay, now - state.noted_at, ctx.settings)
+
+        return judge(step.name, step.policy(ctx), seen, result, self._clock(), poll=poll)
 
 
 class TaskDrives:

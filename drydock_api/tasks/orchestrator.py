@@ -14,6 +14,7 @@ from typing import Any
 from common.audit import current_actor, worker_actor
 from common.context import RequestContext, current_marker
 from common.documents import Document
+from common.engine import Attempts
 from common.errors import BerthError, Conflict
 from common.runner import Hold
 from common.status import simple_message
@@ -33,7 +34,7 @@ from drydock_api.tasks.context import (
     SiteContext,
     StepSettings,
 )
-from drydock_api.tasks.engine import Attempts, StepEngine, TaskDrives
+from drydock_api.tasks.engine import StepEngine, TaskDrives
 
 LOG = logging.getLogger(__name__)
 S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings

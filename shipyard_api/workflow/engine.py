@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from common.audit import acting, current_actor, worker_actor
 from common.context import current_marker
+from common.engine import Attempts, ErrorView, judge, view_error
 from common.errors import BerthError
-from common.jsontypes import JSONObject, as_float
+from common.jsontypes import JSONObject
 from common.runner import Hold
-from common.workflow import Done, Failed, Outcome, Retry, StepPolicy, next_attempt
+from common.workflow import Done, Failed, Outcome, Retry, StepPolicy
 from shipyard_api.workflow.definitions import (
     ActionDefinition,
     FinishContext,
@@ -283,63 +284,69 @@ class _Run:
     def _record(self, sid: str, policy: StepPolicy, result: Outcome | BaseException) -> None:
         e, now = self.e, self.e.clock()
         step = next(s for s in e.store.steps(self.action_id) if s.step_id == sid)
-        save = e.store.save_step
         LOG.log(logging.DEBUG if isinstance(result, Retry) else logging.INFO,
                 "Action %s step %s: %s", self.action_id, sid, _describe(result))
-        if isinstance(result, Done):
-            notes = ([*step.notes, _note(now, result.message, step)] if result.message
+        seen = _attempts(step, now)
+        outcome, after = judge(sid, policy, seen, result, now, retry_unexpected=True,
+                               poll=lambda r, _s, _n: e.cap(r.delay), describe=_cause)
+        if isinstance(result, BaseException):
+            self._record_error(step, result, outcome, after, now)
+        elif isinstance(outcome, Done):
+            notes = ([*step.notes, _note(now, outcome.message, step)] if outcome.message
                      else step.notes)
-            save(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now, output=result.output,
-                 details=result.details, notes=notes, next_attempt_at=None)
+            e.store.save_step(self.action_id, e.owner, sid, S.SUCCESS, ended_at=now,
+                              output=outcome.output, details=outcome.details, notes=notes,
+                              next_attempt_at=None)
             e.step_ended(step, S.SUCCESS, now)
-        elif isinstance(result, Retry):
-            notes = ([*step.notes, _note(now, result.note, step)][-50:] if result.note
+        elif isinstance(outcome, Retry):
+            notes = ([*step.notes, _note(now, outcome.note, step)][-50:] if outcome.note
                      else step.notes)
-            memo = {k: v for k, v in {**(step.memo or {}), **result.memo}.items()
+            memo = {k: v for k, v in {**(step.memo or {}), **outcome.memo}.items()
                     if k != FAILING_SINCE}
-            save(self.action_id, e.owner, sid, S.WAITING, notes=notes,
-                 next_attempt_at=now + e.cap(result.delay), memo=memo,
-                 details=result.details or step.details)
-        elif isinstance(result, Failed):
-            save(self.action_id, e.owner, sid, S.FAILED, ended_at=now, reason=result.reason,
-                 details={**result.details, "message": result.message},
-                 notes=[*step.notes, _note(now, f"{result.reason}: {result.message}", step)])
-            e.step_ended(step, S.FAILED, now)
+            e.store.save_step(self.action_id, e.owner, sid, S.WAITING, notes=notes,
+                              next_attempt_at=after.next_at, memo=memo,
+                              details=outcome.details or step.details)
         else:
-            self._record_error(step, policy, result, now)
+            if outcome.reason == "Timeout":  # the wait would end past the step's timeout
+                action = e.store.get(self.action_id)
+                self._cancel_remote(action, e.store.steps(self.action_id), [step])
+            self._fail(step, outcome, now)
 
-    def _record_error(self, step: StepRow, policy: StepPolicy, exc: BaseException,
-                      now: float) -> None:
+    def _fail(self, step: StepRow, outcome: Failed, now: float) -> None:
         e = self.e
-        retry = exc.instance_retry if isinstance(exc, BerthError) else True
-        reason = exc.instance_reason if isinstance(exc, BerthError) else type(exc).__name__
+        e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED, ended_at=now,
+                          reason=outcome.reason,
+                          details={**outcome.details, "message": outcome.message},
+                          notes=[*step.notes, _note(now, f"{outcome.reason}: {outcome.message}",
+                                                    step)])
+        step.state = S.FAILED.value
+        e.step_ended(step, S.FAILED, now)
+
+    def _record_error(self, step: StepRow, exc: BaseException, outcome: Outcome,
+                      after: Attempts, now: float) -> None:
+        """An attempt raised: judged retried (waiting, its failures and since when kept) or
+        failed; the step's log says which attempt failed and why."""
+        e = self.e
+        error = view_error(exc, retry_unexpected=True)
         details: JSONObject = (exc.to_status() if isinstance(exc, BerthError)
                                else {"error": str(exc)})
-        failures = step.failures + 1
-        memo = dict(step.memo or {})
-        since = as_float(memo.setdefault(FAILING_SINCE, now), now)
-        outage = now - since
-        if not isinstance(exc, BerthError):
-            LOG.error("Step %s of %s raised", step.step_id, self.action_id, exc_info=exc)
-        due = next_attempt(policy, failures, since, now) if retry else None
-        if due is not None:
-            delay = policy.backoff_for(failures)
-            note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}; retrying in "
-                         f"{delay:g} s" + (f" (failing for {outage:.0f} s)" if outage else ""),
-                         step)
+        memo: JSONObject = {**(step.memo or {}), FAILING_SINCE: after.failing_since}
+        outage = now - (after.failing_since or now)
+        text = f"Attempt {step.attempts} failed: {error.reason}: {exc}"
+        if isinstance(outcome, Retry):
+            text += f"; retrying in {outcome.delay:g} s" + (
+                f" (failing for {outage:.0f} s)" if outage else "")
             e.store.save_step(self.action_id, e.owner, step.step_id, S.WAITING,
-                              failures=failures, details=details, memo=memo,
-                              next_attempt_at=due, notes=[*step.notes, note][-50:])
-        else:
-            cause = exc.message if isinstance(exc, BerthError) else str(exc)
-            if retry and outage:
-                cause += f" (failing for {outage:.0f} s, {failures} attempts)"
-            details = {**details, "message": cause}
-            note = _note(now, f"Attempt {step.attempts} failed: {reason}: {exc}", step)
-            e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED,
-                              failures=failures, details=details, reason=reason, ended_at=now,
-                              notes=[*step.notes, note][-50:])
-            e.step_ended(step, S.FAILED, now)
+                              failures=after.failures, details=details, memo=memo,
+                              next_attempt_at=after.next_at,
+                              notes=[*step.notes, _note(now, text, step)][-50:])
+            return
+        assert isinstance(outcome, Failed)
+        e.store.save_step(self.action_id, e.owner, step.step_id, S.FAILED,
+                          failures=after.failures, details={**details, "message": outcome.message},
+                          reason=outcome.reason, ended_at=now,
+                          notes=[*step.notes, _note(now, text, step)][-50:])
+        e.step_ended(step, S.FAILED, now)
 
     def _stop(self, action: ActionRow, steps: list[StepRow], now: float) -> None:
         for s in steps:
@@ -387,6 +394,21 @@ def _failure_text(step: StepRow) -> str:
     cause = str((step.details or {}).get("message") or "")
     text = f"Step {step.step_id} failed: {step.reason}"
     return f"{text}: {cause}" if cause and cause != step.reason else text
+
+
+def _attempts(step: StepRow, now: float) -> Attempts:
+    """The step's attempt state as its row keeps it (the attempt being judged counted)."""
+    since = (step.memo or {}).get(FAILING_SINCE)
+    return Attempts(started=step.started_at or now, attempts=step.attempts,
+                    failures=step.failures,
+                    failing_since=float(since) if isinstance(since, int | float) else None)
+
+
+def _cause(name: str, error: ErrorView, failures: int, outage: float) -> str:
+    """A failed step's cause as Shipyard shows it (the action names the step)."""
+    if error.retry and outage:
+        return f"{error.message} (failing for {outage:.0f} s, {failures} attempts)"
+    return error.message
 
 
 def _describe(result: Outcome | BaseException) -> str:
