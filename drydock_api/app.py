@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from wsgiref.types import WSGIApplication
 
 from oslo_config import cfg
 
@@ -110,7 +110,7 @@ def bootaction_routes(rt: Runtime) -> list[tuple[str, object]]:
             (f"{P}/bootactions/{{action_id}}", BootActionResource(rt.bootactions))]
 
 
-def get_app() -> Any:
+def get_app() -> WSGIApplication:
     """For gunicorn: the app, with `[worker] threads` task workers inside this process."""
     conf = config.load()
     deps = build_deps(conf)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from oslo_config import cfg
 from sqlalchemy import text
@@ -273,5 +272,5 @@ def _timed(metrics: DrydockMetrics | None, driver: str, target: OobDriver) -> Oo
     return metrics.timed_oob(driver, target) if metrics is not None else target
 
 
-def ignore(*_: Any) -> None:
+def ignore(*_: object) -> None:
     return None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from common.documents import Document, doc_ref
+from common.jsontypes import JSON, as_list, as_str
 from drydock_api.nodes.design import Design
 from drydock_api.nodes.filters import UnknownNodes, select_nodes
 
@@ -20,7 +20,7 @@ class Asset:
     type: str
     path: str | None = None
     location: str | None = None
-    data: Any = None
+    data: JSON = None
     location_pipeline: tuple[str, ...] = ()
     data_pipeline: tuple[str, ...] = ()
     permissions: int | None = None  # octal mode ("555" in the document)
@@ -31,7 +31,7 @@ class BootActionDef:
     name: str
     assets: tuple[Asset, ...]
     signaling: bool = True
-    node_filter: Any = None
+    node_filter: JSON = None
     target_nodes: tuple[str, ...] | None = None
     source: dict[str, str] = field(default_factory=dict)
 
@@ -47,12 +47,12 @@ class BootActionDef:
             return []
 
 
-def _asset(raw: Mapping[str, Any]) -> Asset:
+def _asset(raw: Mapping[str, JSON]) -> Asset:
     mode = raw.get("permissions")
-    return Asset(type=str(raw.get("type")), path=raw.get("path"), location=raw.get("location"),
-                 data=raw.get("data"),
-                 location_pipeline=tuple(raw.get("location_pipeline") or ()),
-                 data_pipeline=tuple(raw.get("data_pipeline") or ()),
+    return Asset(type=str(raw.get("type")), path=as_str(raw.get("path")),
+                 location=as_str(raw.get("location")), data=raw.get("data"),
+                 location_pipeline=tuple(str(s) for s in as_list(raw.get("location_pipeline"))),
+                 data_pipeline=tuple(str(s) for s in as_list(raw.get("data_pipeline"))),
                  permissions=int(str(mode), 8) if mode is not None else None)
 
 

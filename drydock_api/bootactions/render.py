@@ -8,13 +8,13 @@ import io
 import tarfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 from jinja2 import TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from common.documents import Document, doc_ref
+from common.jsontypes import JSONObject, as_list, as_object, member
 from drydock_api.bootactions.design import Asset
 from drydock_api.nodes.design import NodeDef
 
@@ -34,41 +34,41 @@ class Rendered:
     permissions: int | None
 
 
-def _networks(docs: list[Document]) -> dict[str, dict[str, Any]]:
-    out = {}
+def _networks(docs: list[Document]) -> dict[str, JSONObject]:
+    out: dict[str, JSONObject] = {}
     for doc in docs:
         if doc.get("schema") == NETWORK and isinstance(doc.get("data"), dict):
             out[doc_ref(doc)["name"]] = doc["data"]
     return out
 
 
-def node_context(node: NodeDef, docs: list[Document]) -> dict[str, Any]:
+def node_context(node: NodeDef, docs: list[Document]) -> JSONObject:
     """Airship's `node` context: hostname, domain, tags, labels, network.<name>.{ip, cidr,
     dns_suffix} and network.default (the primary network: `primary_network`, else the first
     address not on the oob network)."""
     networks = _networks(docs)
-    addressing = node.data.get("addressing") or []
-    oob_net = (node.data.get("oob") or {}).get("network")
+    addressing = as_list(node.data.get("addressing"))
+    oob_net = member(node.data, "oob", "network")
     primary = node.data.get("primary_network") or next(
         (a.get("network") for a in addressing if isinstance(a, dict)
          and a.get("network") != oob_net), None)
-    net_ctx: dict[str, Any] = {}
+    net_ctx: JSONObject = {}
     for entry in addressing:
         if not isinstance(entry, dict) or entry.get("address") in (None, "dhcp"):
             continue
         spec = networks.get(str(entry.get("network")), {})
-        dns: dict[str, Any] = spec["dns"] if isinstance(spec.get("dns"), dict) else {}
+        dns = as_object(spec.get("dns"))
         net_ctx[str(entry["network"])] = {"ip": entry["address"], "cidr": spec.get("cidr"),
                                           "dns_suffix": dns.get("domain")}
         if entry.get("network") == primary:
             net_ctx["default"] = net_ctx[str(entry["network"])]
-    domain = (net_ctx.get("default") or {}).get("dns_suffix") or "local"
-    return {"hostname": node.name, "domain": domain, "tags": list(node.tags),
-            "labels": dict(node.labels), "network": net_ctx, "interfaces": {}}
+    domain = member(net_ctx, "default", "dns_suffix") or "local"
+    return {"hostname": node.name, "domain": domain, "tags": [*node.tags],
+            "labels": {**node.labels}, "network": net_ctx, "interfaces": {}}
 
 
 def action_context(action_id: str, action_key: str, report_url: str,
-                   design_ref: str) -> dict[str, Any]:
+                   design_ref: str) -> JSONObject:
     return {"action_id": action_id, "action_key": action_key,
             "report_url": report_url, "design_ref": design_ref}
 
@@ -76,12 +76,15 @@ def action_context(action_id: str, action_key: str, report_url: str,
 _ENV = SandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
 
 
-def _template(data: Any, ctx: Mapping[str, Any]) -> str:
+Data = str | bytes  # an asset's content between pipeline segments
+
+
+def _template(data: Data, ctx: Mapping[str, object]) -> str:
     text = data.decode() if isinstance(data, bytes) else str(data)
     return _ENV.from_string(text).render(**ctx)
 
 
-def _segment(name: str, data: Any, ctx: Mapping[str, Any]) -> Any:
+def _segment(name: str, data: Data, ctx: Mapping[str, object]) -> Data:
     if name == "template":
         return _template(data, ctx)
     if name == "base64_decode":
@@ -95,7 +98,7 @@ def _segment(name: str, data: Any, ctx: Mapping[str, Any]) -> Any:
     raise AssetError(f"Boot action pipeline segment {name} unknown")
 
 
-def run_pipeline(data: Any, pipeline: tuple[str, ...], ctx: Mapping[str, Any]) -> Any:
+def run_pipeline(data: Data, pipeline: tuple[str, ...], ctx: Mapping[str, object]) -> Data:
     for name in pipeline:
         try:
             data = _segment(name, data, ctx)
@@ -107,12 +110,12 @@ def run_pipeline(data: Any, pipeline: tuple[str, ...], ctx: Mapping[str, Any]) -
     return data
 
 
-def render_asset(asset: Asset, ctx: Mapping[str, Any], fetch: Fetch) -> Rendered:
+def render_asset(asset: Asset, ctx: Mapping[str, object], fetch: Fetch) -> Rendered:
     """One asset's bytes: its location (after location_pipeline) fetched, or its data; then
     data_pipeline. pkg_list content is the package mapping as YAML."""
     if asset.location is not None:
         location = str(run_pipeline(asset.location, asset.location_pipeline, ctx)).strip()
-        data: Any = fetch(location)
+        data: Data = fetch(location)
     elif isinstance(asset.data, dict):
         data = yaml.safe_dump(asset.data).encode()
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import Any
 
 from ulid import ULID
 
@@ -20,6 +19,7 @@ from common.errors import (
     NotFound,
     Unauthenticated,
 )
+from common.jsontypes import JSON, JSONObject, as_list, as_object, as_str
 from drydock_api.bootactions import design as ba_design
 from drydock_api.bootactions import render
 from drydock_api.bootactions.store import (
@@ -42,7 +42,7 @@ class AssetRenderFailed(InternalError):
 
 class BootActionService:
     def __init__(self, store: BootActionStore,
-                 documents: Callable[[Any, RequestContext | None], list[Document]],
+                 documents: Callable[[JSON, RequestContext | None], list[Document]],
                  fetch: render.Fetch, report_url: str, *,
                  new_key: Callable[[], str] = lambda: secrets.token_hex(32),
                  new_id: Callable[[], str] = lambda: str(ULID())) -> None:
@@ -53,13 +53,13 @@ class BootActionService:
         self._new_key = new_key
         self._new_id = new_id
 
-    def _design(self, ref: Any, ctx: RequestContext | None) -> tuple[list[Document], Design]:
+    def _design(self, ref: JSON, ctx: RequestContext | None) -> tuple[list[Document], Design]:
         docs = self._documents(ref, ctx)
         return docs, parse_design(docs)
 
     # --- at deploy -------------------------------------------------------------------------
-    def begin(self, node: str, task_id: str, design_ref: Any,
-              ctx: RequestContext | None) -> tuple[str, list[dict[str, Any]]] | None:
+    def begin(self, node: str, task_id: str, design_ref: JSON,
+              ctx: RequestContext | None) -> tuple[str, list[JSONObject]] | None:
         """A deploy of `node`: its boot actions recorded under a new key (returned, with the
         actions; the key is kept only as its hash), or None when none applies to it."""
         docs, design = self._design(design_ref, ctx)
@@ -119,30 +119,32 @@ class BootActionService:
                     raise AssetRenderFailed(text) from exc
         return render.tarball(out)
 
-    def report(self, action_id: str, key: str | None, body: Any) -> dict[str, Any]:
+    def report(self, action_id: str, key: str | None, body: JSON) -> JSONObject:
         row = self._store.action(action_id)
         if row is None:
             raise NotFound(f"Boot action {action_id} not found")
         self._check_key(row.node, row.key_hash, key)
         require_schema("drydock", "BootActionReport", body, "Error processing body.",
                        reason="BadRequest")
-        status = body.get("status")
+        given = as_object(body)
+        status = as_str(given.get("status"))
         updated = self._store.report(action_id, status.lower() if status else None,
-                                     list(body.get("details") or []), "node")
+                                     [as_object(d) for d in as_list(given.get("details"))],
+                                     "node")
         if updated is None:
             raise Conflict(f"Action {action_id} status finalized, not available for update.",
                            reason="BootActionFinal")
         return action_view(updated)
 
     # --- views -------------------------------------------------------------------------------
-    def node_view(self, hostname: str) -> dict[str, Any]:
+    def node_view(self, hostname: str) -> JSONObject:
         """The node's boot actions of its latest deploy, and requests refused lately."""
         found = self._store.context(hostname)
         if found is None:
             return {"bootactions": [], "bootaction_refusals": []}
         rows = self._store.actions(context=found)
         return {"bootactions": [action_view(r) for r in rows],
-                "bootaction_refusals": found.refusals}
+                "bootaction_refusals": [*found.refusals]}
 
-    def task_view(self, task_id: str) -> list[dict[str, Any]]:
+    def task_view(self, task_id: str) -> list[JSONObject]:
         return [action_view(r) for r in self._store.actions(task_id=task_id)]

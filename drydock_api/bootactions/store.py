@@ -8,10 +8,11 @@ import hmac
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine, delete, select
+from sqlalchemy.orm import Session
 
+from common.jsontypes import JSON, JSONObject
 from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import BootActionContextRow, BootActionRow, MessageRow
 from drydock_api.db.store import touch_tree
@@ -30,15 +31,15 @@ class Context:
     node: str
     task_id: str
     key_hash: str
-    design_ref: Any
+    design_ref: JSON
     created: float
-    refusals: list[dict[str, Any]]
+    refusals: list[JSONObject]
 
     def accepts(self, key: str) -> bool:
         return hmac.compare_digest(self.key_hash, key_hash(key))
 
 
-def action_view(row: BootActionRow) -> dict[str, Any]:
+def action_view(row: BootActionRow) -> JSONObject:
     """A boot action as Drydock answers it (never its key)."""
     return {"action_id": row.action_id, "action_name": row.name, "node_name": row.node,
             "task_id": row.task_id, "action_status": row.status, "signaling": row.signaling,
@@ -51,7 +52,7 @@ class BootActionStore:
         self.reads = read_session_factory(engine)
         self.clock = clock
 
-    def begin(self, node: str, task_id: str, design_ref: Any, key: str,
+    def begin(self, node: str, task_id: str, design_ref: JSON, key: str,
               actions: Sequence[tuple[str, str, bool]]) -> None:
         """A new deploy of `node`: its context and actions (action id, name, signaling)
         replace the earlier deploy's context; earlier actions stay as a record, and their key
@@ -80,7 +81,8 @@ class BootActionStore:
         with self.sessions.begin() as s:
             row = s.get(BootActionContextRow, node)
             if row is not None:
-                kept = [*(row.refusals or []), {"at": self.clock(), "reason": reason}]
+                kept: list[JSONObject] = [*(row.refusals or []),
+                                          {"at": self.clock(), "reason": reason}]
                 row.refusals = kept[-REFUSALS_KEPT:]
 
     def action(self, action_id: str) -> BootActionRow | None:
@@ -107,7 +109,7 @@ class BootActionStore:
                 s.expunge(row)
             return rows
 
-    def report(self, action_id: str, status: str | None, details: list[dict[str, Any]],
+    def report(self, action_id: str, status: str | None, details: list[JSONObject],
                source: str) -> BootActionRow | None:
         """Add the report's messages and (when given) its final status; None when the action
         is already final (nothing changed)."""
@@ -127,7 +129,7 @@ class BootActionStore:
             return row
 
 
-def _task_messages(s: Any, row: BootActionRow, details: list[dict[str, Any]],
+def _task_messages(s: Session, row: BootActionRow, details: list[JSONObject],
                    status: str | None, now: float) -> None:
     """As Airship's Drydock: a report's messages become messages of the deploy task (context
     the boot action), and its status one more; the task's tree counts the change."""

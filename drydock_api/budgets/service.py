@@ -4,11 +4,12 @@ and takes, renews, gives up or lists slots (409 naming each full domain and its 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from common.bodyschema import schema_problems
+from common.clients.generated.drydock import BudgetSlot, BudgetSlots
 from common.context import RequestContext
 from common.errors import NotFound, ValidationFailed
+from common.jsontypes import JSONObject, as_float, as_str
 from common.status import validation_message
 from drydock_api.budgets.slots import ClaimsOf, Holding, SlotStore, exhausted
 
@@ -24,7 +25,7 @@ def _refuse(problems: list[str]) -> None:
             validation_message(p, name="BudgetSlotRequest") for p in problems])
 
 
-def check_holder(holder: Any, problems: list[str]) -> str:
+def check_holder(holder: object, problems: list[str]) -> str:
     if not isinstance(holder, str) or not HOLDER.match(holder):
         problems.append("holder must be 1-255 characters: letters, digits and ._:@- "
                         "(starting with a letter or digit)")
@@ -37,12 +38,12 @@ class BudgetService:
         self.slots = slots
         self.claims_of = claims_of
 
-    def take(self, ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    def take(self, ctx: RequestContext, body: JSONObject) -> BudgetSlots:
         """Hold a slot of every domain of body.node for body.holder (409 when one is full)."""
         _refuse(schema_problems("drydock", "BudgetSlotRequest", body))
         holder, node = str(body["holder"]), str(body["node"])
-        description, dry_run = body.get("description"), body.get("dry_run", False)
-        lease = float(body.get("lease_seconds", DEFAULT_LEASE))
+        description, dry_run = as_str(body.get("description")), body.get("dry_run", False)
+        lease = as_float(body.get("lease_seconds", DEFAULT_LEASE), DEFAULT_LEASE)
         claims = self.claims_of(node, body["design_ref"], ctx)
         if dry_run:  # what taking would answer now; nothing is taken
             return {"holder": holder, "node": node, "slots": [],
@@ -54,11 +55,11 @@ class BudgetService:
             raise exhausted(node, blockers)
         return {"holder": holder, "node": node, "slots": self._view(self.slots.held(holder))}
 
-    def renew(self, holder: str, body: dict[str, Any]) -> dict[str, Any]:
+    def renew(self, holder: str, body: JSONObject) -> BudgetSlots:
         problems = schema_problems("drydock", "BudgetRenewRequest", body)
         check_holder(holder, problems)
         _refuse(problems)
-        lease = float(body.get("lease_seconds", DEFAULT_LEASE))
+        lease = as_float(body.get("lease_seconds", DEFAULT_LEASE), DEFAULT_LEASE)
         held = self.slots.renew(holder, lease)
         if not held:
             raise SlotsNotHeld(f"{holder} holds no slot (never taken, given up, or its lease "
@@ -71,9 +72,9 @@ class BudgetService:
         _refuse(problems)
         self.slots.release(holder)
 
-    def held(self, holder: str | None = None) -> dict[str, Any]:
+    def held(self, holder: str | None = None) -> BudgetSlots:
         return {"slots": self._view(self.slots.held(holder))}
 
     @staticmethod
-    def _view(held: list[Holding]) -> list[dict[str, Any]]:
+    def _view(held: list[Holding]) -> list[BudgetSlot]:
         return [h.as_dict() for h in held]

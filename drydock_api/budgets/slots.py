@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.orm import Session
 
+from common.clients.generated.drydock import BudgetBlocker, BudgetSlot
 from common.context import RequestContext
 from common.errors import Conflict
+from common.jsontypes import JSON
 from common.status import simple_message
 from drydock_api.db import read_session_factory, session_factory
 from drydock_api.db.models import BudgetSlotRow, LockRow
@@ -45,7 +46,7 @@ class Holding:
     taken: float
     lease_expires: float
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> BudgetSlot:
         return {"holder": self.holder, "domain": self.domain, "node": self.node,
                 "budget": self.budget, "description": self.description,
                 "taken": self.taken, "lease_expires": self.lease_expires}
@@ -65,7 +66,7 @@ class Blocker:
         return (f"failure domain {self.domain} has its budget of {self.budget} out of service "
                 f"taken by {held}")
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> BudgetBlocker:
         return {"domain": self.domain, "budget": self.budget,
                 "holders": [h.as_dict() for h in self.holders], "message": self.sentence()}
 
@@ -167,7 +168,7 @@ class SlotStore:
 
 
 # (node, design_ref, request context) -> the domains the node needs a slot of
-ClaimsOf = Callable[[str, Any, RequestContext | None], list[Claim]]
+ClaimsOf = Callable[[str, JSON, RequestContext | None], list[Claim]]
 
 
 class BudgetExhausted(Conflict):

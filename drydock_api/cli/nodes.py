@@ -7,7 +7,6 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import click
 import yaml
@@ -47,7 +46,7 @@ def _verdict(report: CheckReport) -> str:
 
 def _emit(report: CheckReport, output: str) -> None:
     if output in ("json", "yaml"):
-        body: dict[str, Any] = {**asdict(report), "passed": report.passed,
+        body: dict[str, object] = {**asdict(report), "passed": report.passed,
                                 "counts": report.counts()}
         click.echo(json.dumps(body, indent=2) if output == "json"
                    else yaml.safe_dump(body, sort_keys=False).rstrip())
@@ -73,7 +72,7 @@ def _emit(report: CheckReport, output: str) -> None:
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write the validator's HTML report and log here.")
 @click.pass_obj
-def check_bmc_command(obj: Any, address: str, username: str, password: str,
+def check_bmc_command(obj: object, address: str, username: str, password: str,
                       system: str | None, profile: Path | None, timeout: float,
                       report_dir: Path | None) -> None:
     """Check a Redfish BMC against what Drydock needs, before enrolling it.

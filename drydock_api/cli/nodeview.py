@@ -3,12 +3,11 @@ and the build data collected for them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
+from common.jsontypes import JSONObject
 from common.urlpath import node_path
-from drydock_api.cli.session import Drydock, output_option
+from drydock_api.cli.session import Drydock, Params, output_option
 
 # Airship's `drydock node list` columns, and Berth's retirement
 NODE_COLUMNS = [("Node Name", "hostname"), ("Status", "status_name"), ("CPUs", "cpu_count"),
@@ -19,7 +18,7 @@ DESIGN_REF = click.option("--design-ref", "-d", envvar="DESIGN_REF", default=Non
                           help="The design (or DESIGN_REF; default: the newest task's).")
 
 
-def _params(design_ref: str | None, **more: Any) -> dict[str, Any]:
+def _params(design_ref: str | None, **more: str | None) -> Params:
     params = {"design_ref": design_ref, **more}
     return {k: v for k, v in params.items() if v is not None}
 
@@ -60,7 +59,7 @@ def retire_command(dd: Drydock, name: str, reason: str | None, undo: bool,
     """Retire a node (tear it down first), or with --undo unretire it."""
     if undo and reason:
         raise click.UsageError("--reason is for retiring, not with --undo")
-    body: dict[str, Any] = {"retired": not undo}
+    body: JSONObject = {"retired": not undo}
     if reason:
         body["retired_reason"] = reason
     node = dd.request("PATCH", node_path("/nodes", name), json=body,

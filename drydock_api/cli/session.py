@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import click
 import requests
@@ -21,8 +21,11 @@ from rich.console import Console
 from common.api import API_PREFIX
 from common.cli import decode, fail, table
 from common.httpclient import CLI_RETRY, retrying_session
+from common.jsontypes import JSON, as_object
 
 OUTPUTS = ("table", "json", "yaml")
+F = TypeVar("F", bound=Callable[..., object])  # a click command function
+Params = Mapping[str, str | int | float | None]  # query parameters
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -49,22 +52,24 @@ class Drydock:
         self.session = session or retrying_session(CLI_RETRY)
         self.console = Console(width=None if sys.stdout.isatty() else 250)
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def request(self, method: str, path: str, *, params: Params | None = None,
+                json: JSON = None) -> JSON:
         """One API call; a non-2xx answer prints its status body and exits with 1."""
         headers = {"X-Context-Marker": self.marker, "Accept": "application/json"}
         if self.token:
             headers["X-Auth-Token"] = self.token
         try:
             resp = self.session.request(method, f"{self.url}{API_PREFIX}{path}",
-                                        headers=headers, timeout=120, **kwargs)
+                                        headers=headers, timeout=120, params=params,
+                                        json=json)
         except requests.RequestException as exc:
             raise click.ClickException(f"Cannot reach Drydock at {self.url}: {exc}") from exc
-        body = decode(resp)
+        body: JSON = decode(resp)
         if resp.status_code >= 400:
             fail(resp.status_code, body)
         return body
 
-    def emit(self, data: Any, columns: Sequence[tuple[str, str]] | None = None,
+    def emit(self, data: JSON, columns: Sequence[tuple[str, str]] | None = None,
              output: str | None = None) -> None:
         """`data` as JSON, YAML, or (table) a table of `columns` (header, key)."""
         how = output or self.output
@@ -74,7 +79,8 @@ class Drydock:
             click.echo(yaml.dump(data, Dumper=_BlockDumper, sort_keys=False,
                                  allow_unicode=True).rstrip())
         else:
-            self.console.print(table(data if isinstance(data, list) else [data], columns))
+            rows = data if isinstance(data, list) else [data]
+            self.console.print(table([as_object(r) for r in rows], columns))
 
 
 
@@ -83,7 +89,7 @@ class Drydock:
 
 
 
-def output_option(f: Any) -> Any:
+def output_option(f: F) -> F:
     """`-o` on a command too (as Airship's `node list -o json`); the group's when absent."""
     return click.option("-o", "--output", "output", type=click.Choice(OUTPUTS), default=None,
                         help="table, json or yaml (default: the drydock group's -o)")(f)

@@ -5,11 +5,11 @@ with Airship's drydock CLI options (--design-ref, --action, --node-names, --rack
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import click
 import yaml
 
+from common.jsontypes import JSON, JSONObject, as_list, as_object
 from common.poll import NotYet, poll
 from drydock_api.cli.session import Drydock, output_option
 
@@ -24,20 +24,20 @@ def _names(raw: str | None) -> list[str]:
 
 
 def node_filter(node_names: str | None, rack_names: str | None,
-                node_tags: str | None) -> dict[str, Any] | None:
+                node_tags: str | None) -> JSONObject | None:
     """The filter Airship's `task create` builds: one union entry, intersected."""
-    entry: dict[str, Any] = {"filter_type": "union"}
+    entry: JSONObject = {"filter_type": "union"}
     for key, raw in (("node_names", node_names), ("rack_names", rack_names),
                      ("node_tags", node_tags)):
         if _names(raw):
-            entry[key] = _names(raw)
+            entry[key] = [*_names(raw)]
     if len(entry) == 1:
         return None
     return {"filter_set_type": "intersection", "filter_set": [entry]}
 
 
-def _options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+def _options(pairs: tuple[str, ...]) -> JSONObject:
+    options: JSONObject = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -46,22 +46,22 @@ def _options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
-def _row(task: dict[str, Any]) -> dict[str, Any]:
-    result = task.get("result") or {}
-    return {**task, "result_status": result.get("status"),
-            "successes": ",".join(result.get("successes") or []),
-            "failures": ",".join(result.get("failures") or [])}
+def _row(task: JSON) -> JSONObject:
+    result = as_object(as_object(task).get("result"))
+    return {**as_object(task), "result_status": result.get("status"),
+            "successes": ",".join(str(n) for n in as_list(result.get("successes"))),
+            "failures": ",".join(str(n) for n in as_list(result.get("failures")))}
 
 
-def _wait(dd: Drydock, task_id: str, poll_interval: float) -> dict[str, Any]:
-    def finished() -> dict[str, Any] | NotYet[dict[str, Any]]:
-        task: dict[str, Any] = dd.request("GET", f"/tasks/{task_id}")
+def _wait(dd: Drydock, task_id: str, poll_interval: float) -> JSONObject:
+    def finished() -> JSONObject | NotYet[JSONObject]:
+        task = as_object(dd.request("GET", f"/tasks/{task_id}"))
         return task if task.get("status") in FINISHED else NotYet(task)
 
     return poll(finished, deadline=math.inf, interval=poll_interval, expire=lambda task: task)
 
 
-def _show(dd: Drydock, task: dict[str, Any], output: str | None) -> None:
+def _show(dd: Drydock, task: JSON, output: str | None) -> None:
     how = output or dd.output
     dd.emit(_row(task) if how == "table" else task, TASK_COLUMNS, output)
 
@@ -91,15 +91,15 @@ def create_command(dd: Drydock, design_ref: str | None, action: str | None,
         raise click.UsageError("Design reference must be specified using --design-ref")
     if not action:
         raise click.UsageError("Action must be specified using --action")
-    body: dict[str, Any] = {"action": action, "design_ref": design_ref,
+    body: JSONObject = {"action": action, "design_ref": design_ref,
                             "node_filter": node_filter(node_names, rack_names, node_tags)}
     if options:
         body["options"] = _options(options)
-    task: dict[str, Any] = dd.request("POST", "/tasks", json=body)
+    task = as_object(dd.request("POST", "/tasks", json=body))
     if block:
-        task = _wait(dd, task["task_id"], poll_interval)
+        task = _wait(dd, str(task["task_id"]), poll_interval)
     _show(dd, task, output)
-    if block and (task.get("result") or {}).get("status") != "success":
+    if block and as_object(task.get("result")).get("status") != "success":
         raise SystemExit(1)
 
 
@@ -115,7 +115,8 @@ def list_command(dd: Drydock, status: str | None, action: str | None, limit: int
     params = {"limit": limit, "status": status, "action": action}
     tasks = dd.request("GET", "/tasks", params={k: v for k, v in params.items() if v})
     how = output or dd.output
-    dd.emit([_row(t) for t in tasks] if how == "table" else tasks, TASK_COLUMNS, output)
+    dd.emit([_row(t) for t in as_list(tasks)] if how == "table" else tasks, TASK_COLUMNS,
+            output)
 
 
 def _task_id(task_id: str | None, task_id_opt: str | None) -> str:
@@ -175,8 +176,9 @@ def delete_command(dd: Drydock, days: int | None, output: str | None) -> None:
     body = dd.request("DELETE", "/tasks", params={"days": days})
     how = output or dd.output
     if how == "table":
-        details = body.get("details") or {}
-        click.echo(f"{body.get('message')} {details.get('purged_tasks', 0)} task(s) purged.")
+        status = as_object(body)
+        details = as_object(status.get("details"))
+        click.echo(f"{status.get('message')} {details.get('purged_tasks', 0)} task(s) purged.")
         return
     dd.emit(body, None, output)
 

@@ -4,7 +4,7 @@ transaction of the change they record (common.audit)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from sqlalchemy.orm import Session
 
@@ -19,18 +19,18 @@ NODE_FIELDS = ("retired", "retired_reason", "torn_down", "power_state", "pending
 
 
 def task_changed(s: Session, task_id: str, old: str | None, new: str, at: float,
-                 **detail: Any) -> None:
+                 **detail: object) -> None:
     """A task (top-level, node or step subtask) went from `old` (None: created) to `new`."""
     audit.append(s, TASKS, f"task/{task_id}", "created" if old is None else "state", old, new,
                  at=at, detail={k: v for k, v in detail.items() if v is not None})
 
 
-def task_purged(s: Session, task_id: str, status: str, at: float, **detail: Any) -> None:
+def task_purged(s: Session, task_id: str, status: str, at: float, **detail: object) -> None:
     """A finished top-level task was removed with its subtasks (DELETE /tasks?days=N)."""
     audit.append(s, TASKS, f"task/{task_id}", "purged", status, None, at=at, detail=detail)
 
 
-def node_state(row: NodeRecord | None) -> dict[str, Any]:
+def node_state(row: NodeRecord | None) -> dict[str, object]:
     """The audited fields of a node record (a record not yet written: the defaults)."""
     if row is None:
         return {"retired": False, "torn_down": False}
@@ -41,7 +41,8 @@ def node_state(row: NodeRecord | None) -> dict[str, Any]:
     return {k: v for k, v in state.items() if v is not None or k in ("retired", "torn_down")}
 
 
-def node_changed(s: Session, name: str, before: dict[str, Any], after: dict[str, Any],
+def node_changed(s: Session, name: str, before: Mapping[str, object],
+                 after: Mapping[str, object],
                  at: float) -> None:
     """The node's audited fields that differ, old and new (nothing when none does)."""
     keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
@@ -50,7 +51,7 @@ def node_changed(s: Session, name: str, before: dict[str, Any], after: dict[str,
                      {k: after.get(k) for k in keys}, at=at)
 
 
-def reboot_changed(s: Session, name: str, key: str, old: Any, new: Any, at: float) -> None:
+def reboot_changed(s: Session, name: str, key: str, old: object, new: object, at: float) -> None:
     """A reboot request was added (old None), changed, or released (new None)."""
     change = "requested" if old is None else ("released" if new is None else "changed")
     audit.append(s, NODES, f"node/{name}/reboot/{key or '-'}", change, old, new, at=at)

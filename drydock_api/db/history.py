@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import delete, func, or_, select
 
+from common.jsontypes import JSONObject
 from drydock_api.db import audit
 from drydock_api.db.models import MessageRow, TaskRow
 from drydock_api.db.states import FINAL, TaskStatus
@@ -24,7 +24,7 @@ class StepRecord:
     action: str
     step: str
     completed: float
-    output: dict[str, Any]
+    output: JSONObject
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, Integer, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from common.jsontypes import JSON as JSONData
+from common.jsontypes import JSONObject
+
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention={
@@ -35,11 +38,11 @@ class TaskRow(Base):
     # subtasks and on tasks admitted before designs were kept by digest.
     design_digest: Mapped[str | None] = mapped_column(String(64), index=True)
     node_filter: Mapped[Any] = mapped_column(JSON, nullable=True)
-    options: Mapped[Any] = mapped_column(JSON, nullable=True)
-    node_names: Mapped[Any] = mapped_column(JSON, nullable=True)
-    data: Mapped[Any] = mapped_column(JSON, nullable=True)
-    successes: Mapped[Any] = mapped_column(JSON, nullable=True)
-    failures: Mapped[Any] = mapped_column(JSON, nullable=True)
+    options: Mapped[JSONObject | None] = mapped_column(JSON, nullable=True)
+    node_names: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    data: Mapped[JSONData] = mapped_column(JSON, nullable=True)
+    successes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    failures: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
     created_by: Mapped[str | None] = mapped_column(String(255))
     context_marker: Mapped[str | None] = mapped_column(String(64))
@@ -68,7 +71,7 @@ class MessageRow(Base):
     step: Mapped[str | None] = mapped_column(String(64))
     ts: Mapped[float] = mapped_column(Float)
     error: Mapped[bool] = mapped_column(Boolean)
-    body: Mapped[Any] = mapped_column(JSON)
+    body: Mapped[JSONObject] = mapped_column(JSON)
 
 
 class NodeRecord(Base):
@@ -82,7 +85,7 @@ class NodeRecord(Base):
     last_task_id: Mapped[str | None] = mapped_column(String(36))
     updated: Mapped[float] = mapped_column(Float)
     torn_down: Mapped[bool] = mapped_column(Boolean, default=False)
-    design_ref: Mapped[Any] = mapped_column(JSON, nullable=True)
+    design_ref: Mapped[JSONData] = mapped_column(JSON, nullable=True)
     power_state: Mapped[str | None] = mapped_column(String(16))
     pending_reboot_since: Mapped[float | None] = mapped_column(Float)
     last_powered_on: Mapped[float | None] = mapped_column(Float)
@@ -90,13 +93,13 @@ class NodeRecord(Base):
     shutdown_started: Mapped[float | None] = mapped_column(Float)
     lease_owner: Mapped[str | None] = mapped_column(String(255))
     lease_expires: Mapped[float | None] = mapped_column(Float)
-    kept_disks: Mapped[Any] = mapped_column(JSON, nullable=True)
+    kept_disks: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     reboot_error: Mapped[str | None] = mapped_column(Text)
     # The node's teardown since it was last deployed (tasks.teardown): steps done, disks
     # attested erased, and where it stopped.
-    teardown: Mapped[Any] = mapped_column(JSON, nullable=True)
+    teardown: Mapped[JSONObject | None] = mapped_column(JSON, nullable=True)
     # The last power-off of a reboot: its policy and what the node got (nodes.power).
-    last_power_off: Mapped[Any] = mapped_column(JSON, nullable=True)
+    last_power_off: Mapped[JSONObject | None] = mapped_column(JSON, nullable=True)
 
 
 class RebootRow(Base):
@@ -107,12 +110,13 @@ class RebootRow(Base):
     node: Mapped[str] = mapped_column(String(255), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     mode: Mapped[str] = mapped_column(String(8))
-    value: Mapped[Any] = mapped_column(JSON, nullable=True)
+    value: Mapped[JSONData] = mapped_column(JSON, nullable=True)
     created: Mapped[float] = mapped_column(Float)
     created_by: Mapped[str | None] = mapped_column(String(255))
     power_policy: Mapped[str | None] = mapped_column(String(16))  # NULL: by mode
     grace_period: Mapped[float | None] = mapped_column(Float)  # NULL: the design's default
-    power: Mapped[Any] = mapped_column(JSON, nullable=True)  # what it got (nodes.power)
+    # power: what the request got (nodes.power)
+    power: Mapped[JSONObject | None] = mapped_column(JSON, nullable=True)
 
 
 class LockRow(Base):
@@ -160,9 +164,9 @@ class BootActionContextRow(Base):
     node: Mapped[str] = mapped_column(String(255), primary_key=True)
     task_id: Mapped[str] = mapped_column(String(36))
     key_hash: Mapped[str] = mapped_column(String(64))
-    design_ref: Mapped[Any] = mapped_column(JSON, nullable=True)
+    design_ref: Mapped[JSONData] = mapped_column(JSON, nullable=True)
     created: Mapped[float] = mapped_column(Float)
-    refusals: Mapped[Any] = mapped_column(JSON, nullable=True)
+    refusals: Mapped[list[JSONObject] | None] = mapped_column(JSON, nullable=True)
 
 
 class BootActionRow(Base):
@@ -177,6 +181,6 @@ class BootActionRow(Base):
     key_hash: Mapped[str] = mapped_column(String(64))
     signaling: Mapped[bool] = mapped_column(Boolean)
     status: Mapped[str] = mapped_column(String(16))
-    details: Mapped[Any] = mapped_column(JSON, nullable=True)
+    details: Mapped[list[JSONObject] | None] = mapped_column(JSON, nullable=True)
     created: Mapped[float] = mapped_column(Float)
     updated: Mapped[float] = mapped_column(Float)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Literal
 
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from common.clients.generated.drydock import Teardown
+from common.jsontypes import JSON, JSONObject, as_float, as_object, as_str, member
 from common.lease import Lease
 from drydock_api.db import audit
 from drydock_api.db.models import NodeRecord, RebootRow, TaskRow
@@ -15,21 +17,30 @@ from drydock_api.db.states import ACTIVE
 
 LEASE = Lease(NodeRecord.lease_owner, NodeRecord.lease_expires)
 POWER_TASKS = ("deploy_nodes", "destroy_nodes", "prepare_nodes")
+TEARDOWN_STATES: dict[str, Literal["in_progress", "partial", "complete"]] = {
+    "in_progress": "in_progress", "partial": "partial", "complete": "complete"}
 
 
-def teardown_view(record: Any) -> dict[str, Any] | None:
+def teardown_view(record: JSON) -> Teardown | None:
     """What GET /nodes/{name} shows of the node's teardown (tasks.teardown): its state
     (in_progress, partial, complete), the task, the last step done and why it stopped, the
     steps done and the disks attested erased."""
     if not isinstance(record, dict) or not record:
         return None
-    steps = record.get("steps") or {}
-    return {"state": record.get("state"), "id": record.get("id"),
-            "task": record.get("task"), "last_step": record.get("last_step"),
-            "cause": record.get("cause"),
-            "steps_done": sorted(steps, key=lambda s: steps[s].get("at") or 0),
-            "erased": {d: {k: e.get(k) for k in ("method", "drive", "task", "at")}
-                       for d, e in (record.get("erased") or {}).items()}}
+    steps = as_object(record.get("steps"))
+    view: Teardown = {
+        "last_step": as_str(record.get("last_step")), "cause": as_str(record.get("cause")),
+        "steps_done": sorted(steps, key=lambda s: as_float(member(steps[s], "at") or 0, 0.0)),
+        "erased": {d: {k: member(e, k) for k in ("method", "drive", "task", "at")}
+                   for d, e in as_object(record.get("erased")).items()}}
+    state, tid, task = record.get("state"), record.get("id"), record.get("task")
+    if isinstance(state, str) and state in TEARDOWN_STATES:
+        view["state"] = TEARDOWN_STATES[state]
+    if isinstance(tid, str):
+        view["id"] = tid
+    if isinstance(task, str):
+        view["task"] = task
+    return view
 
 
 class NodeStore:
@@ -51,7 +62,7 @@ class NodeStore:
         with self.sessions() as s:
             return s.get(NodeRecord, name)
 
-    def update(self, name: str, **values: Any) -> NodeRecord:
+    def update(self, name: str, **values: object) -> NodeRecord:
         with self.sessions.begin() as s:
             row = self._row(s, name, lock=True)
             before = audit.node_state(row)
@@ -87,8 +98,8 @@ class NodeStore:
             self.update(name, teardown=None)
 
     # --- reboot requests -------------------------------------------------------------------
-    def add_reboot(self, name: str, key: str, mode: str, value: Any, user: str | None,
-                   design_ref: Any) -> RebootRow:
+    def add_reboot(self, name: str, key: str, mode: str, value: JSON, user: str | None,
+                   design_ref: JSON) -> RebootRow:
         """Add or replace the request with this key (re-posting a key updates it)."""
         with self.sessions.begin() as s:
             node = self._row(s, name, lock=True)
@@ -184,7 +195,7 @@ class NodeStore:
             if row is not None:
                 row.power_policy, row.grace_period, row.power = policy, grace, None
 
-    def record_reboot_power(self, name: str, keys: list[str], got: dict[str, Any]) -> None:
+    def record_reboot_power(self, name: str, keys: list[str], got: JSONObject) -> None:
         """What the power-off of these requests got (graceful, forced, hard, not-off), on
         the requests and the node's `last_power_off` in one transaction (a reader never sees
         one without the other)."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC
-from typing import Any
 
 from sqlalchemy import Select, bindparam, func, or_, select, update
+from sqlalchemy.orm import Session
 
 from common.errors import NotFound
+from common.jsontypes import JSON, JSONObject
 from common.prepared import PreparedRead
 from common.status import Message
 from drydock_api.db import audit
@@ -18,7 +19,7 @@ from drydock_api.db.states import TaskResult, TaskStatus
 from drydock_api.db.store import TaskStore, touch_tree
 
 
-def _tree_key_query() -> Select[Any]:
+def _tree_key_query() -> Select[tuple[int, int | None]]:
     """(changes of the tree, last message id) of the tree holding the task `:task_id`, no row
     when there is no such task; asked on every tree request (see PreparedRead)."""
     root_id = select(TaskRow.root_id).where(TaskRow.id == bindparam("task_id")) \
@@ -31,7 +32,7 @@ def _tree_key_query() -> Select[Any]:
 TREE_KEY = _tree_key_query()
 RETRY, STATE = "retry", "state"  # a running step's row data: its saved retry and progress
 # A change of a node's teardown record (tasks.teardown), made in a step's transaction.
-TeardownUpdate = tuple[str, Callable[[dict[str, Any] | None], dict[str, Any] | None]]
+TeardownUpdate = tuple[str, Callable[[JSONObject | None], JSONObject | None]]
 
 
 class ProgressStore:
@@ -93,11 +94,11 @@ class ProgressStore:
                                node=row.node, step=step)
             return row
 
-    def save_retry(self, step: TaskRow, retry: dict[str, Any]) -> None:
+    def save_retry(self, step: TaskRow, retry: JSONObject) -> None:
         """Keep a waiting step's retry (see tasks.engine.Attempts) in its row's data."""
         self.save_step(step, retry, {})
 
-    def save_step(self, step: TaskRow, retry: dict[str, Any], state: dict[str, Any], *,
+    def save_step(self, step: TaskRow, retry: JSONObject, state: JSONObject, *,
                   teardown: TeardownUpdate | None = None) -> None:
         """Keep a running step's retry (see tasks.engine.Attempts) and progress (what it
         asked of which BMC or MAAS machine, the job to follow: NodeContext.state) in its
@@ -110,23 +111,23 @@ class ProgressStore:
                 self._update_teardown(s, *teardown)
 
     @staticmethod
-    def saved_retry(step: TaskRow) -> dict[str, Any] | None:
+    def saved_retry(step: TaskRow) -> JSONObject | None:
         """The retry `save_step` kept for a step still running (after a takeover)."""
         return ProgressStore._saved(step, RETRY)
 
     @staticmethod
-    def saved_state(step: TaskRow) -> dict[str, Any]:
+    def saved_state(step: TaskRow) -> JSONObject:
         """The progress `save_step` kept for a step still running (after a takeover)."""
         return dict(ProgressStore._saved(step, STATE) or {})
 
     @staticmethod
-    def _saved(step: TaskRow, key: str) -> dict[str, Any] | None:
+    def _saved(step: TaskRow, key: str) -> JSONObject | None:
         if step.status != TaskStatus.RUNNING or not isinstance(step.data, dict):
             return None
         saved = step.data.get(key)
         return saved if isinstance(saved, dict) else None
 
-    def teardown(self, name: str) -> dict[str, Any] | None:
+    def teardown(self, name: str) -> JSONObject | None:
         """The node's teardown record (tasks.teardown), None when it has none."""
         with self.reads() as s:
             row = s.get(NodeRecord, name)
@@ -137,9 +138,8 @@ class ProgressStore:
         with self.sessions.begin() as s:
             self._update_teardown(s, *update_)
 
-    def _update_teardown(self, s: Any, name: str,
-                         change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
-                         ) -> None:
+    def _update_teardown(self, s: Session, name: str,
+                         change: Callable[[JSONObject | None], JSONObject | None]) -> None:
         row = s.get(NodeRecord, name, with_for_update=True)
         current = row.teardown if row is not None and isinstance(row.teardown, dict) else None
         new = change(dict(current) if current is not None else None)
@@ -156,7 +156,7 @@ class ProgressStore:
         audit.node_changed(s, name, before, audit.node_state(row), now)
 
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
-               data: Any = None, messages: Sequence[Message] = (),
+               data: JSON = None, messages: Sequence[Message] = (),
                teardown: TeardownUpdate | None = None) -> None:
         """Record a step's or node's end (status, result, output), its messages and the
         node's teardown change at once."""
@@ -164,7 +164,7 @@ class ProgressStore:
         with self.sessions.begin() as s:
             old = s.scalar(select(TaskRow.status).where(TaskRow.id == task.id)
                            .with_for_update())
-            values: dict[str, Any] = {"status": status.value, "result": result.value,
+            values: dict[str, object] = {"status": status.value, "result": result.value,
                                       "updated": now, "completed": now}
             if data is not None:
                 values["data"] = data
@@ -184,7 +184,7 @@ class ProgressStore:
         with self.sessions.begin() as s:
             self._add_messages(s, task, messages, self.clock())
 
-    def _add_messages(self, s: Any, task: TaskRow, messages: Sequence[Message],
+    def _add_messages(self, s: Session, task: TaskRow, messages: Sequence[Message],
                       now: float) -> None:
         node_task_id = task.parent_id if task.step else (task.id if task.node else None)
         for m in messages:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from drydock_api.drivers.ports import BmcAccess, EraseStatus, OobError
 
@@ -21,7 +20,7 @@ class FakeOob:
         self.erased: dict[str, list[str]] = {}
         self.erase_polls = 0           # polls an erase task stays running before it ends
         self.erase_fails: set[str] = set()   # drive names whose erase task fails
-        self.tasks: dict[str, list[Any]] = {}
+        self.tasks: dict[str, tuple[str, str, int]] = {}  # task -> (BMC, drive, polls left)
         self.calls: Counter[tuple[str, str]] = Counter()
         self.pxe: set[str] = set()
         self.on_boot: Callable[[str, bool], None] | None = None
@@ -52,7 +51,7 @@ class FakeOob:
         with self._lock:
             self._check(bmc, "erase")
             task = f"task-{len(self.tasks) + 1}"
-            self.tasks[task] = [bmc.address, drive.split("/")[-1], self.erase_polls]
+            self.tasks[task] = (bmc.address, drive.split("/")[-1], self.erase_polls)
             return task
 
     def find_erase(self, bmc: BmcAccess, drive: str) -> str | None:
@@ -69,7 +68,7 @@ class FakeOob:
             self._check(bmc, "erase_status")
             address, name, left = self.tasks[task]
             if left > 0:
-                self.tasks[task][2] = left - 1
+                self.tasks[task] = (address, name, left - 1)
                 return EraseStatus("running", "Running")
             if name in self.erase_fails:
                 return EraseStatus("failed", f"task Exception (Critical): erase of {name} "

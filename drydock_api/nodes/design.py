@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
 
 from common.documents import Document, doc_ref
+from common.jsontypes import JSON, JSONObject, as_int, as_list, as_object
 from common.status import Message, validation_message
 from drydock_api.drivers.ports import DEFAULT_PROVISIONER, BmcAccess
 from drydock_api.nodes import power
@@ -33,7 +33,7 @@ class NodeDef:
     bmc: BmcAccess | None
     disks: tuple[str, ...]
     os_disk: str | None
-    data: dict[str, Any] = field(repr=False, default_factory=dict)
+    data: JSONObject = field(repr=False, default_factory=dict)
     provisioner: str = DEFAULT_PROVISIONER  # the design's Region's
 
 
@@ -48,7 +48,7 @@ class Design:
     provisioner: str = DEFAULT_PROVISIONER  # Region provisioner: maas or ironic
 
 
-def merge(base: Any, over: Any) -> Any:
+def merge(base: JSON, over: JSON) -> JSON:
     """Host-profile inheritance: dicts merged recursively, anything else the node wins."""
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
@@ -58,21 +58,21 @@ def merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def os_disk_of(storage: Any) -> str | None:
+def _mounts_root(entry: JSON) -> bool:
+    return as_object(as_object(entry).get("filesystem")).get("mountpoint") == "/"
+
+
+def os_disk_of(storage: JSON) -> str | None:
     """The physical device holding the partition mounted at `/` (directly or via a VG)."""
     if not isinstance(storage, dict):
         return None
-    devices = storage.get("physical_devices") or {}
-    for name, dev in devices.items() if isinstance(devices, dict) else []:
-        for part in (dev or {}).get("partitions") or []:
-            if ((part or {}).get("filesystem") or {}).get("mountpoint") == "/":
-                return str(name)
-    groups = storage.get("volume_groups") or {}
-    for group in groups.values() if isinstance(groups, dict) else []:
-        for lv in (group or {}).get("logical_volumes") or []:
-            if ((lv or {}).get("filesystem") or {}).get("mountpoint") == "/":
-                pvs = (group or {}).get("physical_devices") or []
-                return str(pvs[0]) if pvs else None
+    for name, dev in as_object(storage.get("physical_devices")).items():
+        if any(_mounts_root(part) for part in as_list(as_object(dev).get("partitions"))):
+            return str(name)
+    for group in as_object(storage.get("volume_groups")).values():
+        if any(_mounts_root(lv) for lv in as_list(as_object(group).get("logical_volumes"))):
+            pvs = as_list(as_object(group).get("physical_devices"))
+            return str(pvs[0]) if pvs else None
     return None
 
 
@@ -84,7 +84,7 @@ def _problem(text: str, check: str, doc: Document) -> Message:
     return validation_message(text, name=check, documents=[doc_ref(doc)])
 
 
-def _credential(oob: dict[str, Any], secrets: dict[str, str], doc: Document,
+def _credential(oob: JSONObject, secrets: dict[str, str], doc: Document,
                 problems: list[Message]) -> str | None:
     cred = oob.get("credential")
     if isinstance(cred, dict) and isinstance(cred.get("passphrase"), str):
@@ -110,21 +110,22 @@ def provisioner_of(docs: list[Document]) -> str:
     return DEFAULT_PROVISIONER
 
 
-def _bmc(name: str, data: dict[str, Any], secrets: dict[str, str], doc: Document,
+def _bmc(name: str, data: JSONObject, secrets: dict[str, str], doc: Document,
          problems: list[Message], provisioner: str = DEFAULT_PROVISIONER
          ) -> tuple[str | None, str | None, int | None, BmcAccess | None]:
-    oob: dict[str, Any] = data["oob"] if isinstance(data.get("oob"), dict) else {}
+    oob = as_object(data.get("oob"))
     otype = oob.get("type")
-    if otype not in DEFAULT_PORTS:
+    if not isinstance(otype, str) or otype not in DEFAULT_PORTS:
         problems.append(_problem(f"Node {name}: oob.type must be redfish or ipmi, got {otype!r}",
                                  "InvalidOobType", doc))
         return None, None, None, None
-    address = next((a.get("address") for a in data.get("addressing") or []
-                    if isinstance(a, dict) and a.get("network") == oob.get("network")), None)
+    found = next((a.get("address") for a in as_list(data.get("addressing"))
+                  if isinstance(a, dict) and a.get("network") == oob.get("network")), None)
+    address = str(found) if found else None
     if not address:
         problems.append(_problem(f"Node {name}: no address on oob network "
                                  f"{oob.get('network')!r}", "MissingOobAddress", doc))
-    port = int(oob.get("port") or DEFAULT_PORTS[otype])
+    port = as_int(oob.get("port") or DEFAULT_PORTS[otype])
     account = oob.get("account")
     if not isinstance(account, str) or not account:
         problems.append(_problem(f"Node {name}: no oob.account", "MissingOobCredential", doc))
@@ -132,7 +133,7 @@ def _bmc(name: str, data: dict[str, Any], secrets: dict[str, str], doc: Document
     bmc = None
     if address and isinstance(account, str) and account and cred is not None:
         sid = oob.get("system_id")
-        bmc = BmcAccess(type=otype, address=str(address), port=port, account=account,
+        bmc = BmcAccess(type=otype, address=address, port=port, account=account,
                         credential=cred, system_id=str(sid) if sid else None,
                         provisioner=provisioner)
     return otype, address, port, bmc
@@ -157,7 +158,7 @@ def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
           problems: list[Message], provisioner: str = DEFAULT_PROVISIONER) -> NodeDef:
     name = doc_ref(doc)["name"]
     raw = doc.get("data") if isinstance(doc.get("data"), dict) else {}
-    data: dict[str, Any] = dict(raw or {})
+    data: JSONObject = dict(raw or {})
     profile_name = data.get("host_profile")
     if profile_name:
         chain = _profile_chain(str(profile_name), profiles)
@@ -166,21 +167,23 @@ def _node(doc: Document, profiles: dict[str, Document], secrets: dict[str, str],
                                      f"profile it inherits from is missing or circular)",
                                      "UnknownHostProfile", doc))
         else:
-            inherited: dict[str, Any] = {}
+            inherited: JSON = {}
             for prof in chain:
                 inherited = merge(inherited, prof.get("data") or {})
-            data = merge(inherited, data)
+            data = as_object(merge(inherited, data))
     otype, address, port, bmc = _bmc(name, data, secrets, doc, problems, provisioner)
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    storage = data.get("storage") if isinstance(data.get("storage"), dict) else {}
-    devices = (storage or {}).get("physical_devices") or {}
+    meta = as_object(data.get("metadata"))
+    storage = as_object(data.get("storage"))
+    devices = storage.get("physical_devices") or {}
     os_disk = os_disk_of(storage)
     if os_disk is None:
         problems.append(_problem(f"Node {name}: no identifiable OS disk (no partition mounted "
                                  f"at /)", "NoOsDisk", doc))
-    labels = (meta or {}).get("owner_data") or {}
+    labels = meta.get("owner_data") or {}
+    rack = meta.get("rack")
     return NodeDef(
-        name=name, rack=(meta or {}).get("rack"), tags=tuple((meta or {}).get("tags") or ()),
+        name=name, rack=None if rack is None else str(rack),
+        tags=tuple(str(t) for t in as_list(meta.get("tags"))),
         labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         oob_type=otype, oob_address=address, oob_port=port, bmc=bmc,
         disks=tuple(str(d) for d in devices) if isinstance(devices, dict) else (),

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from common.context import RequestContext
 from common.documents import Document, doc_ref
+from common.jsontypes import JSON
 from common.status import Message, validation_message
 from drydock_api.budgets.slots import Claim
 from drydock_api.nodes.design import REGION, Design
@@ -47,9 +47,9 @@ def declarations(docs: list[Document]) -> list[Domain]:
     return out
 
 
-def _entries(docs: list[Document]) -> list[Any]:
+def _entries(docs: list[Document]) -> list[JSON]:
     """The raw `failure_domains` entries of the design's Region documents."""
-    out: list[Any] = []
+    out: list[JSON] = []
     for doc in docs:
         data = doc.get("data") if doc.get("schema") == REGION else None
         entries = data.get("failure_domains") if isinstance(data, dict) else None
@@ -112,16 +112,16 @@ def problems(docs: list[Document], design: Design) -> list[Message]:
     return out
 
 
-def _problem(text: str, ref: dict[str, Any] | None) -> Message:
+def _problem(text: str, ref: dict[str, str] | None) -> Message:
     return validation_message(text, name="FailureDomains", documents=[ref] if ref else [])
 
 
-def design_claims(documents: Callable[[Any, RequestContext | None], list[Document]],
-                  design: Callable[[Any, RequestContext | None], Design],
-                  ) -> Callable[[str, Any, RequestContext | None], list[Claim]]:
+def design_claims(documents: Callable[[JSON, RequestContext | None], list[Document]],
+                  design: Callable[[JSON, RequestContext | None], Design],
+                  ) -> Callable[[str, JSON, RequestContext | None], list[Claim]]:
     """`claims` of a node in the design behind a reference (both read through the loader's
     caches)."""
-    def claims_of(node: str, ref: Any, ctx: RequestContext | None) -> list[Claim]:
+    def claims_of(node: str, ref: JSON, ctx: RequestContext | None) -> list[Claim]:
         return claims(node, design(ref, ctx), documents(ref, ctx))
 
     return claims_of

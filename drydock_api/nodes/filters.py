@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from common.errors import BadRequest, ValidationFailed
+from common.jsontypes import JSON, as_list, as_object, member
 from common.nodenames import MAX_NODE_NAME, check_names
 from common.status import validation_message
 from drydock_api.nodes.design import NodeDef
@@ -18,7 +18,7 @@ class UnknownNodes(BadRequest):
     reason, title = "UnknownNodes", "Node filter names nodes not in the design"
 
 
-def check_filter(node_filter: Any) -> list[str]:
+def check_filter(node_filter: object) -> list[str]:
     """Every structural problem of a node filter (empty when valid; None is valid)."""
     if node_filter is None:
         return []
@@ -38,7 +38,7 @@ def check_filter(node_filter: Any) -> list[str]:
     return problems
 
 
-def _check_entry(i: int, entry: Any) -> list[str]:
+def _check_entry(i: int, entry: object) -> list[str]:
     where = f"node_filter.filter_set[{i}]"
     if not isinstance(entry, dict):
         return [f"{where} must be an object"]
@@ -61,7 +61,7 @@ def _check_entry(i: int, entry: Any) -> list[str]:
     return problems
 
 
-def label_pairs(value: Any) -> dict[str, str] | None:
+def label_pairs(value: object) -> dict[str, str] | None:
     """Labels given as `{k: v}` or as a list of `{k: v}` (spec 001's selectors); None if bad."""
     if value is None:
         return {}
@@ -71,28 +71,28 @@ def label_pairs(value: Any) -> dict[str, str] | None:
     return {str(k): str(v) for item in items for k, v in item.items()}
 
 
-def _labels_match(have: Mapping[str, str], want: Any) -> bool:
+def _labels_match(have: Mapping[str, str], want: JSON) -> bool:
     return all(have.get(k) == v for k, v in (label_pairs(want) or {}).items())
 
 
-def _criteria(entry: Mapping[str, Any], node: NodeDef,
+def _criteria(entry: Mapping[str, JSON], node: NodeDef,
               rack_labels: Mapping[str, Mapping[str, str]]) -> list[bool]:
     """One boolean per criterion given in the entry (absent or empty criteria are skipped)."""
     out = []
     if entry.get("node_names"):
-        out.append(node.name in entry["node_names"])
+        out.append(node.name in as_list(entry["node_names"]))
     if entry.get("node_tags"):
-        out.append(any(t in node.tags for t in entry["node_tags"]))
+        out.append(any(t in node.tags for t in as_list(entry["node_tags"])))
     if entry.get("node_labels"):
         out.append(_labels_match(node.labels, entry["node_labels"]))
     if entry.get("rack_names"):
-        out.append(node.rack in entry["rack_names"])
+        out.append(node.rack in as_list(entry["rack_names"]))
     if entry.get("rack_labels"):
         out.append(_labels_match(rack_labels.get(node.rack or "", {}), entry["rack_labels"]))
     return out
 
 
-def _entry_selects(entry: Mapping[str, Any], node: NodeDef,
+def _entry_selects(entry: Mapping[str, JSON], node: NodeDef,
                    rack_labels: Mapping[str, Mapping[str, str]]) -> bool:
     results = _criteria(entry, node, rack_labels)
     if not results:
@@ -102,7 +102,7 @@ def _entry_selects(entry: Mapping[str, Any], node: NodeDef,
     return all(results)
 
 
-def require_filter(node_filter: Any) -> None:
+def require_filter(node_filter: object) -> None:
     """400 listing every problem of a node filter (at the API edge, once)."""
     problems = check_filter(node_filter)
     if problems:
@@ -110,13 +110,14 @@ def require_filter(node_filter: Any) -> None:
             validation_message(p, name="NodeFilter") for p in problems])
 
 
-def select_nodes(node_filter: Any, nodes: Mapping[str, NodeDef],
+def select_nodes(node_filter: JSON, nodes: Mapping[str, NodeDef],
                  rack_labels: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
     """Names of the nodes `node_filter` (checked at the edge: `check_filter`) selects, in
     design order; names that are not nodes of the design → 400 UnknownNodes."""
     if node_filter is None:
         return list(nodes)
-    unknown = sorted({n for e in node_filter["filter_set"] for n in e.get("node_names") or []
+    entries = [as_object(e) for e in as_list(member(node_filter, "filter_set"))]
+    unknown = sorted({str(n) for e in entries for n in as_list(e.get("node_names"))
                       if n not in nodes})
     if unknown:
         text = f"Unknown node names: {', '.join(unknown)}"
@@ -125,10 +126,10 @@ def select_nodes(node_filter: Any, nodes: Mapping[str, NodeDef],
             for n in unknown])
     racks = rack_labels or {}
     per_entry = [{name for name, node in nodes.items() if _entry_selects(e, node, racks)}
-                 for e in node_filter["filter_set"]]
+                 for e in entries]
     if not per_entry:
         return []
-    if node_filter.get("filter_set_type", "union") == "intersection":
+    if member(node_filter, "filter_set_type") == "intersection":
         chosen = set.intersection(*per_entry)
     else:
         chosen = set.union(*per_entry)

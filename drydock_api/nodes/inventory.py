@@ -17,10 +17,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Literal
 
+from common.clients.generated.drydock import Node
 from common.context import RequestContext
 from common.errors import BerthError, NotFound
+from common.jsontypes import JSON
 from drydock_api.db.models import NodeRecord
 from drydock_api.db.nodes import teardown_view
 from drydock_api.drivers.ports import Machine, MachineLookup, PowerInterface
@@ -29,16 +31,17 @@ from drydock_api.nodes.design import Design, NodeDef
 from drydock_api.nodes.snapshot import Listing, MachineSnapshot
 
 Power = tuple[str | None, str | None]  # (state, error)
+PROVISIONERS: dict[str, Literal["maas", "ironic"]] = {"maas": "maas", "ironic": "ironic"}
 
 
 class Inventory:
     def __init__(self, maas: MachineLookup, power: PowerInterface,
                  records: Callable[[], dict[str, NodeRecord]],
-                 last_design_ref: Callable[[], Any],
-                 designs: Callable[[Any, RequestContext], Design],
+                 last_design_ref: Callable[[], JSON],
+                 designs: Callable[[JSON, RequestContext], Design],
                  parallel: int = 32, live_limit: int = 100, listing_max_age: float = 10.0,
                  clock: Callable[[], float] = time.monotonic,
-                 records_key: Callable[[], Any] | None = None,
+                 records_key: Callable[[], object] | None = None,
                  backends: Backends | None = None) -> None:
         self._maas = maas
         self._bmc_power = power
@@ -55,18 +58,19 @@ class Inventory:
         self._listing_max_age, self._clock = listing_max_age, clock
         self._records_key = records_key
         # retired filter -> (what it was encoded from, JSON, gzipped JSON, the design_ref asked)
-        self._encoded: dict[bool | None, tuple[Any, bytes, bytes, Any]] = {}
+        self._encoded: dict[bool | None, tuple[tuple[Design, Listing, object], bytes, bytes,
+                                               JSON]] = {}
         self._encoded_lock = threading.Lock()
 
-    def nodes(self, ctx: RequestContext, design_ref: Any = None,
+    def nodes(self, ctx: RequestContext, design_ref: JSON = None,
               names: list[str] | None = None,
-              retired: bool | None = None) -> list[dict[str, Any]]:
+              retired: bool | None = None) -> list[Node]:
         """Every design node (or `names`, or only the (un)retired ones); without a design,
         the machines MAAS knows."""
         found = self._nodes(ctx, design_ref, names, retired)
         return found if retired is None else [n for n in found if n["retired"] == retired]
 
-    def nodes_json(self, ctx: RequestContext, design_ref: Any = None,
+    def nodes_json(self, ctx: RequestContext, design_ref: JSON = None,
                    retired: bool | None = None) -> tuple[bytes, bytes | None]:
         """`nodes()` as JSON (and gzipped JSON for long lists). A long list depends only on
         the design, the MAAS listing and the node records, so it is encoded again only when
@@ -99,9 +103,9 @@ class Inventory:
         for retired, design_ref in served:
             self.nodes_json(RequestContext(), design_ref, retired)
 
-    def _nodes(self, ctx: RequestContext, design_ref: Any, names: list[str] | None,
+    def _nodes(self, ctx: RequestContext, design_ref: JSON, names: list[str] | None,
                retired: bool | None = None,
-               listing: Listing | None = None) -> list[dict[str, Any]]:
+               listing: Listing | None = None) -> list[Node]:
         ref = design_ref or self._last_ref()
         design = self._designs(ref, ctx) if ref else None
         records = self._records()
@@ -126,13 +130,13 @@ class Inventory:
         return [self._entry(node, node.name, machine, records.get(node.name), power, error)
                 for node, (machine, error, power) in zip(chosen, live, strict=True)]
 
-    def node(self, ctx: RequestContext, name: str, design_ref: Any = None) -> dict[str, Any]:
+    def node(self, ctx: RequestContext, name: str, design_ref: JSON = None) -> Node:
         found = self.nodes(ctx, design_ref, [name])
         if not found:
             raise NotFound(f"Node {name} is not in the design", reason="NodeNotFound")
         return found[0]
 
-    def require(self, ctx: RequestContext, name: str, design_ref: Any = None) -> None:
+    def require(self, ctx: RequestContext, name: str, design_ref: JSON = None) -> None:
         """404 unless the node is in the design (or, with no design yet, known to MAAS)."""
         ref = design_ref or self._last_ref()
         known = self._designs(ref, ctx).nodes if ref else self._snapshot.refresh().machines
@@ -174,16 +178,16 @@ class Inventory:
     @staticmethod
     def _entry(node: NodeDef | None, name: str, machine: Machine | None,
                record: NodeRecord | None, power: Power | None,
-               maas_error: str | None) -> dict[str, Any]:
+               maas_error: str | None) -> Node:
         state, power_error = power or ((machine.power_state if machine else None), None)
         return {
             "hostname": name,
             "name": name,
             "in_design": node is not None,
-            "provisioner": node.provisioner if node else None,
+            "provisioner": PROVISIONERS.get(node.provisioner) if node else None,
             "rack": node.rack if node else None,
             "tags": list(node.tags) if node else [],
-            "labels": dict(node.labels) if node else {},
+            "labels": {**node.labels} if node else {},
             "oob_type": node.oob_type if node else None,
             "oob_address": node.oob_address if node else None,
             "power_address": node.oob_address if node else None,
@@ -209,7 +213,7 @@ class Inventory:
         }
 
 
-def _encode(body: Any) -> bytes:
+def _encode(body: object) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode()
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from cachetools import LRUCache
 
@@ -15,6 +14,7 @@ from common.context import RequestContext
 from common.designref import DesignResolver, href_of
 from common.documents import Document
 from common.errors import NotFound
+from common.jsontypes import JSON
 from drydock_api.db.designs import DesignStore
 from drydock_api.db.models import TaskRow
 from drydock_api.nodes.design import Design, parse_design
@@ -47,18 +47,18 @@ class DesignLoader:
         self._by_digest: LRUCache[str, Kept] = LRUCache(cache_size)  # one entry per digest
         self._lock = threading.Lock()
 
-    def check(self, ref: Any) -> str:
+    def check(self, ref: JSON) -> str:
         """The href of `ref` when design references may point there (400 otherwise); nothing
         is read, so a task whose design is only read later is refused at creation too."""
         return self._resolver.check(ref)
 
-    def documents(self, ref: Any, ctx: RequestContext | None = None) -> list[Document]:
+    def documents(self, ref: JSON, ctx: RequestContext | None = None) -> list[Document]:
         return self._resolver.resolve(ref, ctx)
 
-    def design(self, ref: Any, ctx: RequestContext | None = None) -> Design:
+    def design(self, ref: JSON, ctx: RequestContext | None = None) -> Design:
         return self._parse("fetched", href_of(ref), self.documents(ref, ctx))
 
-    def admit(self, ref: Any, ctx: RequestContext | None = None) -> tuple[Design, str | None]:
+    def admit(self, ref: JSON, ctx: RequestContext | None = None) -> tuple[Design, str | None]:
         """At task creation: the design resolved once and kept for the task's workers, and the
         digest the task records (None without a store). The digest of documents still in the
         resolver's cache is not computed again."""
@@ -73,7 +73,7 @@ class DesignLoader:
                 self._admitted[href] = (docs, digest)
         return self._parse("fetched", href, docs), digest
 
-    def kept_documents(self, ref: Any, ctx: RequestContext | None = None,
+    def kept_documents(self, ref: JSON, ctx: RequestContext | None = None,
                        digest: str | None = None) -> list[Document]:
         """The documents kept under `digest` when the task was admitted: exactly those, never
         fetched (a digest names one content: once read, no query is needed). A task admitted

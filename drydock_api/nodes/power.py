@@ -18,9 +18,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from common.documents import Document
+from common.jsontypes import JSON, JSONObject, as_float
 
 REGION = "drydock/Region/v1"
 SOFT_THEN_HARD, SOFT_ONLY, HARD = "soft-then-hard", "soft-only", "hard"
@@ -43,19 +43,19 @@ class PowerPolicy:
     grace_period: float = 60.0
     grace_from: str = "config"  # request | design | config
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> JSONObject:
         return {"power_policy": self.policy, "grace_period": self.grace_period,
                 "grace_period_from": self.grace_from}
 
 
-def check_grace(value: Any, where: str) -> list[str]:
+def check_grace(value: object, where: str) -> list[str]:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not 0 <= value <= MAX_GRACE:
         return [f"{where} must be a number of seconds from 0 to {MAX_GRACE:.0f}"]
     return []
 
 
-def check(options: Mapping[str, Any], prefix: str = "options.") -> list[str]:
+def check(options: Mapping[str, JSON], prefix: str = "options.") -> list[str]:
     """Problems of `power_policy` and `grace_period` in a request body or task options."""
     problems = []
     policy = options.get("power_policy", SOFT_THEN_HARD)
@@ -76,8 +76,8 @@ def design_grace(docs: list[Document]) -> float | None:
         data = doc.get("data") if doc.get("schema") == REGION else None
         power = data.get("power") if isinstance(data, dict) else None
         grace = power.get("grace_period") if isinstance(power, dict) else None
-        if not check_grace(grace, "grace_period"):
-            return float(grace)  # type: ignore[arg-type]
+        if isinstance(grace, int | float) and not check_grace(grace, "grace_period"):
+            return float(grace)
     return None
 
 
@@ -100,11 +100,11 @@ def design_problems(docs: list[Document]) -> list[str]:
     return problems
 
 
-def resolve(policy: Any, grace: Any, design: float | None, default: float) -> PowerPolicy:
+def resolve(policy: JSON, grace: JSON, design: float | None, default: float) -> PowerPolicy:
     """The policy a request gets (its inputs checked already)."""
     name = str(policy or SOFT_THEN_HARD)
     if grace is not None:
-        return PowerPolicy(name, float(grace), "request")
+        return PowerPolicy(name, as_float(grace, default), "request")
     if design is not None:
         return PowerPolicy(name, design, "design")
     return PowerPolicy(name, default, "config")
@@ -127,7 +127,7 @@ def next_step(policy: PowerPolicy, graceful_at: float | None, forced: bool,
 
 
 def record(policy: PowerPolicy, outcome: str, *, forced_after: float | None = None,
-           at: float | None = None) -> dict[str, Any]:
+           at: float | None = None) -> JSONObject:
     """What a request got, as stored and shown: the policy, the outcome and a sentence."""
     grace = f"{policy.grace_period:g} s grace period ({policy.grace_from})"
     summary = {

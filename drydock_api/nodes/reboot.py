@@ -25,14 +25,14 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from common.audit import current_actor, worker_actor
 from common.context import RequestContext
 from common.errors import BerthError
+from common.jsontypes import JSON, as_float
 from common.workflow import IllegalTransition, transition
-from drydock_api.budgets.slots import SlotStore
-from drydock_api.db.models import NodeRecord
+from drydock_api.budgets.slots import Claim, SlotStore
+from drydock_api.db.models import NodeRecord, RebootRow
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import BmcAccess, PowerInterface
 from drydock_api.nodes.design import Design
@@ -68,7 +68,7 @@ TRANSITIONS: dict[Phase, frozenset[Phase]] = {
 }
 
 
-def enter(current: Phase, target: Phase, values: dict[str, Any], now: float) -> Phase:
+def enter(current: Phase, target: Phase, values: dict[str, object], now: float) -> Phase:
     """Record a phase change allowed by TRANSITIONS (anything else is a bug)."""
     transition(TRANSITIONS, current, target, "A reboot phase")
     values.update(shutdown_mode=None if target == Phase.IDLE else target.value,
@@ -86,8 +86,8 @@ class RebootSettings:
 
 class RebootReconciler:
     def __init__(self, nodes: NodeStore, power: PowerInterface,
-                 designs: Callable[[Any, RequestContext], Design],
-                 latest_ref: Callable[[], Any], settings: RebootSettings, owner: str,
+                 designs: Callable[[JSON, RequestContext], Design],
+                 latest_ref: Callable[[], JSON], settings: RebootSettings, owner: str,
                  clock: Callable[[], float]) -> None:
         self._nodes = nodes
         self._power = power
@@ -101,7 +101,7 @@ class RebootReconciler:
         # failure-domain slots: a reboot holds drydock:reboot:<node> from before its power-off
         # until the node is on again (claims_of: node, design ref, ctx -> the domains)
         self.slots: SlotStore | None = None
-        self.claims_of: Callable[[str, Any, RequestContext | None], list[Any]] | None = None
+        self.claims_of: Callable[[str, JSON, RequestContext | None], list[Claim]] | None = None
 
     def pass_once(self) -> int:
         """One step on every node that needs one; returns how many nodes were acted on."""
@@ -159,7 +159,7 @@ class RebootReconciler:
         power = self._power.power_state(bmc)
         now = self._clock()
         requests = active(self._nodes.reboots(name))
-        values: dict[str, Any] = {"power_state": power}
+        values: dict[str, object] = {"power_state": power}
         pending, last = record.pending_reboot_since, record.last_powered_on
         rebooting = pending is not None and (last is None or pending > last)
         if requests and power == "on" and not rebooting:
@@ -204,7 +204,7 @@ class RebootReconciler:
             self.slots.release(reboot_holder(name))
 
     def _advance(self, name: str, record: NodeRecord, bmc: BmcAccess, power: str,
-                 now: float, requests: list[Any], values: dict[str, Any]) -> bool:
+                 now: float, requests: list[RebootRow], values: dict[str, object]) -> bool:
         phase = Phase(record.shutdown_mode or Phase.IDLE.value)
         started = record.shutdown_started or now
         if phase == Phase.ON and power == "on":
@@ -227,7 +227,7 @@ class RebootReconciler:
             enter(phase, Phase.ON, values, now)
         return False
 
-    def policy(self, requests: list[Any]) -> PowerPolicy:
+    def policy(self, requests: list[RebootRow]) -> PowerPolicy:
         """The requests' combined policy: hard wins, then soft-then-hard, then soft-only; the
         shortest grace period a request gives, else the design's, else [reboot] soft_timeout."""
         names = {policy_of(r) for r in requests}
@@ -240,7 +240,7 @@ class RebootReconciler:
         return PowerPolicy(name, self.settings.soft_timeout, "config")
 
     def _shut_down(self, name: str, bmc: BmcAccess, phase: Phase, started: float,
-                   now: float, requests: list[Any], values: dict[str, Any]) -> None:
+                   now: float, requests: list[RebootRow], values: dict[str, object]) -> None:
         """One step of the power-off (nodes.power.next_step, as tasks take it)."""
         policy = self.policy(requests)
         step = next_step(policy, started if phase == Phase.SOFT else None,
@@ -270,15 +270,18 @@ class RebootReconciler:
             LOG.warning("Reboot of %s failed: %s", name, got["summary"])
 
     def _got(self, name: str, record: NodeRecord, phase: Phase, now: float,
-             requests: list[Any], values: dict[str, Any]) -> None:
+             requests: list[RebootRow], values: dict[str, object]) -> None:
         """The node is off: record what its requests got."""
         progress = record.last_power_off or {}
         policy = self.policy(requests)
         if progress.get("outcome") == "in-progress":
             policy = PowerPolicy(str(progress.get("power_policy", policy.policy)),
-                                 float(progress.get("grace_period", policy.grace_period)),
+                                 as_float(progress.get("grace_period", policy.grace_period),
+                                          policy.grace_period),
                                  str(progress.get("grace_period_from", policy.grace_from)))
-        after = progress.get("forced_after") if phase == Phase.HARD else None
+        forced = progress.get("forced_after")
+        after = float(forced) if phase == Phase.HARD and isinstance(forced, int | float) \
+            else None
         outcome = {Phase.SOFT: "graceful", Phase.HARD: "forced" if after is not None
                    else "hard"}.get(phase, "already-off")
         got = power_record(policy, outcome, forced_after=after, at=now)
@@ -296,7 +299,8 @@ class RebootReconciler:
             self._nodes.update(record.name, reboot_error=why)
         return True
 
-    def _powered_on(self, name: str, phase: Phase, now: float, values: dict[str, Any]) -> bool:
+    def _powered_on(self, name: str, phase: Phase, now: float,
+                    values: dict[str, object]) -> bool:
         enter(phase, Phase.IDLE, values, now)
         values["last_powered_on"] = now
         self._release_slot(name)  # in service again
@@ -317,12 +321,12 @@ def reboot_holder(node: str) -> str:
     return f"drydock:reboot:{node}"
 
 
-def policy_of(row: Any) -> str:
+def policy_of(row: RebootRow) -> str:
     """A request's power policy (requests made before policies existed: by their mode)."""
     return str(row.power_policy or (HARD if row.mode == "hard" else SOFT_THEN_HARD))
 
 
-def active(requests: list[Any]) -> list[Any]:
+def active(requests: list[RebootRow]) -> list[RebootRow]:
     """The requests still to act on: not those a soft-only power-off failed (they stay, and
     say so, until their client posts or deletes them again)."""
     return [r for r in requests if (r.power or {}).get("outcome") != "not-off"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from common.bodyschema import require_schema
+from common.clients.generated.drydock import Node
 from common.context import RequestContext
 from common.errors import Conflict, NotFound
+from common.jsontypes import JSON, JSONObject, as_float, as_str
 from drydock_api.db.models import RebootRow
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.provisioners import Backends
@@ -35,14 +36,14 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
-def retirement_rules(body: dict[str, Any]) -> list[str]:
+def retirement_rules(body: JSONObject) -> list[str]:
     """What RetirementRequest's schema cannot say: a reason goes with retired: true."""
     if "retired_reason" in body and body.get("retired") is not True:
         return ["retired_reason is only allowed with retired: true"]
     return []
 
 
-def reboot_rules(body: dict[str, Any]) -> list[str]:
+def reboot_rules(body: JSONObject) -> list[str]:
     """What RebootRequest's schema cannot say: mode and power_policy agree; no grace period
     for a hard power-off."""
     policy, mode = body.get("power_policy"), body.get("mode")
@@ -64,11 +65,11 @@ class NodeService:
         self._nodes = nodes
         self._backends = backends  # a provisioner keeping its own retired flag (Ironic)
 
-    def _view(self, ctx: RequestContext, name: str, design_ref: Any) -> dict[str, Any]:
+    def _view(self, ctx: RequestContext, name: str, design_ref: JSON) -> Node:
         return self._inventory.node(ctx, name, design_ref)
 
-    def retire(self, ctx: RequestContext, name: str, body: dict[str, Any],
-               design_ref: Any) -> dict[str, Any]:
+    def retire(self, ctx: RequestContext, name: str, body: JSONObject,
+               design_ref: JSON) -> Node:
         require_schema("drydock", "RetirementRequest", body, "Invalid retirement request",
                        extra=retirement_rules(body))
         view = self._view(ctx, name, design_ref)
@@ -88,8 +89,7 @@ class NodeService:
                            else None)
         return self._view(ctx, name, design_ref)
 
-    def _retire_at_provisioner(self, view: dict[str, Any], name: str,
-                               body: dict[str, Any]) -> None:
+    def _retire_at_provisioner(self, view: Node, name: str, body: JSONObject) -> None:
         """Ironic keeps its own retired flag (spec 003): set there first, so a refusal
         (Ironic's 409 for an available node) leaves Drydock's record as it was."""
         if self._backends is None or not view.get("provisioner") \
@@ -99,11 +99,11 @@ class NodeService:
         if retirement is None:
             return
         if body["retired"]:
-            retirement.retire(name, body.get("retired_reason"))
+            retirement.retire(name, as_str(body.get("retired_reason")))
         else:
             retirement.unretire(name)
 
-    def provide(self, ctx: RequestContext, name: str, design_ref: Any) -> dict[str, Any]:
+    def provide(self, ctx: RequestContext, name: str, design_ref: JSON) -> Node:
         self._view(ctx, name, design_ref)
         record = self._nodes.get(name)
         if record is not None and record.retired:
@@ -114,8 +114,8 @@ class NodeService:
         self._nodes.update(name, torn_down=False)
         return self._view(ctx, name, design_ref)
 
-    def add_reboot(self, ctx: RequestContext, name: str, body: dict[str, Any],
-                   design_ref: Any) -> tuple[dict[str, Any], bool]:
+    def add_reboot(self, ctx: RequestContext, name: str, body: JSONObject,
+                   design_ref: JSON) -> tuple[JSONObject, bool]:
         require_schema("drydock", "RebootRequest", body, "Invalid reboot request",
                        extra=reboot_rules(body))
         self._inventory.require(ctx, name, design_ref)
@@ -127,17 +127,17 @@ class NodeService:
             raise InvalidNodeState(f"Node {name} is torn down: there is nothing to reboot")
         key = str(body.get("key") or "")
         existed = any(r.key == key for r in self._nodes.reboots(name))
-        policy = body.get("power_policy")
+        policy = as_str(body.get("power_policy"))
         mode = "hard" if policy == power.HARD else str(body.get("mode", "soft"))
         self._nodes.add_reboot(name, key, mode, body.get("value"),
                                ctx.end_user or ctx.user, design_ref)
         grace = body.get("grace_period")
         self._nodes.set_reboot_policy(name, key, policy, None if grace is None
-                                      else float(grace))
+                                      else as_float(grace, 0.0))
         return self.reboots(ctx, name, design_ref, check=False), not existed
 
-    def reboots(self, ctx: RequestContext, name: str, design_ref: Any,
-                check: bool = True) -> dict[str, Any]:
+    def reboots(self, ctx: RequestContext, name: str, design_ref: JSON,
+                check: bool = True) -> JSONObject:
         if check:
             self._inventory.require(ctx, name, design_ref)
         record = self._nodes.get(name)
@@ -151,14 +151,14 @@ class NodeService:
             "last_power_off": record.last_power_off if record else None,
         }
 
-    def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: Any) -> None:
+    def delete_reboot(self, ctx: RequestContext, name: str, key: str, design_ref: JSON) -> None:
         self._inventory.require(ctx, name, design_ref)
         if not self._nodes.delete_reboot(name, key):
             raise NotFound(f"Node {name} has no reboot request with key {key!r}",
                            reason="RebootRequestNotFound")
 
 
-def _request(row: RebootRow) -> dict[str, Any]:
+def _request(row: RebootRow) -> JSON:
     return {"key": row.key or None, "mode": row.mode, "value": row.value,
             "created": iso(row.created), "created_by": row.created_by,
             "power_policy": policy_of(row), "grace_period": row.grace_period,

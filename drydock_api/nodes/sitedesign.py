@@ -12,13 +12,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from cachetools import TTLCache
 
 from common.clients.shipyard import ShipyardClient, design_ref
 from common.context import RequestContext
 from common.errors import BerthError
+from common.jsontypes import JSON
 
 LOG = logging.getLogger(__name__)
 _MISS = object()
@@ -28,7 +28,7 @@ class SiteDesign:
     """Callable: the design reference to use when none is given, or None."""
 
     def __init__(self, shipyard: ShipyardClient | None, shipyard_url: str,
-                 fallback: Callable[[], Any], *, ttl: float = 30.0,
+                 fallback: Callable[[], JSON], *, ttl: float = 30.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._shipyard = shipyard
         self._base = shipyard_url.rstrip("/")
@@ -43,8 +43,8 @@ class SiteDesign:
             return None
         with self._lock:
             hit = self._cached.get("committed", _MISS)
-        if hit is not _MISS:
-            return hit  # type: ignore[return-value]
+        if hit is None or isinstance(hit, str):  # not _MISS: cached
+            return hit
         ref, error = self._ask()
         with self._lock:
             self._cached["committed"], self.error = ref, error
@@ -61,5 +61,5 @@ class SiteDesign:
             return None, "Shipyard has no committed design revision"
         return design_ref(self._base, committed), None
 
-    def __call__(self) -> Any:
+    def __call__(self) -> JSON:
         return self.committed() or self._fallback()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 from common.documents import Document, doc_ref, validate_documents
+from common.jsontypes import JSONObject, as_list
 from common.status import Message, validation_message
 from drydock_api.drivers.provisioners import problems as provisioner_problems
 from drydock_api.nodes import domains
@@ -41,10 +41,10 @@ def boot_action_problems(doc: Document) -> list[str]:
     """What makes a BootAction unusable beyond its schema: an asset with neither location
     nor data, a file or unit without a path, a malformed node filter."""
     raw_data = doc.get("data")
-    data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
+    data: JSONObject = raw_data if isinstance(raw_data, dict) else {}
     name = doc_ref(doc)["name"]
     out = [f"BootAction {name}: {p}" for p in check_filter(data.get("node_filter"))]
-    for i, raw in enumerate(data.get("assets") or []):
+    for i, raw in enumerate(as_list(data.get("assets"))):
         if not isinstance(raw, dict):
             continue
         if raw.get("location") is None and raw.get("data") is None:

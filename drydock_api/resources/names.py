@@ -4,8 +4,6 @@ changed."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import falcon
 
 from common.errors import InvalidNodeName
@@ -13,8 +11,8 @@ from common.nodenames import check_names, require_name
 from common.status import Message
 
 
-def _name_param(req: falcon.Request, resp: falcon.Response, resource: Any,
-                params: dict[str, Any]) -> None:
+def _name_param(req: falcon.Request, resp: falcon.Response, resource: object,
+                params: dict[str, object]) -> None:
     params["name"] = require_name(params.get("name"), "name")
 
 
@@ -22,7 +20,7 @@ checked_name = falcon.before(_name_param)
 """Below `@authorize`: the {name} path parameter is a node name."""
 
 
-def check_filter_names(node_filter: Any, where: str = "node_filter") -> None:
+def check_filter_names(node_filter: object, where: str = "node_filter") -> None:
     """InvalidNodeName listing every string of a filter's node_names that is not a node name
     (the filter's shape is checked elsewhere, with its other problems)."""
     entries = node_filter.get("filter_set") if isinstance(node_filter, dict) else None

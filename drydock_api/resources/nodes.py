@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import falcon
 
@@ -14,6 +13,7 @@ from common.designref import href_of
 from common.documents import Document
 from common.encoded import send_json
 from common.errors import InvalidNodeName, ValidationFailed
+from common.jsontypes import JSON
 from common.nodenames import check_names
 from common.policy import authorize
 from common.status import status_body, validation_message
@@ -68,7 +68,8 @@ class NodeResource:
         reports, `bootaction_refusals`: the boot action requests refused lately."""
         view = self._inventory.node(req.context.berth, name, req.get_param("design_ref"))
         if self._bootactions is not None:
-            view = {**view, **self._bootactions.node_view(name)}
+            resp.media = {**view, **self._bootactions.node_view(name)}
+            return
         resp.media = view
 
     @authorize("drydock:update_node")
@@ -80,7 +81,7 @@ class NodeResource:
 
 
 class NodeFilterResource:
-    def __init__(self, designs: Callable[[Any, RequestContext], Design],
+    def __init__(self, designs: Callable[[JSON, RequestContext], Design],
                  nodes: NodeStore) -> None:
         self._designs = designs
         self._nodes = nodes
@@ -104,7 +105,7 @@ class WipePlanResource:
     """How destroy_nodes would keep or wipe each disk of these nodes, or why it refuses a
     node: asked before anything is touched (Shipyard's redeploy_server preflight)."""
 
-    def __init__(self, designs: Callable[[Any, RequestContext], Design], erase: EraseInterface,
+    def __init__(self, designs: Callable[[JSON, RequestContext], Design], erase: EraseInterface,
                  maas: MachineLookup | None = None, backends: Backends | None = None) -> None:
         self._designs = designs
         self._erase = erase
@@ -125,7 +126,7 @@ class WipePlanResource:
         href_of(body["design_ref"])
         design = self._designs(body["design_ref"], req.context.berth)
         names = list(found.names)
-        select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": names}]},
+        select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": [*names]}]},
                      design.nodes, design.rack_labels)
         maas = self._backends.get(design.provisioner).port if self._backends else self._maas
         resp.media = [wipe.plan_for(design.nodes[n], options, self._erase,
@@ -134,7 +135,7 @@ class WipePlanResource:
 
 
 class ValidateDesignResource:
-    def __init__(self, documents: Callable[[Any, RequestContext], list[Document]],
+    def __init__(self, documents: Callable[[JSON, RequestContext], list[Document]],
                  provisioners: list[str] | None = None) -> None:
         self._documents = documents
         self._provisioners = provisioners  # those configured: a design naming another fails

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import falcon
 
@@ -19,6 +18,7 @@ from common.errors import (
     UnprocessableEntity,
 )
 from common.httpclient import IDEMPOTENCY_HEADER
+from common.jsontypes import JSON, JSONObject
 from common.longpoll import ChangeWaiters, wait_params
 from common.policy import authorize, check
 from drydock_api.resources.names import check_filter_names
@@ -44,7 +44,7 @@ def _may_create_some_task(req: falcon.Request) -> None:
     raise Forbidden("No policy drydock:<action> allows this caller to create tasks")
 
 
-def _differs(task: Task, body: dict[str, Any]) -> bool:
+def _differs(task: Task, body: JSONObject) -> bool:
     """Whether `body` asks for something else than the task created earlier under its key
     (a replica that did not answer the first request finds the task by the key alone)."""
     return (task["action"], task.get("design_ref"), task.get("node_filter")) != (
@@ -53,7 +53,7 @@ def _differs(task: Task, body: dict[str, Any]) -> bool:
 
 class TasksResource:
     def __init__(self, service: TaskService,
-                 check_ref: Callable[[Any], str] | None = None,
+                 check_ref: Callable[[JSON], str] | None = None,
                  retention: TaskRetention | None = None) -> None:
         self._service = service
         self._check_ref = check_ref
@@ -134,16 +134,16 @@ class TaskResource:
         send_json(req, resp, data, packed)
 
 
-    def _with_build_data(self, task_id: str, layers: int, errors: bool) -> dict[str, Any]:
+    def _with_build_data(self, task_id: str, layers: int, errors: bool) -> dict[str, object]:
         """The task (or, with layers, each task of the tree) with its `build_data`."""
         assert self._builddata is not None
         if not layers:
-            body = self._service.get(task_id, subtask_errors=errors)
+            body = self._service.task(task_id, subtask_errors=errors)
             return {**body, "build_data": self._builddata.of_task(task_id)}
-        tree = self._service.get(task_id, layers=layers)
+        tree = self._service.tree(task_id, layers)
         ids = [k for k in tree if k != "init_task_id"]
         found = self._builddata.of_tree(ids, self._service.root_of(task_id))
-        return {k: v if k == "init_task_id" else {**v, "build_data": found[k]}
+        return {k: v if isinstance(v, str) else {**v, "build_data": found[k]}
                 for k, v in tree.items()}
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from common.jsontypes import JSONObject
 from common.status import validation_message
 from common.workflow import Done, Failed, Outcome
 from drydock_api.nodes.validation import validate_design
@@ -32,8 +32,8 @@ class ActionDef:
     """Either `steps(options)`, the per-node steps, or `site`, one site-level function."""
 
     name: str
-    check_options: Callable[[dict[str, Any]], list[str]]
-    steps: Callable[[dict[str, Any]], list[NodeStep]] | None
+    check_options: Callable[[JSONObject], list[str]]
+    steps: Callable[[JSONObject], list[NodeStep]] | None
     exclusive: bool = True
     site: SiteFn | None = None
     skip_retired: bool = False
@@ -43,8 +43,8 @@ class ActionDef:
     needs_provisioner: bool = True
 
 
-def no_options(name: str) -> Callable[[dict[str, Any]], list[str]]:
-    def check(options: dict[str, Any]) -> list[str]:
+def no_options(name: str) -> Callable[[JSONObject], list[str]]:
+    def check(options: JSONObject) -> list[str]:
         return [f"options: unknown option {k!r} for {name}" for k in options]
 
     return check
@@ -85,8 +85,8 @@ def relabel(ctx: NodeContext) -> Outcome:
     return Done(f"Kubernetes labels set through Promenade: {labels}")
 
 
-def budgeted(steps: Callable[[dict[str, Any]], list[NodeStep]]
-             ) -> Callable[[dict[str, Any]], list[NodeStep]]:
+def budgeted(steps: Callable[[JSONObject], list[NodeStep]]
+             ) -> Callable[[JSONObject], list[NodeStep]]:
     """`steps` after take_budget_slot when the task's nodes are in failure domains (the
     node's slots come first)."""
     first = budget.take_step(lambda ctx: ctx.ports.budgets)

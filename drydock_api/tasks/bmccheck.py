@@ -4,6 +4,7 @@ profile before its BMC is asked to PXE boot it ([oob] bmc_check: off, warn, refu
 from __future__ import annotations
 
 from common.errors import BerthError
+from common.jsontypes import as_list
 from common.status import simple_message
 from common.workflow import Failed, Outcome
 from drydock_api.tasks.context import NodeContext
@@ -20,14 +21,16 @@ def gate(ctx: NodeContext) -> Outcome | None:
     mode, bmc, check = ctx.settings.bmc_check, ctx.node.bmc, ctx.ports.bmc_check
     if mode == "off" or bmc is None or bmc.type != "redfish" or check is None:
         return None
-    failed = ctx.state.get(KEY)
-    if failed is None:
+    recorded = ctx.state.get(KEY)
+    if recorded is None:
         try:
             failed = check(bmc)
         except BerthError as exc:
             failed = [f"not checked: {exc.message}"]
-        ctx.state[KEY] = failed
+        ctx.state[KEY] = [*failed]
         ctx.checkpoint()
+    else:
+        failed = [str(f) for f in as_list(recorded)]
     if not failed:
         return None
     node = ctx.node.name

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from common.context import RequestContext
 from common.errors import Conflict
+from common.jsontypes import JSON, JSONObject
 from common.status import Message, simple_message
 from common.workflow import Done, Failed, Outcome, Retry, StepDef
 from drydock_api.budgets.slots import Blocker, ClaimsOf, SlotStore, exhausted
@@ -41,8 +41,8 @@ class TaskBudgets:
         self.claims_of = claims_of
         self.lease = lease_seconds
 
-    def admit(self, action: str, body: dict[str, Any], nodes: list[str],
-              ctx: RequestContext) -> dict[str, Any]:
+    def admit(self, action: str, body: JSONObject, nodes: list[str],
+              ctx: RequestContext) -> JSONObject:
         """At POST: the options the task keeps (choice, holder, key). A `budget_holder` must
         hold a slot of every domain of each node (409 SlotsNotHeld naming those it does
         not); with budget=refuse each node's slots are taken now, under the holders the
@@ -52,7 +52,7 @@ class TaskBudgets:
         if action not in BUDGETED:
             return {}
         choice, holder = str(body.get("budget") or "wait"), body.get("budget_holder")
-        kept: dict[str, Any] = {"budget": choice}
+        kept: JSONObject = {"budget": choice}
         if holder is not None:
             self._covers(str(holder), nodes, body["design_ref"], ctx)
             return {**kept, "budget_holder": holder}
@@ -64,7 +64,7 @@ class TaskBudgets:
             self.take_all(key, nodes, body["design_ref"], ctx, f"{action} (admitted)")
         return kept
 
-    def _covers(self, holder: str, nodes: list[str], ref: Any, ctx: RequestContext) -> None:
+    def _covers(self, holder: str, nodes: list[str], ref: JSON, ctx: RequestContext) -> None:
         held = self.slots.held(holder)
         missing = []
         for node in nodes:
@@ -76,7 +76,7 @@ class TaskBudgets:
             raise HolderNotCovering(f"budget_holder {holder} holds no slot of "
                                     + "; ".join(missing), retry=False)
 
-    def take_all(self, key: str, nodes: list[str], ref: Any, ctx: RequestContext,
+    def take_all(self, key: str, nodes: list[str], ref: JSON, ctx: RequestContext,
                  description: str) -> None:
         """Every node's slots, or none (409 naming the first node's full domains)."""
         taken: list[str] = []
@@ -89,7 +89,7 @@ class TaskBudgets:
                 raise exhausted(node, blockers)
             taken.append(node)
 
-    def forget(self, options: dict[str, Any], nodes: list[str]) -> None:
+    def forget(self, options: JSONObject, nodes: list[str]) -> None:
         """Slots taken at POST for a task that was not created (an idempotent replay)."""
         for node in nodes:
             if options.get(KEY):
@@ -117,7 +117,7 @@ class TaskBudgets:
                           details={"blockers": [b.as_dict() for b in blockers]})
         seen = sorted(f"{b.domain}={[h.holder for h in b.holders]}" for b in blockers)
         if seen != ctx.state.get("blocked_by"):
-            ctx.state["blocked_by"] = seen
+            ctx.state["blocked_by"] = [*seen]
             ctx.message(_waiting(node, blockers, text))
         return Retry(WAIT_INTERVAL, f"waiting for a failure-domain slot: {text}")
 
@@ -151,12 +151,12 @@ class TaskBudgets:
             ctx.message(_waiting(node, blockers, text))
         return Retry(WAIT_INTERVAL, f"waiting for a failure-domain slot: {text}")
 
-    def release(self, options: dict[str, Any], node: str) -> None:
+    def release(self, options: JSONObject, node: str) -> None:
         """The node's work in the task ended: give its slots back (not a budget_holder's)."""
         if options.get(KEY) and not options.get("budget_holder"):
             self.slots.release(task_holder(str(options[KEY]), node))
 
-    def renew(self, options: dict[str, Any]) -> int:
+    def renew(self, options: JSONObject) -> int:
         """Extend the live slots of a running task's nodes."""
         if not options.get(KEY) or options.get("budget_holder"):
             return 0
@@ -170,7 +170,7 @@ def _waiting(node: str, blockers: list[Blocker], text: str) -> Message:
                           blockers=[b.as_dict() for b in blockers])
 
 
-def uses_slots(options: dict[str, Any]) -> bool:
+def uses_slots(options: JSONObject) -> bool:
     """Whether a task's nodes start with take_budget_slot."""
     return bool(options.get(KEY) or options.get("budget_holder"))
 

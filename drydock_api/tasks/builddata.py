@@ -17,17 +17,18 @@ import json
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Final
 
+from common.clients.generated.drydock import BuildData as BuildDataItem
 from common.errors import BerthError, NotFound
 from drydock_api.db.history import StepRecord, TaskHistory
 from drydock_api.drivers.ports import MachineLookup, ScriptResult
 
 LOG = logging.getLogger(__name__)
-DATA_FORMAT = "application/json"
+DATA_FORMAT: Final = "application/json"
 COMMISSION_STEP = "commission"
 
-Item = dict[str, Any]
+Item = BuildDataItem  # one build data item as the API answers it
 
 
 class NoBuildData(NotFound):

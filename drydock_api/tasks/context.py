@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import NoReturn, Protocol, TypedDict, TypeVar, Unpack
 
 from common.context import RequestContext
+from common.documents import Document
+from common.jsontypes import JSON, JSONObject
+from common.status import Message
 from common.workflow import Outcome, StepDef, StepPolicy
 from drydock_api.drivers.ports import (
     BmcAccess,
@@ -53,9 +56,9 @@ class Budgets(Protocol):
 
     def retake(self, ctx: NodeContext, blocked: list[str]) -> Outcome | None: ...
 
-    def release(self, options: dict[str, Any], node: str) -> None: ...
+    def release(self, options: JSONObject, node: str) -> None: ...
 
-    def renew(self, options: dict[str, Any]) -> int: ...
+    def renew(self, options: JSONObject) -> int: ...
 
 
 T = TypeVar("T")
@@ -90,8 +93,8 @@ class BootActions(Protocol):
 
     report_url: str
 
-    def begin(self, node: str, task_id: str, design_ref: Any, ctx: RequestContext | None
-              ) -> tuple[str, list[dict[str, Any]]] | None: ...
+    def begin(self, node: str, task_id: str, design_ref: JSON, ctx: RequestContext | None
+              ) -> tuple[str, list[JSONObject]] | None: ...
 
 
 class _NotGiven:
@@ -101,12 +104,26 @@ class _NotGiven:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __getattr__(self, attr: str) -> Any:
+    def __getattr__(self, attr: str) -> NoReturn:
         raise AttributeError(f"no {self._name} port was given ({attr} asked)")
 
 
-def _not_given(name: str) -> Any:
+def _not_given(name: str) -> _NotGiven:
     return field(default_factory=lambda: _NotGiven(name))
+
+
+class PortsExtras(TypedDict, total=False):
+    """The ports besides the provisioner's and the BMC's (Ports.of)."""
+
+    labeller: Labeller | None
+    retire: Callable[[str, str | None], None] | None
+    records: NodeRecords | None
+    budgets: Budgets | None
+    bootactions: BootActions | None
+    bmc_check: Callable[[BmcAccess], list[str]] | None
+    provisioner: str
+    backends: Backends | None
+    retirement: Retirement | None
 
 
 @dataclass
@@ -133,7 +150,7 @@ class Ports:
     retirement: Retirement | None = None  # the provisioner's own retired flag (Ironic's)
 
     @classmethod
-    def of(cls, maas: Provisioner, oob: OobDriver, **others: Any) -> Ports:
+    def of(cls, maas: Provisioner, oob: OobDriver, **others: Unpack[PortsExtras]) -> Ports:
         """The provisioner's three interfaces from `maas`, the BMC's three from `oob`."""
         return cls(machines=maas, storage=maas, site=maas, power=oob, boot=oob, erase=oob,
                    **others)
@@ -160,55 +177,57 @@ class NodeContext:
     it (earlier tasks' erases); `task` the id of the running top-level task."""
 
     node: NodeDef
-    options: dict[str, Any]
+    options: JSONObject
     ports: Ports
     settings: StepSettings
     request: RequestContext
     clock: Callable[[], float]
-    previous: dict[str, Any] = field(default_factory=dict)
-    state: dict[str, Any] = field(default_factory=dict)
+    previous: JSONObject = field(default_factory=dict)
+    state: JSONObject = field(default_factory=dict)
     cancelled: Callable[[], bool] = lambda: False
     checkpoint: Callable[[], None] = lambda: None
-    attested: dict[str, dict[str, Any]] = field(default_factory=dict)
-    teardown: dict[str, Any] | None = None
+    attested: dict[str, JSONObject] = field(default_factory=dict)
+    teardown: JSONObject | None = None
     task: str = ""
     design_grace: float | None = None  # the design's Region power.grace_period
-    design_ref: Any = None  # the task's design reference
+    design_ref: JSON = None  # the task's design reference
     action: str = ""  # the task's action
-    message: Callable[[dict[str, Any]], None] = lambda m: None  # a message of the step now
+    message: Callable[[Message], None] = lambda m: None  # a message of the step now
 
-    def intend(self, key: str, asked: str, **what: Any) -> dict[str, Any]:
+    def intend(self, key: str, asked: str, **what: JSON) -> JSONObject:
         """Write ahead: record durably that `asked` is about to be sent, before it is. A
         worker that finds the intent without `accepted_at` cannot know whether it reached
         its target, and must find out there instead of asking again."""
-        entry = {"asked": asked, **what, "at": self.clock()}
+        entry: JSONObject = {"asked": asked, **what, "at": self.clock()}
         self.state[key] = entry
         self.checkpoint()
         return entry
 
-    def ask(self, key: str, asked: str, send: Callable[[], T], **what: Any) -> T:
+    def ask(self, key: str, asked: str, send: Callable[[], T], **what: JSON) -> T:
         """Write the intent, send, and save the acceptance (`job`: what `send` returned when
         it names something to follow). A failure is saved with the intent before it is
         raised: the worker saw it, so the request was refused or may not have arrived."""
-        self.intend(key, asked, **what)
+        entry = self.intend(key, asked, **what)
         try:
             answer = send()
         except Exception as exc:
-            self.state[key]["error"] = str(exc)
+            entry["error"] = str(exc)
             self.checkpoint()
             raise
         self.accepted(key, **({"job": answer} if isinstance(answer, str) else {}))
         return answer
 
     @staticmethod
-    def unanswered(entry: Any) -> bool:
+    def unanswered(entry: JSON) -> bool:
         """An intent recorded with neither acceptance nor failure: the worker that sent it
         died in between, and it may have reached its target."""
         return isinstance(entry, dict) and "accepted_at" not in entry and "error" not in entry
 
-    def accepted(self, key: str, **info: Any) -> dict[str, Any]:
+    def accepted(self, key: str, **info: JSON) -> JSONObject:
         """The request of intent `key` was accepted (with the job to follow): saved at once."""
-        entry: dict[str, Any] = self.state[key]
+        entry = self.state[key]
+        if not isinstance(entry, dict):
+            raise TypeError(f"no intent {key!r} was recorded")
         entry.update(info, accepted_at=self.clock())
         self.checkpoint()
         return entry
@@ -218,8 +237,8 @@ class NodeContext:
 class SiteContext:
     """What a site-level action (no per-node steps) gets: the design's documents and ports."""
 
-    documents: list[dict[str, Any]]
-    options: dict[str, Any]
+    documents: list[Document]
+    options: JSONObject
     ports: Ports
     request: RequestContext
 
@@ -228,7 +247,7 @@ class SiteContext:
 class SiteOutcome:
     ok: bool
     message: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
 
 
 StepFn = Callable[[NodeContext], Outcome]

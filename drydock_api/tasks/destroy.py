@@ -3,8 +3,7 @@ every disk, retire. Each step idempotent."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from common.jsontypes import JSON, JSONObject, as_object, as_str, member
 from common.workflow import Done, Failed, Outcome, Retry, StepDef, StepPolicy
 from drydock_api.drivers.ports import BmcAccess, MaasError
 from drydock_api.nodes import power
@@ -22,7 +21,7 @@ OPTIONS = ("preserve_local_storage", "erase", "os_disk_erase", "retire", "retire
            "all_nodes", "power_policy", "grace_period")
 
 
-def check_options(options: dict[str, Any]) -> list[str]:
+def check_options(options: JSONObject) -> list[str]:
     problems = [f"options: unknown option {k!r} for destroy_nodes" for k in options
                 if k not in OPTIONS]
     for key in ("preserve_local_storage", "retire", "all_nodes"):
@@ -91,12 +90,13 @@ def power_off(ctx: NodeContext) -> Outcome:
     again; one the BMC refused or did not answer is."""
     bmc, oob, state, now = _bmc(ctx), ctx.ports.power, ctx.state, ctx.clock()
     policy = policy_of(ctx)
-    graceful, force = state.get("graceful"), state.get("force") or {}
+    asked = state.get("graceful")
+    graceful, force = asked if isinstance(asked, dict) else None, as_object(state.get("force"))
     if oob.power_state(bmc) == "off":
         got = _got(policy, graceful, force)
         return Done(f"Powered off through {bmc.describe()}: {got['summary']}",
                     output={"forced": bool(force), "power": got}, details={"power": got})
-    first = None if graceful is None else graceful.get("first_at", graceful["at"])
+    first = None if graceful is None else _seconds(graceful.get("first_at", graceful["at"]))
     if graceful is not None and "error" in graceful and not force:
         first = None  # refused or unanswered: asked again, counted from the first request
     step = power.next_step(policy, first, "accepted_at" in force, now)
@@ -113,15 +113,20 @@ def power_off(ctx: NodeContext) -> Outcome:
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
-def _got(policy: power.PowerPolicy, graceful: dict[str, Any] | None,
-         force: dict[str, Any]) -> dict[str, Any]:
+def _seconds(value: JSON) -> float | None:
+    """A time or duration recorded in the step's state (None: not recorded)."""
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _got(policy: power.PowerPolicy, graceful: JSONObject | None,
+         force: JSONObject) -> JSONObject:
     """What the node got, from the requests recorded in the step's state."""
     if force:
-        after = force.get("after")
+        after = _seconds(force.get("after"))
         return power.record(policy, "hard" if after is None else "forced",
-                            forced_after=after, at=force.get("at"))
+                            forced_after=after, at=_seconds(force.get("at")))
     if graceful:
-        return power.record(policy, "graceful", at=graceful.get("at"))
+        return power.record(policy, "graceful", at=_seconds(graceful.get("at")))
     return power.record(policy, "already-off")
 
 
@@ -130,15 +135,16 @@ def _force_off(ctx: NodeContext, bmc: BmcAccess, after: float | None) -> Retry:
     or the worker died before saving the answer); forcing off a node that is off, or going
     off, changes nothing more. `after`: seconds since the first graceful request (None: hard
     on request)."""
-    if "accepted_at" not in (ctx.state.get("force") or {}):
-        after = (ctx.state.get("force") or {}).get("after", after)
+    force = as_object(ctx.state.get("force"))
+    if "accepted_at" not in force:
+        waited = force.get("after", after)
         ctx.ask("force", "ForceOff", lambda: ctx.ports.power.power_off(bmc, graceful=False),
-                bmc=bmc.describe(), **({} if after is None else {"after": after}))
+                bmc=bmc.describe(), **({} if waited is None else {"after": waited}))
         return Retry(ctx.settings.power_poll, "ForceOff requested")
     return Retry(ctx.settings.power_poll, "waiting for the BMC to report power off")
 
 
-def check_power_off_options(options: dict[str, Any]) -> list[str]:
+def check_power_off_options(options: JSONObject) -> list[str]:
     problems = [f"options: unknown option {k!r} for power_off_nodes" for k in options
                 if k not in ("force", "power_policy", "grace_period")]
     if "force" in options and not isinstance(options["force"], bool):
@@ -152,7 +158,7 @@ def check_power_off_options(options: dict[str, Any]) -> list[str]:
     return problems + power.check(merged)
 
 
-def power_off_steps(options: dict[str, Any]) -> list[NodeStep]:
+def power_off_steps(options: JSONObject) -> list[NodeStep]:
     return [power_step()]
 
 
@@ -171,25 +177,26 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
     its end: done only when every task completed; a failed task fails the node. A disk an
     earlier task of this teardown attested erased is not erased again; each erase is written
     ahead, and one that may have reached the BMC is looked up there, never sent again."""
-    planned = [d["disk"] for d in (ctx.previous.get("plan_wipe") or {}).get("disks") or []
+    planned = [str(d["disk"]) for d in wipe.planned_disks(ctx.previous)
                if d["method"] == wipe.BMC]
     if not planned:
         return Done("No disk to erase through the BMC", output={"bmc": {}})
     bmc, erase, state = _bmc(ctx), ctx.ports.erase, ctx.state
-    finished: dict[str, dict[str, Any]] = state.setdefault("finished", {})
+    finished = as_object(state.get("finished"))
+    state["finished"] = finished
     for disk, e in teardown.earlier_erases(ctx.teardown, ctx.task).items():
         if disk in planned and disk not in finished:
             finished[disk] = {"task": e.get("bmc_task"), "message": e.get("message"),
                               "at": e.get("at"), "earlier_task": e.get("task")}
     todo = [d for d in planned if d not in finished]
-    unstarted = [d for d in todo if not (state.get(f"erase:{d}") or {}).get("job")]
+    unstarted = [d for d in todo if not member(state.get(f"erase:{d}"), "job")]
     if unstarted:
         erasable = erase.erasable_drives(bmc)
         for disk in unstarted:
             _start_erase(ctx, bmc, disk, erasable[disk])
     for disk in todo:
-        job = state[f"erase:{disk}"]
-        status = erase.erase_status(bmc, job["job"])
+        job = as_object(state[f"erase:{disk}"])
+        status = erase.erase_status(bmc, str(job["job"]))
         if status.state == "failed":
             return Failed("SecureEraseFailed",
                           f"Drive.SecureErase of {disk} failed on {bmc.describe()}: "
@@ -202,7 +209,8 @@ def wipe_disks(ctx: NodeContext) -> Outcome:
     running = [d for d in planned if d not in finished]
     if running:
         return Retry(ctx.settings.power_poll, f"BMC erasing {', '.join(running)}")
-    earlier = sorted({str(f["earlier_task"]) for f in finished.values() if f.get("earlier_task")})
+    earlier = sorted({str(member(f, "earlier_task")) for f in finished.values()
+                      if member(f, "earlier_task")})
     return Done(f"Erased {', '.join(planned)} through {bmc.describe()} (BMC tasks completed"
                 + (f"; erased earlier by task {', '.join(earlier)}" if earlier else "") + ")",
                 output={"bmc": finished})
@@ -232,7 +240,7 @@ def release(ctx: NodeContext) -> Outcome:
     machine that is (or became) Ready is allocated first, since MAAS releases a Ready machine
     without erasing; one MAAS can neither release nor allocate fails WipeNotPossible."""
     machines, name, state = ctx.ports.machines, ctx.node.name, ctx.state
-    planned_erase = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
+    planned_erase = as_str(member(ctx.previous.get("plan_wipe"), "maas_erase"))
     machine = machines.find_machine(name)
     if machine is None:
         if planned_erase:
@@ -249,7 +257,7 @@ def release(ctx: NodeContext) -> Outcome:
                       + (f": {detail}" if detail else ""), details={"maas_status": status})
     if status in IN_PROGRESS:
         if status == "Disk erasing":  # seen erasing: true even when another worker asked
-            state["erase"] = (ctx.previous.get("plan_wipe") or {}).get("maas_erase")
+            state["erase"] = planned_erase
             state["requested"] = True
         return Retry(ctx.settings.maas_poll, f"{ctx.ports.provisioner} status {status}")
     if status in NOTHING_TO_RELEASE:
@@ -313,8 +321,7 @@ def forget(ctx: NodeContext) -> Outcome:
     if ctx.ports.records is None:
         return Done("Torn down")
     ctx.ports.records.torn_down(ctx.node.name, True)
-    kept = [d["disk"] for d in (ctx.previous.get("plan_wipe") or {}).get("disks") or []
-            if d["result"] == "kept"]
+    kept = [str(d["disk"]) for d in wipe.planned_disks(ctx.previous) if d["result"] == "kept"]
     ctx.ports.records.set_kept_disks(ctx.node.name, kept)
     cleared = ctx.ports.records.clear_reboots(ctx.node.name)
     return Done(f"Torn down; {cleared} reboot request(s) cleared", output={"cleared": cleared})
@@ -334,7 +341,7 @@ def report_disks(ctx: NodeContext) -> Outcome:
 
 
 def retire(ctx: NodeContext) -> Outcome:
-    reason = ctx.options.get("retired_reason")
+    reason = as_str(ctx.options.get("retired_reason"))
     if ctx.ports.retire is None:
         return Failed("RetirementUnavailable", "Retirement is not available")
     if ctx.ports.retirement is not None:  # Ironic's own flag first (spec 003)
@@ -344,7 +351,7 @@ def retire(ctx: NodeContext) -> Outcome:
     return Done(f"Retired{where}{': ' + reason if reason else ''}")
 
 
-def steps(options: dict[str, Any]) -> list[NodeStep]:
+def steps(options: JSONObject) -> list[NodeStep]:
     out = [
         node_step("plan_wipe", plan_wipe, lambda s: s.power_timeout),
         power_step(),

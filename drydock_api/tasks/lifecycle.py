@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
 
 import yaml
 
+from common.jsontypes import JSON, JSONObject, as_list, as_object, member
 from common.workflow import Done, Failed, Outcome, Retry
 from drydock_api.drivers.ports import BlockDevice, Machine
 from drydock_api.tasks import bmccheck
@@ -28,8 +28,7 @@ def _machine(ctx: NodeContext) -> Machine | None:
 
 
 def _boot_mac(ctx: NodeContext) -> str | None:
-    meta = ctx.node.data.get("metadata") or {}
-    mac = meta.get("boot_mac") if isinstance(meta, dict) else None
+    mac = member(ctx.node.data, "metadata", "boot_mac")
     return str(mac).lower() if mac else None
 
 
@@ -51,7 +50,7 @@ def enlist(ctx: NodeContext) -> Outcome:
                     f"renamed to {node.name}",
                     output={"system_id": renamed.system_id, "pxe": bool(state.get("pxe_at"))})
     asked = state.get("pxe")
-    if asked is None or "error" in asked:  # never asked, or the BMC refused: ask (again)
+    if asked is None or "error" in as_object(asked):  # never asked, or the BMC refused: ask (again)
         bmc = node.bmc
         if bmc is None:
             return Failed("NoOobAccess", f"Node {node.name} is unknown to "
@@ -103,7 +102,7 @@ def _detail(machine: Machine) -> str:
     return machine.status_name + (f": {msg}" if msg and msg != machine.status_name else "")
 
 
-def parse_size(text: Any) -> int | None:
+def parse_size(text: JSON) -> int | None:
     """'50g' → bytes; '>40g' → None (the rest of the disk). ValueError when unreadable."""
     match = SIZE_RE.match(str(text))
     if not match:
@@ -113,16 +112,18 @@ def parse_size(text: Any) -> int | None:
     return int(float(match.group(2)) * UNITS[match.group(3).lower()])
 
 
-def _wanted(spec: Any) -> list[tuple[Any, str | None, str | None]]:
+def _wanted(spec: JSON) -> list[tuple[JSON, str | None, str | None]]:
     out = []
-    for part in (spec or {}).get("partitions") or []:
-        fs = (part or {}).get("filesystem") or {}
-        out.append((part.get("size"), fs.get("fstype"), fs.get("mountpoint")))
+    for part in as_list(member(spec, "partitions")):
+        fs = as_object(member(part, "filesystem"))
+        fstype, mount = fs.get("fstype"), fs.get("mountpoint")
+        out.append((member(part, "size"), None if fstype is None else str(fstype),
+                    None if mount is None else str(mount)))
     return out
 
 
 def _lay_out(ctx: NodeContext, system_id: str, device: BlockDevice,
-             wanted: list[tuple[Any, str | None, str | None]]) -> None:
+             wanted: list[tuple[JSON, str | None, str | None]]) -> None:
     storage = ctx.ports.storage
     for part in device.partitions:
         storage.delete_partition(system_id, device.id, part.id)
@@ -152,8 +153,7 @@ def _leave_unused(ctx: NodeContext, system_id: str, device: BlockDevice) -> None
 def kept_mounts(ctx: NodeContext) -> list[list[str]]:
     """cloud-init `mounts` entries for the kept disks' existing filesystems, as designed:
     partition n of the design is /dev/<disk><n>."""
-    storage = ctx.node.data.get("storage")
-    devices = (storage.get("physical_devices") if isinstance(storage, dict) else None) or {}
+    devices = as_object(member(ctx.node.data, "storage", "physical_devices"))
     out = []
     for name in _kept(ctx):
         for index, (_, fstype, mount) in enumerate(_wanted(devices.get(name)), start=1):
@@ -167,7 +167,7 @@ def user_data(ctx: NodeContext, bootaction_api: str | None = None) -> str | None
     """cloud-init user data: the kept disks' mounts, and where the node's boot action
     agent reaches Drydock (/etc/drydock/bootaction-api) when it has boot actions."""
     mounts = kept_mounts(ctx)
-    config: dict[str, Any] = {"mounts": mounts} if mounts else {}
+    config: JSONObject = {"mounts": [list[JSON](m) for m in mounts]} if mounts else {}
     if bootaction_api:
         config["write_files"] = [{"path": BOOTACTION_API_FILE, "permissions": "0644",
                                   "content": bootaction_api + "\n"}]
@@ -194,8 +194,8 @@ def hand_over_boot_actions(ctx: NodeContext, system_id: str) -> str | None:
     tag = f"{name}{KEY_TAG}{key}"
     site.create_tag(tag, "boot action key")
     site.tag_machine(tag, system_id)
-    ctx.state["bootactions"] = actions
-    ctx.message({"message": f"Boot actions {', '.join(a['action_name'] for a in actions)} "
+    ctx.state["bootactions"] = [*actions]
+    ctx.message({"message": f"Boot actions {', '.join(str(a['action_name']) for a in actions)} "
                  f"for {name}; key handed over in its {ctx.ports.provisioner} tag "
                  f"{name}{KEY_TAG}…",
                  "error": False, "kind": "SimpleMessage", "node": name,
@@ -212,8 +212,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
         return Failed("MachineGone", f"{ctx.ports.provisioner} no longer knows the machine")
     if machine.status_name in ("Deployed", "Deploying"):
         return Done(f"{machine.status_name}: storage left as it is")
-    storage = ctx.node.data.get("storage")
-    devices = (storage.get("physical_devices") if isinstance(storage, dict) else None) or {}
+    devices = as_object(member(ctx.node.data, "storage", "physical_devices"))
     have = {d.name: d for d in ctx.ports.storage.block_devices(machine.system_id)}
     missing = sorted(n for n in devices if n not in have)
     if missing:
@@ -243,8 +242,7 @@ def apply_storage(ctx: NodeContext) -> Outcome:
 
 
 def _platform(ctx: NodeContext, key: str) -> str:
-    platform = ctx.node.data.get("platform") or {}
-    return str(platform.get(key) or "") if isinstance(platform, dict) else ""
+    return str(member(ctx.node.data, "platform", key) or "")
 
 
 def deploy(ctx: NodeContext) -> Outcome:
@@ -288,7 +286,7 @@ def mark_prepared(ctx: NodeContext) -> Outcome:
     return Done("Node available for deployment")
 
 
-def prepare_steps(options: dict[str, Any]) -> list[NodeStep]:
+def prepare_steps(options: JSONObject) -> list[NodeStep]:
     return [
         node_step("enlist", enlist, lambda s: s.enlist_timeout),
         node_step("commission", commission, lambda s: s.commission_timeout),
@@ -297,7 +295,7 @@ def prepare_steps(options: dict[str, Any]) -> list[NodeStep]:
     ]
 
 
-def deploy_steps(options: dict[str, Any]) -> list[NodeStep]:
+def deploy_steps(options: JSONObject) -> list[NodeStep]:
     return [
         node_step("deploy", deploy, lambda s: s.deploy_timeout),
     ]

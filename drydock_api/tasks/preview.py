@@ -10,10 +10,11 @@ what it would survive.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from common.clients.generated.drydock import Node
 from common.context import RequestContext
 from common.designref import href_of
+from common.jsontypes import JSON, JSONObject
 from drydock_api.db.nodes import NodeStore
 from drydock_api.drivers.ports import EraseInterface
 from drydock_api.nodes.design import Design
@@ -26,8 +27,8 @@ from drydock_api.tasks.service import TaskService
 BMC_ACTIONS = ("power_off_nodes", "destroy_nodes", "prepare_nodes", "deploy_nodes")
 
 
-def _findings(action: ActionDef, view: dict[str, Any], busy: str | None,
-              wipe_plan: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+def _findings(action: ActionDef, view: Node, busy: str | None,
+              wipe_plan: JSONObject | None) -> tuple[list[str], list[str]]:
     name = view["hostname"]
     blockers, warnings = [], []
     if action.name in BMC_ACTIONS and view.get("power_state") is None:
@@ -44,7 +45,7 @@ def _findings(action: ActionDef, view: dict[str, Any], busy: str | None,
     return blockers, warnings
 
 
-def _machine(view: dict[str, Any]) -> Callable[[], wipe.MaasView] | None:
+def _machine(view: Node) -> Callable[[], wipe.MaasView] | None:
     """The node's machine as the inventory read it from MAAS (None: MAAS could not be read)."""
     if view.get("maas_error"):
         return None
@@ -52,20 +53,24 @@ def _machine(view: dict[str, Any]) -> Callable[[], wipe.MaasView] | None:
 
 
 class TaskPreview:
-    def __init__(self, service: TaskService, designs: Callable[[Any, RequestContext], Design],
+    def __init__(self, service: TaskService, designs: Callable[[JSON, RequestContext], Design],
                  inventory: Inventory, nodes: NodeStore, erase: EraseInterface) -> None:
         self._service, self._designs = service, designs
         self._inventory, self._nodes, self._erase = inventory, nodes, erase
 
-    def preview(self, body: dict[str, Any], ctx: RequestContext) -> dict[str, Any]:
+    def preview(self, body: JSONObject, ctx: RequestContext) -> JSONObject:
         """400 for a request POST /tasks would refuse; else the per-node preview."""
         action, options = self._service.check_body(body)
         href_of(body["design_ref"])
-        out: dict[str, Any] = {"action": action.name, "options": options, "nodes": [],
-                               "skipped": [], "blockers": [], "warnings": []}
-        if action.site is not None:
-            out["site"] = True  # a site-level task: no node is touched
-            return out
+        if action.site is not None:  # a site-level task: no node is touched
+            return {"action": action.name, "options": options, "nodes": [], "skipped": [],
+                    "blockers": [], "warnings": [], "site": True}
+        nodes: list[JSON] = []
+        skipped: list[JSON] = []
+        blocking: list[JSON] = []
+        warned: list[JSON] = []
+        out: JSONObject = {"action": action.name, "options": options, "nodes": nodes,
+                           "skipped": skipped, "blockers": blocking, "warnings": warned}
         design = self._designs(body["design_ref"], ctx)
         names = select_nodes(body.get("node_filter"), design.nodes, design.rack_labels)
         views = {v["hostname"]: v for v in self._inventory.nodes(ctx, body["design_ref"], names)}
@@ -73,14 +78,14 @@ class TaskPreview:
         for name in names:
             view = views[name]
             if action.skip_retired and view["retired"]:
-                out["skipped"].append({"node": name, "reason": "retired: left out by "
+                skipped.append({"node": name, "reason": "retired: left out by "
                                        f"{action.name}"})
                 continue
             plan = (wipe.plan_for(design.nodes[name], options, self._erase, _machine(view))
                     if action.name == "destroy_nodes" else None)
             blockers, warnings = _findings(action, view, self._nodes.busy(name), plan)
-            out["nodes"].append({
-                "node": name, "steps": steps,
+            nodes.append({
+                "node": name, "steps": [*steps],
                 "bmc": {"type": view.get("oob_type"), "address": view.get("oob_address"),
                         "reachable": view.get("power_state") is not None,
                         "power_state": view.get("power_state"),
@@ -88,7 +93,7 @@ class TaskPreview:
                 "maas_status": view.get("maas_status"), "retired": view["retired"],
                 "retired_reason": view.get("retired_reason"),
                 "torn_down": view.get("torn_down", False),
-                "wipe": plan, "blockers": blockers, "warnings": warnings})
-            out["blockers"] += blockers
-            out["warnings"] += [f"{name}: {w}" for w in warnings]
+                "wipe": plan, "blockers": [*blockers], "warnings": [*warnings]})
+            blocking += blockers
+            warned += [f"{name}: {w}" for w in warnings]
         return out

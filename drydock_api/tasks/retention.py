@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from common.errors import ValidationFailed
 from common.status import status_body, validation_message
@@ -32,7 +31,7 @@ class TaskRetention:
         self._history = history
         self._clock = clock
 
-    def purge(self, days: int) -> dict[str, Any]:
+    def purge(self, days: int) -> dict[str, object]:
         """Remove the tasks (with their subtasks and messages) that finished more than `days`
         days ago; queued, running and terminating tasks stay, however old. A status body
         naming what was removed."""

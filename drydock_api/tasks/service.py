@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TypedDict
 
 from cachetools import LRUCache
 
@@ -16,6 +16,7 @@ from common.clients.drydock import Task
 from common.context import RequestContext
 from common.designref import href_of
 from common.errors import BadRequest, ValidationFailed
+from common.jsontypes import JSON, JSONObject
 from common.status import Message, validation_message
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TreeMessages
@@ -31,7 +32,27 @@ from drydock_api.tasks.render import task_body
 TREE_CACHE = 8  # encoded task trees kept per process
 
 
-def _encode(body: Any) -> bytes:
+class ErrorDetails(TypedDict):
+    errorCount: int
+    messageList: list[Message]
+
+
+class SubtaskErrors(TypedDict):
+    """A subtask's error messages (?subtaskerrors=true)."""
+
+    details: ErrorDetails
+
+
+class TaskWithErrors(Task):
+    """A task with its subtasks' errors (GET /tasks/{id}?subtaskerrors=true)."""
+
+    subtask_errors: dict[str, SubtaskErrors]
+
+
+TaskTree = dict[str, Task | str]  # ?layers: each task of the tree by id, and `init_task_id`
+
+
+def _encode(body: object) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode()
 
 
@@ -44,13 +65,13 @@ def _invalid(problems: list[str]) -> ValidationFailed:
         validation_message(p, name="TaskRequest") for p in problems])
 
 
-def _filter_or_all(action: str, node_filter: Any, options: dict[str, Any]) -> list[str]:
+def _filter_or_all(action: str, node_filter: JSON, options: JSONObject) -> list[str]:
     """A destructive action without a node filter would select every node of the design:
     only with an explicit `options.all_nodes: true`."""
     selects_all = node_filter is None
-    if isinstance(node_filter, dict) and isinstance(node_filter.get("filter_set"), list):
-        bare = [isinstance(e, dict) and not any(e.get(k) for k in CRITERIA)
-                for e in node_filter["filter_set"]]
+    entries = node_filter.get("filter_set") if isinstance(node_filter, dict) else None
+    if isinstance(node_filter, dict) and isinstance(entries, list):
+        bare = [isinstance(e, dict) and not any(e.get(k) for k in CRITERIA) for e in entries]
         union = node_filter.get("filter_set_type", "union") == "union"
         selects_all = bool(bare) and (any(bare) if union else all(bare))
     if selects_all and options.get("all_nodes") is not True:
@@ -62,24 +83,25 @@ def _filter_or_all(action: str, node_filter: Any, options: dict[str, Any]) -> li
 class TaskService:
     def __init__(self, store: TaskStore, progress: ProgressStore,
                  actions: dict[str, ActionDef],
-                 designs: Callable[[Any, RequestContext], tuple[Design, str | None]]) -> None:
+                 designs: Callable[[JSON, RequestContext], tuple[Design, str | None]]) -> None:
         self._store = store
         self._progress = progress
         self._actions = actions
         self._designs = designs
-        self._trees: LRUCache[tuple[str, int], tuple[Any, bytes, bytes]] = LRUCache(TREE_CACHE)
+        self._trees: LRUCache[tuple[str, int], tuple[tuple[int, int | None], bytes, bytes]] = \
+            LRUCache(TREE_CACHE)
         self._trees_lock = threading.Lock()
         self.on_created: Callable[[], None] = lambda: None  # wakes this process's workers
         self.budgets: budget.TaskBudgets | None = None  # failure-domain slots of tasks
         self.provisioners: Backends | None = None  # the configured provisioners
 
-    def check_body(self, body: dict[str, Any]) -> tuple[ActionDef, dict[str, Any]]:
+    def check_body(self, body: JSONObject) -> tuple[ActionDef, JSONObject]:
         """The body against the document's TaskRequest, then what the action itself allows
         (its options; a node filter for a destructive one), every problem in one 400."""
         problems = schema_problems("drydock", "TaskRequest", body)
         action = body.get("action")
         given = body.get("options")
-        options: dict[str, Any] = given if isinstance(given, dict) else {}
+        options: JSONObject = given if isinstance(given, dict) else {}
         if isinstance(action, str) and action in self._actions:
             own = self._actions[action].check_options(options)
             named = {p.split(" ", 1)[0] for p in own}  # one problem per field: the action's
@@ -92,7 +114,7 @@ class TaskService:
             raise UnsupportedAction(f"Action {action} is not supported yet")
         return self._actions[str(action)], options
 
-    def create(self, body: dict[str, Any], ctx: RequestContext,
+    def create(self, body: JSONObject, ctx: RequestContext,
                idempotency_key: str | None) -> tuple[Task, bool]:
         """Admit a task (201) or return the one created earlier with the same key."""
         action, options = self.check_body(body)
@@ -121,8 +143,8 @@ class TaskService:
             self.budgets.forget(kept, nodes)  # a replay: the first request's task stands
         return self.render(row), created
 
-    def _create(self, action: ActionDef, body: dict[str, Any], digest: str | None,
-                options: dict[str, Any], nodes: list[str], ctx: RequestContext,
+    def _create(self, action: ActionDef, body: JSONObject, digest: str | None,
+                options: JSONObject, nodes: list[str], ctx: RequestContext,
                 idempotency_key: str | None) -> tuple[TaskRow, bool]:
         return self._store.create_task(
             action=action.name, design_ref=body["design_ref"], design_digest=digest,
@@ -149,14 +171,24 @@ class TaskService:
                          skipped=skipped)
 
     def get(self, task_id: str, *, layers: int = 0,
-            subtask_errors: bool = False) -> dict[str, Any]:
-        row = self._store.get(task_id)
+            subtask_errors: bool = False) -> Task | TaskWithErrors | TaskTree:
+        """The task (`task`), or with `layers` its tree (`tree`)."""
         if layers == 0:
-            body = cast(dict[str, Any], self.render(row))
-            if subtask_errors:
-                body["subtask_errors"] = self._subtask_errors(row)
+            return self.task(task_id, subtask_errors=subtask_errors)
+        return self.tree(task_id, layers)
+
+    def task(self, task_id: str, *, subtask_errors: bool = False) -> Task | TaskWithErrors:
+        row = self._store.get(task_id)
+        body = self.render(row)
+        if not subtask_errors:
             return body
-        tree: dict[str, Any] = {"init_task_id": row.id}
+        with_errors: TaskWithErrors = {**body, "subtask_errors": self._subtask_errors(row)}
+        return with_errors
+
+    def tree(self, task_id: str, layers: int) -> TaskTree:
+        """Each task `layers` levels down (all: -1) by id, and `init_task_id`."""
+        row = self._store.get(task_id)
+        tree: TaskTree = {"init_task_id": row.id}
         messages = self._progress.tree_messages(row.root_id)
         level, depth = [row], 0
         while level:
@@ -198,7 +230,7 @@ class TaskService:
             self._trees[(task_id, layers)] = (key, data, packed)
         return data, packed
 
-    def _subtask_errors(self, row: TaskRow) -> dict[str, Any]:
+    def _subtask_errors(self, row: TaskRow) -> dict[str, SubtaskErrors]:
         errors: dict[str, list[Message]] = {}
         level = self._store.children([row.id])
         while level:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from common.documents import Document
 from common.errors import BerthError
+from common.jsontypes import JSONObject, as_list, member
 from common.status import Message, simple_message
 from drydock_api.nodes.design import REGION, parse_design
 from drydock_api.tasks.context import SiteContext, SiteOutcome
@@ -28,7 +27,7 @@ def verify_site(ctx: SiteContext) -> SiteOutcome:
                                                    context_type="site")])
 
 
-def _region(docs: list[Document]) -> dict[str, Any]:
+def _region(docs: list[Document]) -> JSONObject:
     for doc in docs:
         if doc.get("schema") == REGION and isinstance(doc.get("data"), dict):
             return dict(doc["data"])
@@ -38,7 +37,7 @@ def _region(docs: list[Document]) -> dict[str, Any]:
 def wanted_tags(docs: list[Document]) -> dict[str, str]:
     """Tag name → comment: the Region's tag_definitions plus every tag a node carries."""
     out: dict[str, str] = {}
-    for entry in _region(docs).get("tag_definitions") or []:
+    for entry in as_list(_region(docs).get("tag_definitions")):
         if isinstance(entry, dict) and entry.get("tag"):
             out[str(entry["tag"])] = str(entry.get("definition") or entry.get("comment") or "")
         elif isinstance(entry, str):
@@ -55,7 +54,7 @@ def wanted_config(docs: list[Document]) -> dict[str, str]:
     boot = _region(docs).get("boot") or {}
     out = {BOOT_CONFIG[k]: str(v) for k, v in boot.items()
            if k in BOOT_CONFIG and v} if isinstance(boot, dict) else {}
-    images = {str((n.data.get("platform") or {}).get("image") or "")
+    images = {str(member(n.data, "platform", "image") or "")
               for n in parse_design(docs).nodes.values()} - {""}
     if "default_distro_series" not in out and len(images) == 1:
         out["default_distro_series"] = images.pop()

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from common.jsontypes import JSON, JSONObject, as_list, as_object, member
 from drydock_api.drivers.ports import DriverError, EraseInterface, MachineLookup
 from drydock_api.nodes.design import NodeDef
 
@@ -53,7 +53,7 @@ REFUSED, NOT_POSSIBLE = "WipeRefused", "WipeNotPossible"
 
 @dataclass
 class Plan:
-    disks: list[dict[str, Any]] = field(default_factory=list)
+    disks: list[JSONObject] = field(default_factory=list)
     maas_erase: str | None = None
     refusal: str | None = None
     reason: str = REFUSED
@@ -68,13 +68,13 @@ class MaasView:
     status: str | None
 
 
-def needs_bmc(options: Mapping[str, Any]) -> bool:
+def needs_bmc(options: Mapping[str, JSON]) -> bool:
     if options.get("preserve_local_storage"):
         return bool(options.get("os_disk_erase", "bmc") == "bmc")
     return options.get("erase", "secure") in ("secure", "secure_only")
 
 
-def _entry(disk: str, result: str, method: str | None) -> dict[str, Any]:
+def _entry(disk: str, result: str, method: str | None) -> JSONObject:
     return {"disk": disk, "result": result, "method": method}
 
 
@@ -88,7 +88,7 @@ def _why_not(node: NodeDef, erasable: set[str], disks: list[str]) -> str:
             f"not on {', '.join(d for d in disks if d not in erasable)}")
 
 
-def plan(node: NodeDef, options: Mapping[str, Any], erasable: set[str]) -> Plan:
+def plan(node: NodeDef, options: Mapping[str, JSON], erasable: set[str]) -> Plan:
     """Each design disk: kept, or wiped by which method; or why this cannot be done."""
     disks = list(node.disks)
     if options.get("preserve_local_storage"):
@@ -106,7 +106,7 @@ def plan(node: NodeDef, options: Mapping[str, Any], erasable: set[str]) -> Plan:
     return Plan([_entry(d, "wiped", MAAS_METHODS[maas]) for d in disks], maas_erase=maas)
 
 
-def with_maas(p: Plan, node: NodeDef, options: Mapping[str, Any], erasable: set[str],
+def with_maas(p: Plan, node: NodeDef, options: Mapping[str, JSON], erasable: set[str],
               machine: MaasView) -> Plan:
     """A plan that leaves the wipe to MAAS, checked against the machine's status: kept
     (acquiring a Ready machine first), or refused with WipeNotPossible."""
@@ -132,7 +132,7 @@ def with_maas(p: Plan, node: NodeDef, options: Mapping[str, Any], erasable: set[
         "(preserve_local_storage with os_disk_erase: none)."))
 
 
-def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str],
+def _plan_preserve(node: NodeDef, options: Mapping[str, JSON], erasable: set[str],
                    disks: list[str]) -> Plan:
     os_disk = node.os_disk
     if not os_disk:
@@ -151,8 +151,8 @@ def _plan_preserve(node: NodeDef, options: Mapping[str, Any], erasable: set[str]
     return Plan([_entry(os_disk, "wiped", BMC), *kept])
 
 
-def plan_for(node: NodeDef, options: Mapping[str, Any], erase: EraseInterface,
-             machine: Callable[[], MaasView] | None = None) -> dict[str, Any]:
+def plan_for(node: NodeDef, options: Mapping[str, JSON], erase: EraseInterface,
+             machine: Callable[[], MaasView] | None = None) -> JSONObject:
     """The plan of one node as JSON, asking its BMC which drives it can erase and, when the
     wipe is left to MAAS and `machine` is given, MAAS for the machine's status."""
     erasable: set[str] = set()
@@ -182,9 +182,9 @@ def machine_of(maas: MachineLookup, name: str) -> Callable[[], MaasView]:
     return read
 
 
-def as_json(name: str, p: Plan) -> dict[str, Any]:
-    out: dict[str, Any] = {"node": name, "refusal": p.refusal, "disks": p.disks,
-                           "maas_erase": p.maas_erase}
+def as_json(name: str, p: Plan) -> JSONObject:
+    out: JSONObject = {"node": name, "refusal": p.refusal, "disks": list[JSON](p.disks),
+                       "maas_erase": p.maas_erase}
     if p.refusal:
         out["reason"] = p.reason
     if p.maas_status is not None or p.reason == NOT_POSSIBLE:
@@ -201,23 +201,31 @@ def describe_plan(p: Plan) -> str:
     return text
 
 
-def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None]
-           ) -> list[dict[str, Any]]:
+def _at(value: JSON) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def planned_disks(previous: Mapping[str, JSON]) -> list[JSONObject]:
+    """The disks of the plan_wipe step's output."""
+    return [as_object(d) for d in as_list(member(previous.get("plan_wipe"), "disks"))]
+
+
+def report(previous: Mapping[str, JSON], iso: Callable[[float | None], str | None]
+           ) -> list[JSONObject]:
     """The plan made true: each disk with what verified it and when (None: nothing did)."""
-    planned = (previous.get("plan_wipe") or {}).get("disks") or []
-    bmc = (previous.get("wipe_disks") or {}).get("bmc") or {}
-    released = previous.get("release") or {}
+    bmc = as_object(member(previous.get("wipe_disks"), "bmc"))
+    released = as_object(previous.get("release"))
     out = []
-    for entry in planned:
-        row = {**entry, "verified_by": None, "at": None}
+    for entry in planned_disks(previous):
+        row: JSONObject = {**entry, "verified_by": None, "at": None}
         if entry["method"] == BMC:
-            done = bmc.get(entry["disk"]) or {}
+            done = as_object(bmc.get(str(entry["disk"])))
             row["verified_by"] = f"BMC task {done.get('task')}: {done.get('message')}"
             if done.get("earlier_task"):
                 row["verified_by"] = (f"erased earlier by task {done['earlier_task']} "
                                       f"({row['verified_by']})")
                 row["earlier_task"] = done["earlier_task"]
-            row["at"] = iso(done.get("at"))
+            row["at"] = iso(_at(done.get("at")))
         elif entry["result"] == "wiped":
             if released.get("requested") and released.get("erase"):
                 row["verified_by"] = (f"MAAS finished the {released['erase']} erase "
@@ -228,7 +236,7 @@ def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None
                     row["verified_by"] = (f"erased earlier by task {released['earlier_task']}"
                                           f" ({row['verified_by']})")
                     row["earlier_task"] = released["earlier_task"]
-                row["at"] = iso(released.get("at"))
+                row["at"] = iso(_at(released.get("at")))
             else:  # never a success: report_disks fails the node (WipeNotPossible)
                 status = released.get("status") or "not in MAAS"
                 row.update(result="not wiped", verified_by=None,
@@ -238,14 +246,13 @@ def report(previous: Mapping[str, Any], iso: Callable[[float | None], str | None
     return out
 
 
-def unverified(previous: Mapping[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+def unverified(previous: Mapping[str, JSON], rows: list[JSONObject]) -> list[str]:
     """Disks the plan said would be wiped and that no BMC task or MAAS erase verified."""
-    planned = {d["disk"] for d in (previous.get("plan_wipe") or {}).get("disks") or []
-               if d["result"] == "wiped"}
-    return [r["disk"] for r in rows if r["disk"] in planned and not r.get("verified_by")]
+    planned = {str(d["disk"]) for d in planned_disks(previous) if d["result"] == "wiped"}
+    return [str(r["disk"]) for r in rows if r["disk"] in planned and not r.get("verified_by")]
 
 
-def describe_entry(d: Mapping[str, Any]) -> str:
+def describe_entry(d: Mapping[str, JSON]) -> str:
     text = f"{d['disk']} {d['result']}"
     details = [str(d[k]) for k in ("method", "verified_by") if d.get(k)]
     if d.get("at"):

@@ -7,13 +7,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
+
+import requests
 
 from common.errors import Conflict
+from common.jsontypes import JSON, JSONObject, as_object, member
 from common.poll import NotYet, doubling, poll
 from drydock_api.drivers.ironic import states as st
 from drydock_api.drivers.ironic.states import IronicNode, from_sdk
 from drydock_api.drivers.ports import BmcAccess, DriverError
+
+if TYPE_CHECKING:  # openstacksdk is slow to import: only where Ironic is the provisioner
+    from openstack.baremetal.v1._proxy import Proxy
 
 API_VERSION = "1.61"  # `retired`/`retired_reason` (1.61), `automated_clean` (1.47)
 # How long after its own timeout Ironic may take to report a power action's end (last_error
@@ -54,17 +60,18 @@ class IronicSettings:
     ramdisk_url: str = ""
 
 
-def connect(url: str, api_version: str = API_VERSION) -> Any:
+def connect(url: str, api_version: str = API_VERSION) -> Proxy:
     """openstacksdk's baremetal proxy for a standalone Ironic (no Keystone: auth_type none)."""
     import openstack  # slow to import: only where Ironic is the provisioner
 
     conn = openstack.connection.Connection(
         auth_type="none", auth={"endpoint": url}, baremetal_endpoint_override=f"{url}/v1",
         baremetal_api_version=api_version, baremetal_status_code_retries=0)
-    return conn.baremetal
+    proxy: Proxy = conn.baremetal
+    return proxy
 
 
-def driver_fields(bmc: BmcAccess) -> dict[str, Any]:
+def driver_fields(bmc: BmcAccess) -> JSONObject:
     """Hardware type, driver_info and the BMC's own power/management interfaces."""
     if bmc.type == "redfish":
         system = bmc.system_id or ""
@@ -88,7 +95,7 @@ def driver_fields(bmc: BmcAccess) -> dict[str, Any]:
 class IronicClient:
     """Ironic nodes by name (Drydock's hostname), each call bounded."""
 
-    def __init__(self, proxy: Any, settings: IronicSettings | None = None, *,
+    def __init__(self, proxy: Proxy, settings: IronicSettings | None = None, *,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.bm, self.settings = proxy, settings or IronicSettings()
@@ -96,11 +103,11 @@ class IronicClient:
         self.lock_waits = 0  # 409 NodeLocked answers retried so far (observable in tests)
 
     # --- one request ----------------------------------------------------------------------
-    def _request(self, method: str, path: str, body: Any = None,
-                 microversion: str | None = None) -> Any:
+    def _request(self, method: str, path: str, body: JSON = None,
+                 microversion: str | None = None) -> JSON:
         """One Ironic API request; a 409 NodeLocked is sent again after a doubling pause, at
         most `lock_retries` times, then fails (transient) with Ironic's message."""
-        def send() -> Any:
+        def send() -> JSON | NotYet[str]:
             response = self.bm.request(path, method, json=body,
                                        microversion=microversion or self.settings.api_version,
                                        raise_exc=False, retriable_status_codes=[])
@@ -109,7 +116,7 @@ class IronicClient:
                 return NotYet(text)
             return _answer(method, path, response, text)
 
-        def locked(text: str) -> Any:
+        def locked(text: str) -> NoReturn:
             raise IronicError(f"{method} {path}: node still locked after "
                               f"{self.settings.lock_retries} retries: {_fault(text)}",
                               transient=True)
@@ -148,7 +155,7 @@ class IronicClient:
 
     def check(self) -> str:
         body = self._request("GET", "/")
-        newest = ((body or {}).get("version") or {}).get("version", "?")
+        newest = as_object(as_object(body).get("version")).get("version", "?")
         return f"Ironic API {newest} (using {self.settings.api_version})"
 
     # --- enrollment and the provision state machine ---------------------------------------
@@ -165,22 +172,22 @@ class IronicClient:
                 "instance_info": self._boot_files()})
         else:
             self._request("PATCH", f"/nodes/{name}", [
-                {"op": "add", "path": "/driver_info", "value": fields["driver_info"]}]
-                + [{"op": "add", "path": "/inspect_interface", "value": fields[key]}
-                   for key in ("inspect_interface",) if key in fields])
+                {"op": "add", "path": "/driver_info", "value": fields["driver_info"]},
+                *({"op": "add", "path": "/inspect_interface", "value": fields[key]}
+                  for key in ("inspect_interface",) if key in fields)])
         node = self.get(name)
-        if mac and not self._request("GET", f"/ports?address={mac}")["ports"]:
+        if mac and not as_object(self._request("GET", f"/ports?address={mac}"))["ports"]:
             self._request("POST", "/ports", {"node_uuid": node.uuid, "address": mac})
         return node
 
-    def _boot_files(self) -> dict[str, Any]:
-        info: dict[str, Any] = {}
+    def _boot_files(self) -> JSONObject:
+        info: JSONObject = {}
         if self.settings.kernel_url and self.settings.ramdisk_url:
             info = {"kernel": self.settings.kernel_url, "ramdisk": self.settings.ramdisk_url}
         return info
 
     def provision(self, name: str, target: str, *, reach: Iterable[str],
-                  body: dict[str, Any] | None = None, wait: bool = True) -> IronicNode:
+                  body: JSONObject | None = None, wait: bool = True) -> IronicNode:
         """PUT states/provision {target}; then wait until the provision state is in `reach`."""
         self._request("PUT", f"/nodes/{name}/states/provision", {"target": target, **(body or {})})
         return self.wait_provision(name, set(reach), doing=target) if wait else self.get(name)
@@ -209,7 +216,7 @@ class IronicClient:
         self.manage(name)
         return self.provision(name, "inspect", reach={st.MANAGEABLE})
 
-    def inventory(self, name: str) -> dict[str, Any] | None:
+    def inventory(self, name: str) -> JSONObject | None:
         """The hardware inventory Ironic stored at the node's last inspection (None: never
         inspected: Ironic answers 404)."""
         try:
@@ -219,7 +226,7 @@ class IronicClient:
             if "(404)" in exc.message:
                 return None
             raise
-        inventory = (body or {}).get("inventory")
+        inventory = member(body, "inventory")
         return inventory if isinstance(inventory, dict) else None
 
     def deploy(self, name: str, *, wait: bool = True) -> IronicNode:
@@ -282,8 +289,8 @@ class IronicClient:
 
     def set_instance(self, name: str, instance: str | None) -> IronicNode:
         """Reserve an available node for Drydock (instance_uuid) or clear it."""
-        op = ({"op": "add", "path": "/instance_uuid", "value": instance} if instance
-              else {"op": "remove", "path": "/instance_uuid"})
+        op: JSONObject = ({"op": "add", "path": "/instance_uuid", "value": instance} if instance
+                          else {"op": "remove", "path": "/instance_uuid"})
         self._request("PATCH", f"/nodes/{name}", [op])
         return self.get(name)
 
@@ -298,7 +305,7 @@ class IronicClient:
         'rebooting', 'soft rebooting'. Ironic's timeout bounds its own wait for the BMC (a
         soft power off it could not finish in time fails with last_error)."""
         server_timeout = int(timeout or self.settings.power_timeout)
-        body: dict[str, Any] = {"target": target}
+        body: JSONObject = {"target": target}
         if target in (st.SOFT_POWER_OFF, st.SOFT_REBOOT, st.POWER_OFF, st.POWER_ON, st.REBOOT):
             body["timeout"] = server_timeout
         self._request("PUT", f"/nodes/{name}/states/power", body)
@@ -350,7 +357,7 @@ class IronicClient:
                     expire=late, clock=self._clock, sleep=self._sleep)
 
 
-def _answer(method: str, path: str, response: Any, text: str) -> Any:
+def _answer(method: str, path: str, response: requests.Response, text: str) -> JSON:
     """Ironic's JSON answer; IronicRefused for what it will not do to this node (400, 404,
     406, another 409), IronicError (transient on a 5xx) for the rest."""
     from openstack import exceptions
@@ -363,7 +370,8 @@ def _answer(method: str, path: str, response: Any, text: str) -> Any:
     except exceptions.SDKException as exc:
         raise IronicError(f"{method} {path}: {exc}",
                           transient=response.status_code >= 500) from exc
-    return response.json() if text.strip() else None
+    answer: JSON = response.json() if text.strip() else None
+    return answer
 
 def _fault(text: str) -> str:
     """Ironic's faultstring out of its error body (JSON inside JSON), else the text."""

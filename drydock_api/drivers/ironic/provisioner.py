@@ -5,8 +5,9 @@ statuses the steps know, and power goes through Ironic to the node's BMC."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Mapping
 
+from common.jsontypes import as_int, as_list, as_object, member
 from drydock_api.drivers.ironic import states as st
 from drydock_api.drivers.ironic.client import IronicClient, IronicRefused
 from drydock_api.drivers.ironic.states import IronicNode
@@ -83,8 +84,9 @@ class IronicProvisioner:
         return self.client.check()
 
     def find_by_mac(self, mac: str) -> Machine | None:
-        ports = self.client._request("GET", f"/ports?address={mac}&fields=node_uuid")["ports"]
-        return to_machine(self.client.get(ports[0]["node_uuid"])) if ports else None
+        answer = self.client._request("GET", f"/ports?address={mac}&fields=node_uuid")
+        ports = as_list(as_object(answer)["ports"])
+        return to_machine(self.client.get(str(member(ports[0], "node_uuid")))) if ports else None
 
     def rename(self, system_id: str, hostname: str) -> Machine:
         self.client._request("PATCH", f"/nodes/{system_id}",
@@ -136,8 +138,9 @@ class IronicProvisioner:
                 f"Ironic has no hardware inventory for {node.name}: it was never inspected "
                 f"(inspect interface {node.inspect_interface or 'none'}), so its disks are "
                 "unknown. Inspect it (redfish inspection) or commission it again")
-        disks = inventory.get("disks") or []
-        return [BlockDevice(id=index, name=str(disk.get("name")), size=int(disk.get("size") or 0))
+        disks = [as_object(d) for d in as_list(inventory.get("disks"))]
+        return [BlockDevice(id=index, name=str(disk.get("name")),
+                            size=as_int(disk.get("size") or 0))
                 for index, disk in enumerate(disks, start=1) if disk.get("name")]
 
     # Ironic keeps no storage layout or settings for Drydock: these are accepted and change
@@ -163,7 +166,7 @@ class IronicProvisioner:
 
     def _set_tags(self, system_id: str, tags: list[str]) -> None:
         self.client._request("PATCH", f"/nodes/{system_id}",
-                             [{"op": "add", "path": "/extra/tags", "value": tags}])
+                             [{"op": "add", "path": "/extra/tags", "value": [*tags]}])
 
     def tags(self) -> list[str]:
         found: set[str] = set()
@@ -185,7 +188,7 @@ class IronicProvisioner:
         for node in self.client.nodes():
             tags = node.extra.get("tags")
             if isinstance(tags, list) and name in tags:
-                self._set_tags(node.uuid, [t for t in tags if t != name])
+                self._set_tags(node.uuid, [str(t) for t in tags if t != name])
 
     def get_config(self, name: str) -> str | None:
         return None
@@ -252,10 +255,10 @@ class IronicOob:
         return self.direct.find_erase(bmc, drive)
 
 
-def _same_bmc(info: dict[str, Any], bmc: BmcAccess) -> bool:
+def _same_bmc(info: Mapping[str, object], bmc: BmcAccess) -> bool:
     if bmc.type == "redfish":
         system = str(info.get("redfish_system_id", ""))
         return (str(info.get("redfish_address", "")).endswith(f"{bmc.address}:{bmc.port}")
                 and bool(bmc.system_id) and system.rstrip("/").endswith(str(bmc.system_id)))
     return (str(info.get("ipmi_address")) == bmc.address
-            and int(info.get("ipmi_port") or 623) == bmc.port)
+            and int(str(info.get("ipmi_port") or 623)) == bmc.port)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from common.jsontypes import JSONObject
+
+if TYPE_CHECKING:  # openstacksdk is slow to import: only where Ironic is the provisioner
+    from openstack.baremetal.v1.node import Node
 
 # Provision states (ironic/common/states.py; the API's lower-case names).
 ENROLL, VERIFYING, MANAGEABLE, AVAILABLE = "enroll", "verifying", "manageable", "available"
@@ -52,7 +57,7 @@ class IronicNode:
     automated_clean: bool | None = None
     reservation: str | None = None
     has_agent_ramdisk: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+    extra: JSONObject = field(default_factory=dict, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -78,7 +83,7 @@ class IronicNode:
         return AS_MAAS_STATUS.get(self.provision_state, self.provision_state)
 
 
-def from_sdk(node: Any) -> IronicNode:
+def from_sdk(node: Node) -> IronicNode:
     """An openstacksdk baremetal Node → IronicNode."""
     info = dict(node.driver_info or {})
     return IronicNode(

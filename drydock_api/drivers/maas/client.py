@@ -6,7 +6,6 @@ import base64
 import binascii
 import time
 from collections.abc import Callable
-from typing import Any
 
 import ijson
 import requests
@@ -14,6 +13,7 @@ from oauthlib.oauth1 import SIGNATURE_PLAINTEXT
 from requests_oauthlib import OAuth1
 
 from common.httpclient import PeerRetry, retrying_session
+from common.jsontypes import JSON, JSONObject, as_int, as_list, as_object, as_str, member
 from drydock_api.drivers.ports import (
     BlockDevice,
     MaasError,
@@ -38,25 +38,26 @@ def oauth_from_key(api_key: str) -> OAuth1:
                   signature_type="auth_header")
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(value: JSON) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def to_machine(body: dict[str, Any]) -> Machine:
-    boot = body.get("boot_interface") or {}
-    links = boot.get("links") or [] if isinstance(boot, dict) else []
-    first = links[0] if links and isinstance(links[0], dict) else {}
+def to_machine(machine: JSON) -> Machine:
+    body = as_object(machine)
+    boot = as_object(body.get("boot_interface"))
+    links = as_list(boot.get("links"))
+    first = as_object(links[0]) if links else {}
     return Machine(system_id=str(body["system_id"]), hostname=str(body.get("hostname")),
                    status_name=str(body.get("status_name")),
-                   power_state=body.get("power_state"),
-                   status_message=body.get("status_message"),
-                   mac=boot.get("mac_address") if isinstance(boot, dict) else None,
+                   power_state=as_str(body.get("power_state")),
+                   status_message=as_str(body.get("status_message")),
+                   mac=as_str(boot.get("mac_address")),
                    cpu_count=_int_or_none(body.get("cpu_count")),
                    memory=_int_or_none(body.get("memory")),
-                   boot_ip=first.get("ip_address") or None)
+                   boot_ip=as_str(first.get("ip_address")) or None)
 
 
-def to_script_result(body: dict[str, Any]) -> ScriptResult:
+def to_script_result(body: JSONObject) -> ScriptResult:
     """A commissioning result; its base64 `data` decoded (undecodable: replaced characters)."""
     try:
         output = base64.b64decode(str(body.get("data") or "")).decode("utf-8", "replace")
@@ -69,16 +70,19 @@ def to_script_result(body: dict[str, Any]) -> ScriptResult:
                         output=output)
 
 
-def _fstype(body: dict[str, Any]) -> tuple[str | None, str | None]:
-    fs = body.get("filesystem") or {}
-    return fs.get("fstype"), fs.get("mount_point")
+def _fstype(body: JSONObject) -> tuple[str | None, str | None]:
+    fs = as_object(body.get("filesystem"))
+    return as_str(fs.get("fstype")), as_str(fs.get("mount_point"))
 
 
-def to_block_device(body: dict[str, Any]) -> BlockDevice:
-    parts = tuple(PartitionInfo(int(p["id"]), int(p.get("size") or 0), *_fstype(p))
-                  for p in body.get("partitions") or [])
-    return BlockDevice(id=int(body["id"]), name=str(body.get("name")),
-                       size=int(body.get("size") or 0), fstype=_fstype(body)[0],
+def _partition(body: JSONObject) -> PartitionInfo:
+    return PartitionInfo(as_int(body["id"]), as_int(body.get("size") or 0), *_fstype(body))
+
+
+def to_block_device(body: JSONObject) -> BlockDevice:
+    parts = tuple(_partition(as_object(p)) for p in as_list(body.get("partitions")))
+    return BlockDevice(id=as_int(body["id"]), name=str(body.get("name")),
+                       size=as_int(body.get("size") or 0), fstype=_fstype(body)[0],
                        partitions=parts)
 
 
@@ -97,8 +101,8 @@ class MaasClient:
             total=retries, allowed_methods=SAFE, status_forcelist=RETRY_CODES,
             backoff_factor=backoff, raise_on_status=False, redirect=False, pause=sleep))
 
-    def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-              data: dict[str, Any] | None = None, stream: bool = False) -> requests.Response:
+    def _call(self, method: str, path: str, *, params: dict[str, str] | None = None,
+              data: dict[str, str] | None = None, stream: bool = False) -> requests.Response:
         try:
             return self._session.request(method, f"{self._api}{path}", params=params, data=data,
                                          auth=self._auth, timeout=self._timeout, stream=stream)
@@ -114,17 +118,19 @@ class MaasClient:
                             transient=resp.status_code in RETRY_CODES,
                             details={"maas_code": resp.status_code, "maas_message": text})
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        resp = self._call(method, path, **kwargs)
+    def _json(self, method: str, path: str, *, params: dict[str, str] | None = None,
+              data: dict[str, str] | None = None) -> JSON:
+        resp = self._call(method, path, params=params, data=data)
         self._check(resp, method, path)
         try:
-            return resp.json() if resp.content else None
+            body: JSON = resp.json() if resp.content else None
+            return body
         except ValueError as exc:
             raise MaasError(f"MAAS answered {method} {path} with non-JSON") from exc
 
     def find_machine(self, hostname: str) -> Machine | None:
         found = self._json("GET", "/machines/", params={"hostname": hostname})
-        matches = [m for m in found or [] if m.get("hostname") == hostname]
+        matches = [m for m in as_list(found) if member(m, "hostname") == hostname]
         return to_machine(matches[0]) if matches else None
 
     def list_machines(self) -> list[Machine]:
@@ -155,7 +161,7 @@ class MaasClient:
         return machines
 
     def release(self, system_id: str, erase: str | None) -> Machine:
-        data: dict[str, Any] = {}
+        data: dict[str, str] = {}
         if erase:
             data["erase"] = "true"
             data["secure_erase" if erase == "secure" else "quick_erase"] = "true"
@@ -171,14 +177,14 @@ class MaasClient:
                         f"{resp.text.strip()[:500]}", transient=resp.status_code in RETRY_CODES)
 
     def find_by_mac(self, mac: str) -> Machine | None:
-        found = self._json("GET", "/machines/", params={"mac_address": mac})
+        found = as_list(self._json("GET", "/machines/", params={"mac_address": mac}))
         return to_machine(found[0]) if found else None
 
     def rename(self, system_id: str, hostname: str) -> Machine:
         return to_machine(self._json("PUT", f"/machines/{system_id}/",
                                      data={"hostname": hostname}))
 
-    def _op(self, system_id: str, op: str, data: dict[str, Any] | None = None) -> Machine:
+    def _op(self, system_id: str, op: str, data: dict[str, str] | None = None) -> Machine:
         return to_machine(self._json("POST", f"/machines/{system_id}/", params={"op": op},
                                      data=data or {}))
 
@@ -199,20 +205,20 @@ class MaasClient:
         return self._op(system_id, "deploy", data)
 
     def block_devices(self, system_id: str) -> list[BlockDevice]:
-        return [to_block_device(d) for d in
-                self._json("GET", f"/nodes/{system_id}/blockdevices/") or []
-                if d.get("type", "physical") == "physical"]
+        found = self._json("GET", f"/nodes/{system_id}/blockdevices/")
+        return [to_block_device(as_object(d)) for d in as_list(found)
+                if as_object(d).get("type", "physical") == "physical"]
 
     def commissioning_results(self, system_id: str) -> list[ScriptResult]:
         found = self._json("GET", "/commissioning-results/",
                            params={"system_id": system_id, "result_type": "0"})
-        return [to_script_result(r) for r in found or [] if isinstance(r, dict)]
+        return [to_script_result(r) for r in as_list(found) if isinstance(r, dict)]
 
     def create_partition(self, system_id: str, device_id: int, size: int | None) -> int:
         data = {"size": str(size)} if size else {}
         body = self._json("POST", f"/nodes/{system_id}/blockdevices/{device_id}/partitions/",
                           data=data)
-        return int(body["id"])
+        return as_int(as_object(body)["id"])
 
     def format_partition(self, system_id: str, device_id: int, part_id: int, fstype: str,
                          mount_point: str | None) -> None:
@@ -229,7 +235,7 @@ class MaasClient:
                    params={"op": "unformat"})
 
     def tags(self) -> list[str]:
-        return [str(t.get("name")) for t in self._json("GET", "/tags/") or []]
+        return [str(member(t, "name")) for t in as_list(self._json("GET", "/tags/"))]
 
     def create_tag(self, name: str, comment: str) -> None:
         self._json("POST", "/tags/", data={"name": name, "comment": comment})
@@ -254,4 +260,4 @@ class MaasClient:
     def check(self) -> str:
         version = self._json("GET", "/version/")
         self._json("GET", "/machines/", params={"hostname": "-"})
-        return f"MAAS {(version or {}).get('version', '?')} reachable, key accepted"
+        return f"MAAS {as_object(version).get('version', '?')} reachable, key accepted"

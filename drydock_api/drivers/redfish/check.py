@@ -14,11 +14,11 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import requests
 from urllib3.exceptions import InsecureRequestWarning
 
+from common.jsontypes import JSON, JSONObject, as_list, as_object, member
 from drydock_api.drivers.ports import BmcAccess, OobError
 from drydock_api.drivers.redfish import interop
 from drydock_api.drivers.redfish.interop import Finding
@@ -117,13 +117,13 @@ class _Bmc:
         except requests.RequestException as exc:
             raise BmcCheckError(f"BMC {self.address}: {exc}") from exc
 
-    def json(self, uri: str, what: str) -> dict[str, Any]:
+    def json(self, uri: str, what: str) -> JSONObject:
         resp = self.get(uri)
         if resp.status_code in (401, 403):
             raise BmcCheckError(f"BMC {self.address} refused the credentials "
                                 f"({resp.status_code} on {uri})")
         try:
-            body = resp.json() if resp.status_code == 200 else None
+            body: JSON = resp.json() if resp.status_code == 200 else None
         except ValueError:
             body = None
         if not isinstance(body, dict):
@@ -143,7 +143,7 @@ def find_systems(bmc: _Bmc, system: str | None) -> list[str]:
     """The System URIs to check: the one named (an Id or a path), else every member of the
     Systems collection these credentials can read."""
     root = bmc.json("/redfish/v1/", "as a Redfish service root")
-    systems = (root.get("Systems") or {}).get("@odata.id")
+    systems = member(root, "Systems", "@odata.id")
     if not isinstance(systems, str):
         raise BmcCheckError(f"BMC {bmc.address} lists no Systems collection in its "
                             "service root")
@@ -152,7 +152,7 @@ def find_systems(bmc: _Bmc, system: str | None) -> list[str]:
         uri = system.rstrip("/") if system.startswith("/") else f"{systems}/{system}"
         bmc.json(uri, "the System")
         return [uri]
-    members = [m.get("@odata.id") for m in bmc.json(systems, "its Systems").get("Members") or []
+    members = [m.get("@odata.id") for m in as_list(bmc.json(systems, "its Systems").get("Members"))
                if isinstance(m, dict)]
     readable, refused = [], 0
     for uri in [m.rstrip("/") for m in members if isinstance(m, str)][:MEMBER_LIMIT]:
@@ -165,27 +165,25 @@ def find_systems(bmc: _Bmc, system: str | None) -> list[str]:
     return readable
 
 
-def purpose(profile: dict[str, Any], resource: str, requirement: str) -> str:
+def purpose(profile: JSONObject, resource: str, requirement: str) -> str:
     """The profile's Purpose of a requirement the validator names (`/Boot/X`, `/Actions/#T.A`,
     "" for the resource), from its first use case that states one."""
-    entry = (profile.get("Resources") or {}).get(resource) or {}
+    entry = as_object(member(profile, "Resources", resource))
     parts = [p for p in requirement.removesuffix(" (Write)").split("/")
              if p and not p.isdigit()]  # array members: the array's requirement
-    for case in entry.get("UseCases") or [entry]:
-        if not parts:
-            req: Any = case
-        elif len(parts) == 2 and parts[0] == "Actions" and parts[1].startswith("#"):
-            req = (case.get("ActionRequirements") or {}).get(parts[1].rsplit(".", 1)[-1])
-        else:
-            req = {"PropertyRequirements": case.get("PropertyRequirements") or {}}
+    for case in as_list(entry.get("UseCases")) or [entry]:
+        req: JSON = case
+        if len(parts) == 2 and parts[0] == "Actions" and parts[1].startswith("#"):
+            req = member(case, "ActionRequirements", parts[1].rsplit(".", 1)[-1])
+        elif parts:
             for part in parts:
-                req = ((req or {}).get("PropertyRequirements") or {}).get(part)
+                req = member(req, "PropertyRequirements", part)
         if isinstance(req, dict) and req.get("Purpose"):
             return str(req["Purpose"])
     return ""
 
 
-def summarize(findings: Iterable[Finding], profile: dict[str, Any] | None = None
+def summarize(findings: Iterable[Finding], profile: JSONObject | None = None
               ) -> tuple[Requirement, ...]:
     """One row per requirement (resource type and path), with its worst result."""
     groups: dict[tuple[str, str], list[Finding]] = {}

@@ -6,14 +6,17 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import sushy
 from sushy import auth as sushy_auth
 from sushy import connector as sushy_connector
 from sushy import exceptions as sushy_exc
+from sushy.resources.base import ResourceBase
 from sushy.resources.constants import Health
+from sushy.resources.system import system as sushy_system
 from sushy.resources.system.storage import drive as sushy_drive
+from sushy.resources.taskservice import task as sushy_task
 from sushy.resources.taskservice import taskservice as sushy_taskservice
 from sushy.resources.taskservice.constants import TaskState
 from sushy.taskmonitor import TaskMonitor
@@ -24,6 +27,7 @@ SECURE_ERASE = "#Drive.SecureErase"
 ERASE_ACTION = "/Actions/Drive.SecureErase"
 TASK_SERVICE = "/redfish/v1/TaskService"  # where a BMC whose root links none keeps it
 SYNC_PREFIX = "sync:"
+R = TypeVar("R", bound=ResourceBase)
 
 
 @contextmanager
@@ -56,20 +60,21 @@ class _Bmc:
     """One BMC's sushy root and the connector it was built on (Drydock's own, so the
     action sushy has no method for, Drive.SecureErase, is posted through it)."""
 
-    root: Any
-    conn: Any
+    root: sushy.Sushy
+    conn: sushy_connector.Connector
 
-    def resource(self, cls: Any, path: str) -> Any:
-        return cls(self.conn, path, redfish_version=self.root.redfish_version,
-                   registries=self.root.lazy_registries, root=self.root)
+    def resource(self, cls: type[R], path: str) -> R:
+        found: R = cls(self.conn, path, redfish_version=self.root.redfish_version,
+                       registries=self.root.lazy_registries, root=self.root)
+        return found
 
 
-def _words(task: Any) -> str:
+def _words(task: sushy_task.Task | None) -> str:
     messages = task.messages if task is not None else []
     return "; ".join(str(m.message) for m in messages or [] if m.message)
 
 
-def _task_service(bmc: _Bmc) -> Any:
+def _task_service(bmc: _Bmc) -> sushy_taskservice.TaskService:
     """The BMC's TaskService: the root's link (`Tasks` in DSP0268, `TaskService` on some
     BMCs), else the path where the specification puts it."""
     links = bmc.root.json
@@ -84,7 +89,7 @@ class RedfishDriver:
     """One sushy root per BMC, reused; the System is re-read on every call."""
 
     def __init__(self, *, timeout: float = 30.0, scheme: str = "http",
-                 factory: Callable[..., Any] = sushy.Sushy) -> None:
+                 factory: Callable[..., sushy.Sushy] = sushy.Sushy) -> None:
         self._timeout = timeout
         self._scheme = scheme
         self._factory = factory
@@ -111,10 +116,10 @@ class RedfishDriver:
                 self._bmcs[key] = known
         return known
 
-    def _root(self, bmc: BmcAccess) -> Any:
+    def _root(self, bmc: BmcAccess) -> sushy.Sushy:
         return self._bmc(bmc).root
 
-    def _system(self, bmc: BmcAccess) -> Any:
+    def _system(self, bmc: BmcAccess) -> sushy_system.System:
         root = self._root(bmc)
         if bmc.system_id:
             return root.get_system(f"/redfish/v1/Systems/{bmc.system_id}")
@@ -150,7 +155,7 @@ class RedfishDriver:
             self._system(bmc).set_system_boot_options(
                 target=sushy.BOOT_SOURCE_TARGET_PXE, enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
 
-    def _drives(self, bmc: BmcAccess) -> Iterator[Any]:
+    def _drives(self, bmc: BmcAccess) -> Iterator[sushy_drive.Drive]:
         system = self._system(bmc)
         if not (system.json.get("Storage") or {}).get("@odata.id"):
             return
@@ -225,7 +230,7 @@ class RedfishDriver:
         return _outcome(current)
 
 
-def _outcome(task: Any) -> EraseStatus:
+def _outcome(task: sushy_task.Task) -> EraseStatus:
     """A Task read with 200: running, completed (OK or Warning) or failed."""
     state, words = task.task_state, _words(task)
     if state in RUNNING_STATES:

@@ -14,9 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from common.errors import ServiceUnavailable
+from common.jsontypes import JSON, JSONObject, as_object
+
+if TYPE_CHECKING:  # an optional dependency (berth[bmc]), imported when a check runs
+    from redfish_interop_validator.system_under_test import SystemUnderTest
 
 TASK_LIMIT = 20  # tasks of the TaskService validated (a BMC may keep hundreds)
 _PROFILE_NOTE = re.compile(r";\s*Profile: [^\n]*?, Use Case: [^\n;]*")
@@ -41,7 +46,7 @@ class Finding:
     uri: str | None = None
 
 
-def _modules(*extra: str) -> dict[str, Any]:
+def _modules(*extra: str) -> dict[str, ModuleType]:
     names = ("profile", "system_under_test", "logger", *extra)  # report: openpyxl, slow
     try:
         return {n: importlib.import_module(f"redfish_interop_validator.{n}") for n in names}
@@ -60,7 +65,7 @@ def validator_version() -> str:
 
 
 @contextlib.contextmanager
-def _quiet(mods: dict[str, Any], log_file: Path | None) -> Iterator[None]:
+def _quiet(mods: dict[str, ModuleType], log_file: Path | None) -> Iterator[None]:
     """The validator prints as it goes and logs through a module global: both go to
     `log_file` (or nowhere) for the length of one run."""
     log = logging.getLogger("drydock.bmccheck.validator")
@@ -70,36 +75,37 @@ def _quiet(mods: dict[str, Any], log_file: Path | None) -> Iterator[None]:
                                 else logging.NullHandler())
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     log.addHandler(handler)
-    saved = mods["logger"].logger
-    mods["logger"].logger = log
+    module = mods["logger"]  # the validator's logger lives in this module's global
+    saved = module.logger
+    vars(module)["logger"] = log
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             yield
     finally:
-        mods["logger"].logger = saved
+        vars(module)["logger"] = saved
         log.removeHandler(handler)
         handler.close()
 
 
-def _link(payload: dict[str, Any], name: str) -> str | None:
+def _link(payload: JSONObject, name: str) -> str | None:
     ref = payload.get(name)
     uri = ref.get("@odata.id") if isinstance(ref, dict) else None
     return uri.rstrip("/") if isinstance(uri, str) and uri.startswith("/") else None
 
 
-def _members(payload: dict[str, Any], key: str = "Members") -> list[str]:
+def _members(payload: JSONObject, key: str = "Members") -> list[str]:
     refs = payload.get(key)
-    return [str(r["@odata.id"]).rstrip("/") for r in refs or []
+    return [str(r["@odata.id"]).rstrip("/") for r in (refs if isinstance(refs, list) else [])
             if isinstance(r, dict) and isinstance(r.get("@odata.id"), str)]
 
 
-def _walk(sut: Any, systems: list[str]) -> None:
+def _walk(sut: SystemUnderTest, systems: list[str]) -> None:
     """Validate each resource Drydock's driver reads, and only those: the root, the
     Systems collection, each System, its storage and drives, the TaskService and tasks."""
-    def visit(uri: str) -> dict[str, Any]:
+    def visit(uri: str) -> JSONObject:
         sut.validate("Single", uri, uri)
-        data = sut.get_resource_data(uri)
-        return data if isinstance(data, dict) else {}
+        data: JSON = sut.get_resource_data(uri)
+        return as_object(data)
 
     root = visit("/redfish/v1/")
     collection = _link(root, "Systems")
@@ -119,7 +125,7 @@ def _walk(sut: Any, systems: list[str]) -> None:
             visit(task)
 
 
-def _missing_values(sut: Any, uri: str, prop: str, message: str) -> str:
+def _missing_values(sut: SystemUnderTest, uri: str, prop: str, message: str) -> str:
     """For an AllOf comparison that failed: which of the required values are missing."""
     if _ALL_OF not in message:
         return message
@@ -127,7 +133,7 @@ def _missing_values(sut: Any, uri: str, prop: str, message: str) -> str:
         wanted = json.loads("[" + message.split(_ALL_OF, 1)[1].split(";")[0] + "]")
     except ValueError:
         return message
-    value: Any = sut.get_resource_data(uri)
+    value: JSON = sut.get_resource_data(uri)
     for part in prop.strip("/").split("/"):
         value = value.get(part) if isinstance(value, dict) else None
     have = value if isinstance(value, list) else [value]
@@ -135,7 +141,7 @@ def _missing_values(sut: Any, uri: str, prop: str, message: str) -> str:
     return f"{message} (missing: {', '.join(map(str, missing))})" if missing else message
 
 
-def _findings(sut: Any) -> list[Finding]:
+def _findings(sut: SystemUnderTest) -> list[Finding]:
     out: list[Finding] = []
     for uri, resource in sut._resources.items():
         rtype = sut.get_resource_type(uri)[0] or ""
@@ -151,15 +157,16 @@ def _findings(sut: Any) -> list[Finding]:
     return out
 
 
-def _connect(mods: dict[str, Any], rhost: str, username: str, password: str,
-             timeout: float) -> Any:
+def _connect(mods: dict[str, ModuleType], rhost: str, username: str, password: str,
+             timeout: float) -> SystemUnderTest:
     """The validator's session to the BMC; its client's failures as OSErrors
     (PermissionError: the credentials were refused)."""
     rest = importlib.import_module("redfish.rest.v1")
     try:
-        return mods["system_under_test"].SystemUnderTest(
+        sut: SystemUnderTest = mods["system_under_test"].SystemUnderTest(
             rhost, username, password, max(1, int(timeout)), "Basic", None, None, None,
             ["LogEntry", "20"], True)
+        return sut
     except rest.InvalidCredentialsError as exc:
         raise PermissionError(f"the BMC refused the credentials: {exc}") from exc
     except (rest.ServerDownOrUnreachableError, rest.RetriesExhaustedError) as exc:
