@@ -8,7 +8,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import yaml
@@ -42,9 +42,11 @@ class TokenAuthenticator:
     @classmethod
     def from_file(cls, path: str) -> TokenAuthenticator:
         p = Path(path)
-        raw: Any = yaml.safe_load(p.read_text()) if p.exists() else {}
+        raw: object = yaml.safe_load(p.read_text()) if p.exists() else {}
+        if raw and not isinstance(raw, dict):
+            raise ValueError(f"{path}: the token file maps each token to its user and roles")
         tokens: dict[str, Identity] = {}
-        for token, entry in (raw or {}).items():
+        for token, entry in (raw if isinstance(raw, dict) else {}).items():
             entry = entry or {}
             tokens[str(token)] = Identity(
                 user=str(entry.get("user", "unknown")),

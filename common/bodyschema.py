@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError
@@ -79,7 +78,8 @@ def _fitting_branch(err: ValidationError) -> list[ValidationError] | None:
 
 
 def _problems(err: ValidationError) -> Iterator[str]:
-    value: Any = err.validator_value
+    value: object = err.validator_value
+    listed = value if isinstance(value, list) else []  # required, enum and type lists
     where, rule = _where(err.absolute_path), err.validator
     subject = where or "body"
     if rule == "additionalProperties" and isinstance(err.instance, dict):
@@ -88,11 +88,11 @@ def _problems(err: ValidationError) -> Iterator[str]:
             if key not in known:
                 yield f"{where + ': ' if where else ''}unknown field {key!r}"
     elif rule == "required" and isinstance(err.instance, dict):
-        yield from (f"{_join(where, n)} is required" for n in value if n not in err.instance)
+        yield from (f"{_join(where, n)} is required" for n in listed if n not in err.instance)
     elif rule == "enum":
-        yield f"{subject} must be {_choice([str(v) for v in value if v is not None])}"
+        yield f"{subject} must be {_choice([str(v) for v in listed if v is not None])}"
     elif rule == "type":
-        kinds = [value] if isinstance(value, str) else [str(k) for k in value]
+        kinds = [value] if isinstance(value, str) else [str(k) for k in listed]
         yield f"{subject} must be {' or '.join(TYPE_WORDS.get(k, k) for k in kinds)}"
     elif rule in ("minimum", "maximum"):
         yield f"{subject} must be {'at least' if rule == 'minimum' else 'at most'} {value}"

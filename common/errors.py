@@ -27,11 +27,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 from common.status import Message, simple_message, status_body
 
 MAX_HEADLINE = 1000  # characters of a status body's top-level message
+
+
+class ErrorOptions(TypedDict, total=False):
+    """BerthError's keyword options, for the subclasses that pass them on."""
+
+    messages: Iterable[Message]
+    title: str | None
+    reason: str | None
+    retry: bool | None
+    details: dict[str, object] | None
+    retry_after: int | None
 
 
 class BerthError(Exception):
@@ -157,7 +168,7 @@ class BadGateway(BerthError):
 
     def __init__(
         self, message: str | None = None, *, peer_status: dict[str, Any] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[ErrorOptions],
     ) -> None:
         self.peer_status = peer_status
         if peer_status and "messages" not in kwargs:
