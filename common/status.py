@@ -8,7 +8,7 @@ from typing import Any
 Message = dict[str, Any]
 
 
-def simple_message(message: str, *, error: bool = True, **extra: Any) -> Message:
+def simple_message(message: str, *, error: bool = True, **extra: object) -> Message:
     """A `SimpleMessage`; `extra` keys (e.g. `node`) are kept for tracing."""
     return {"message": message, "error": error, "kind": "SimpleMessage", **extra}
 
@@ -47,29 +47,29 @@ def status_body(
     messages: Iterable[Message] = (),
     retry: bool = False,
     status: str | None = None,
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """The status body; `status` defaults to Success below 400 and Failure otherwise."""
     message_list = [dict(m) for m in messages]
-    body: dict[str, Any] = {
+    details: dict[str, object] = {
+        "errorCount": sum(1 for m in message_list if m.get("error")),
+        "messageList": message_list,
+    }
+    if extra:
+        details.update(extra)
+    return {
         "kind": "Status",
         "apiVersion": "v1.0",
         "metadata": {},
         "status": status or ("Success" if code < 400 else "Failure"),
         "message": message,
         "reason": reason or ("Success" if code < 400 else "Failure"),
-        "details": {
-            "errorCount": sum(1 for m in message_list if m.get("error")),
-            "messageList": message_list,
-        },
+        "details": details,
         "code": int(code),
         "retry": retry,
     }
-    if extra:
-        body["details"].update(extra)
-    return body
 
 
-def is_status_body(body: Any) -> bool:
+def is_status_body(body: object) -> bool:
     """True when `body` looks like a status response."""
     return isinstance(body, dict) and body.get("kind") == "Status" and "code" in body
