@@ -93,6 +93,11 @@ STEP_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("outage_window", default=120.0, min=0.0,
                  help="Seconds a BMC or MAAS may stay unreachable before the step fails; "
                       "one that comes back within it lets the step go on."),
+    cfg.FloatOpt("attempt_timeout", default=0.0, min=0.0,
+                 help="Seconds one attempt of a node step (one MAAS or BMC exchange) may run; "
+                      "one running longer while its worker is alive is stuck: its node fails "
+                      "with StepStuck, counted in berth_drydock_steps_stuck_total, and the step "
+                      "is not run again automatically. 0: no limit."),
     cfg.FloatOpt("enlist_timeout", default=1800.0, min=0.01,
                  help="Seconds a node unknown to MAAS may take to enlist after its PXE boot."),
     cfg.FloatOpt("commission_timeout", default=3600.0, min=0.01,

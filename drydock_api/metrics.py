@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from sqlalchemy import func, select
 
 from common.metrics import BUCKETS, StateCounts, timer
@@ -30,6 +30,13 @@ class DrydockMetrics:
             "berth_drydock_driver_call_seconds",
             "Calls to MAAS and the BMCs (node operations) by driver, operation and outcome",
             ["driver", "operation", "outcome"], registry=self.registry, buckets=BUCKETS)
+        self.steps_stuck = Counter(
+            "berth_drydock_steps_stuck",
+            "Node step attempts found running past their attempt timeout (StepStuck)",
+            ["step"], registry=self.registry)
+
+    def count_stuck(self, step: str) -> None:
+        self.steps_stuck.labels(step).inc()
 
     def timed_oob(self, driver: str, target: OobDriver) -> OobDriver:
         """`target` with every call timed under `driver` (redfish, ipmi)."""

@@ -192,7 +192,9 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     designs = DesignSource(loader.task_documents, loader.task_design)  # never fetched
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
                                 pool, StepEngine(clock=clock), clock,
-                                None if sleep is time.sleep else sleep)
+                                None if sleep is time.sleep else sleep,
+                                attempt_timeout=conf.steps.attempt_timeout or None,
+                                on_stuck=metrics.count_stuck if metrics else None)
     service = TaskService(store, progress, actions, loader.admit)
     site_design = SiteDesign(
         ShipyardClient(ServiceClient(conf.peers.shipyard_url, name="Shipyard",

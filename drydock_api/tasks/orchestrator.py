@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
@@ -14,11 +15,11 @@ from typing import Any
 from common.audit import current_actor, worker_actor
 from common.context import RequestContext, current_marker
 from common.documents import Document
-from common.engine import Attempts
+from common.engine import STUCK, Attempts, stuck
 from common.errors import BerthError, Conflict
 from common.runner import Hold
 from common.status import simple_message
-from common.workflow import Done, Failed, Retry
+from common.workflow import Done, Failed, Retry, StepPolicy
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import ProgressStore, TeardownUpdate
 from drydock_api.db.states import TaskResult, TaskStatus, summarize
@@ -67,6 +68,9 @@ class _NodeRun:
     found: dict[str, Any] | None = None  # the node's teardown record as this task began it
     saved: str | None = None  # what the running step's last save held (see _save)
     saved_at: float = 0.0
+    attempt_at: float | None = None  # when the attempt running now began
+    stuck: bool = False  # an attempt ran past its attempt timeout: the node failed, StepStuck
+    guard: threading.Lock = field(default_factory=threading.Lock)
 
 
 class DesignSource:
@@ -83,7 +87,9 @@ class Orchestrator:
                  actions: dict[str, ActionDef], designs: DesignSource, ports: Ports,
                  settings: StepSettings, pool: Executor, engine: StepEngine,
                  clock: Callable[[], float],
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, *,
+                 attempt_timeout: float | None = None,
+                 on_stuck: Callable[[str], None] | None = None) -> None:
         self._tasks = tasks
         self._progress = progress
         self._actions = actions
@@ -94,6 +100,8 @@ class Orchestrator:
         self._engine = engine
         self.clock = clock
         self.sleep = sleep  # None: wait for due attempts in real time
+        self.attempt_timeout = attempt_timeout  # for steps whose policy sets none
+        self._on_stuck = on_stuck  # told the step name of each stuck attempt (a metric)
 
     def run(self, task: TaskRow, lease: Hold) -> None:
         """Run (or resume) a task we hold the lease of, to complete or terminated."""
@@ -215,7 +223,16 @@ class Orchestrator:
                 due, go_on = self._retake(row, run)
                 if not go_on:
                     return due
-            outcome, run.seen = self._engine.attempt(run.step, run.ctx, run.seen)
+            with run.guard:
+                if run.stuck:
+                    return None
+                run.attempt_at = self.clock()
+            outcome, seen = self._engine.attempt(run.step, run.ctx, run.seen)
+            with run.guard:
+                run.attempt_at = None
+                if run.stuck:  # failed as stuck meanwhile: this late result is discarded
+                    return None
+            run.seen = seen
             if lease.lost.is_set():
                 return None
             if isinstance(outcome, Retry):
@@ -263,6 +280,41 @@ class Orchestrator:
         for task_id in task_ids:
             self._ports.budgets.renew(dict(self._tasks.get(task_id).options or {}))
 
+    def _attempt_policy(self, run: _NodeRun) -> StepPolicy | None:
+        if run.step is None or run.ctx is None:
+            return None
+        policy = run.step.policy(run.ctx)
+        if policy.attempt_timeout is None and self.attempt_timeout:
+            policy = replace(policy, attempt_timeout=self.attempt_timeout)
+        return policy
+
+    def stuck_at(self, run: _NodeRun) -> float | None:
+        """When the node's running attempt will be stuck (None: no attempt, or no limit)."""
+        with run.guard:
+            policy, began = self._attempt_policy(run), run.attempt_at
+        if policy is None or began is None or policy.attempt_timeout is None or run.stuck:
+            return None
+        return began + policy.attempt_timeout
+
+    def fail_if_stuck(self, row: TaskRow, run: _NodeRun) -> bool:
+        """A node attempt that ran past its attempt timeout while this worker is alive and
+        heartbeating is stuck (its thread cannot be stopped): its step and node fail with
+        StepStuck, its late result will be discarded and the step is not run again. True
+        when this call found it so."""
+        with run.guard:
+            policy, began = self._attempt_policy(run), run.attempt_at
+            if policy is None or began is None or run.stuck or run.step is None:
+                return False
+            failed = stuck(run.step.name, run.node.name, policy, began, self.clock())
+            if failed is None:
+                return False
+            run.stuck = True
+        LOG.error("%s %s: %s", row.action, run.node.name, failed.message)
+        if self._on_stuck is not None:
+            self._on_stuck(run.step.name)
+        self._record(row, run, failed)
+        return True
+
     def _next_step(self, row: TaskRow, run: _NodeRun, ctx: RequestContext,
                    lease: Hold) -> bool:
         """Start the node's next step not done yet (resuming its saved retry); False when
@@ -296,7 +348,8 @@ class Orchestrator:
         node_ctx = NodeContext(node=run.node, options=run.options,
                                ports=run.ports or self._ports,
                                settings=self._settings, request=ctx, clock=self.clock,
-                               previous=run.previous, cancelled=lease.lost.is_set,
+                               previous=run.previous,
+                               cancelled=lambda: lease.lost.is_set() or run.stuck,
                                state=self._progress.saved_state(run.row), task=row.id,
                                teardown=run.found if run.teardown else None,
                                design_grace=run.design_grace,
@@ -308,6 +361,9 @@ class Orchestrator:
             if lease.lost.is_set():  # another worker holds the task: ask nothing more
                 raise Conflict(f"{step.name}: abandoned, another worker holds the task now",
                                reason="Abandoned")
+            if run.stuck:  # the step failed as stuck: this late attempt changes nothing more
+                raise Conflict(f"{step.name}: abandoned, the attempt was found stuck",
+                               reason=STUCK)
             self._save(row, run)
 
         node_ctx.checkpoint = checkpoint
@@ -462,6 +518,9 @@ class _Schedule:
                 future.add_done_callback(lambda _: self.lease.wake())
                 self.running[future] = i
             self._wait(now)
+            for future, i in list(self.running.items()):
+                if not future.done() and self.o.fail_if_stuck(self.row, self.runs[i]):
+                    del self.running[future]  # its thread ends when it ends, unheard
             for future in [f for f in self.running if f.done()]:
                 i = self.running.pop(future)
                 again = future.result()
@@ -471,6 +530,11 @@ class _Schedule:
     def _wait(self, now: float) -> None:
         """Until an attempt ends, the lease is lost or the next attempt is due."""
         delay = max(0.0, self.due[0][0] - now) if self.due else None
+        stuck_at = [t for i in self.running.values()
+                    if (t := self.o.stuck_at(self.runs[i])) is not None]
+        if stuck_at:  # look again when the first running attempt would be stuck
+            delay = max(0.0, min([*stuck_at, *([now + delay] if delay is not None else [])])
+                        - now)
         if not self.running and self.o.sleep is not None and delay is not None:
             self.o.sleep(delay)
             return
