@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from common.clients.drydock import BudgetSlots
 from common.context import RequestContext
 from common.errors import BerthError, Conflict, NotFound
+from common.jsontypes import JSONObject, as_list, as_object
 from common.status import simple_message
 from common.workflow import Outcome, done, failed, retry_after
 from shipyard_api.actions import steps
@@ -36,14 +36,14 @@ def holder(marker: str, node: str) -> str:
     return f"shipyard:{marker}:{node}"
 
 
-def blockers_of(exc: BerthError) -> list[dict[str, Any]]:
+def blockers_of(exc: BerthError) -> list[JSONObject]:
     """Drydock's blockers (domain, budget, holders, message) from its 409."""
     peer = exc.details.get("peer_status") or {}
     found = (peer.get("details") or {}).get("blockers") if isinstance(peer, dict) else None
     return [b for b in found or [] if isinstance(b, dict)]
 
 
-def describe(blockers: list[dict[str, Any]], fallback: str) -> str:
+def describe(blockers: Sequence[Mapping[str, object]], fallback: str) -> str:
     return "; ".join(str(b.get("message")) for b in blockers if b.get("message")) or fallback
 
 
@@ -60,7 +60,8 @@ def _blocked(ctx: StepContext, exc: Conflict) -> Outcome:
     text = describe(blockers, exc.message)
     if ctx.parameters.get("budget") == "refuse":
         return failed(EXHAUSTED, text, {"blockers": blockers})
-    seen = sorted(f"{b.get('domain')}={[h.get('holder') for h in b.get('holders') or []]}"
+    seen = sorted(f"{b.get('domain')}="
+                  f"{[as_object(h).get('holder') for h in as_list(b.get('holders'))]}"
                   for b in blockers)
     changed = seen != ctx.memo.get("blocked_by")
     return retry_after(WAIT_INTERVAL, memo={"blocked_by": seen},
@@ -69,22 +70,22 @@ def _blocked(ctx: StepContext, exc: Conflict) -> Outcome:
                                             "blockers": blockers}})
 
 
-def waiting_in(task: object) -> dict[str, Any] | None:
+def waiting_in(task: object) -> dict[str, object] | None:
     """The nodes of a Drydock task whose take_budget_slot step waits now (its last message
     is Drydock's BudgetExhausted one), as a blocker naming each full domain and its
     holders; None when no node waits."""
     result = task.get("result") if isinstance(task, dict) else None
     details = result.get("details") if isinstance(result, dict) else None
     messages = details.get("messageList") if isinstance(details, dict) else None
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, JSONObject] = {}
     for m in messages if isinstance(messages, list) else []:
         if isinstance(m, dict) and m.get("step") == TAKE and m.get("node"):
             last[str(m["node"])] = m
     waiting = {n: m for n, m in sorted(last.items()) if m.get("reason") == EXHAUSTED}
     if not waiting:
         return None
-    blockers = [dict(b, node=n) for n, m in waiting.items() for b in m.get("blockers") or []
-                if isinstance(b, dict)]
+    blockers = [{**b, "node": n} for n, m in waiting.items()
+                for b in as_list(m.get("blockers")) if isinstance(b, dict)]
     text = "; ".join(f"{n}: " + describe([b for b in blockers if b["node"] == n],
                                          str(m.get("message"))) for n, m in waiting.items())
     return {"reason": EXHAUSTED, "nodes": list(waiting), "blockers": blockers,
@@ -124,7 +125,7 @@ def refuse_if_full(svc: Services, design_ref: str, nodes: list[str], rc: Request
     nodes that other holders have filled now, and those holders (Drydock's dry run: nothing
     is taken, nothing created). Admitted, the groups' nodes take their slots one at a time
     within each budget, as with wait."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, object]] = {}
     for node in nodes:
         for b in svc.drydock.check_budget_slot(holder(rc.marker, node), node, design_ref,
                                                ctx=rc):

@@ -12,7 +12,6 @@ user who asked (`disrupt-pdbs-allowed-by`), and Shipyard passes that user on to 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from common import disruption
 from shipyard_api.actions.params import Params, canonical
@@ -73,13 +72,13 @@ def plan_finding(text: str, parameters: ActionParameters) -> str | None:
     return None
 
 
-def step_details(body: object) -> dict[str, Any]:
+def step_details(body: object) -> dict[str, list[object]]:
     """From Promenade's decommission answer (or failure): the pods deleted past a named budget
     (pod, budget, node, at, allowed_by) and what blocked the drain (budgets and locks)."""
     details = body.get("details") if isinstance(body, Mapping) else None
     messages = details.get("messageList") if isinstance(details, Mapping) else None
-    disrupted: list[Any] = []
-    blockers: list[Any] = []
+    disrupted: list[object] = []
+    blockers: list[object] = []
     for m in messages if isinstance(messages, list) else []:
         if not isinstance(m, Mapping):
             continue
@@ -93,7 +92,7 @@ def step_details(body: object) -> dict[str, Any]:
                                            "disruptions_allowed")}
             if entry not in disrupted:
                 disrupted.append(entry)
-    out: dict[str, Any] = {}
+    out: dict[str, list[object]] = {}
     if disrupted:
         out["disrupted"] = disrupted
     if blockers:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from common.documents import Document
+from common.jsontypes import JSONObject
 
 SITE_ACTION_TAGS = ("site-action-success", "site-action-failure")
 VERSION_TAGS = {
@@ -15,10 +17,10 @@ VERSION_TAGS = {
 
 @dataclass
 class FakeDocuments:
-    revisions: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    tag_log: list[tuple[int, str, dict[str, Any] | None]] = field(default_factory=list)
+    revisions: dict[int, list[Document]] = field(default_factory=dict)
+    tag_log: list[tuple[int, str, JSONObject | None]] = field(default_factory=list)
 
-    def commit(self, docs: list[dict[str, Any]]) -> int:
+    def commit(self, docs: list[Document]) -> int:
         rev = max(self.revisions, default=0) + 1
         self.revisions[rev] = docs
         self.tag_log.append((rev, "committed", None))
@@ -30,11 +32,11 @@ class FakeDocuments:
         return max(tagged) if tagged else None
 
     def rendered_documents(self, revision_id: int, *,
-                           cleartext: bool = True) -> list[dict[str, Any]]:
+                           cleartext: bool = True) -> list[Document]:
         return list(self.revisions[revision_id])
 
     def add_tag(self, revision_id: int, tag: str,
-                data: dict[str, Any] | None = None) -> dict[str, Any]:
+                data: JSONObject | None = None) -> JSONObject:
         self.tag_log.append((revision_id, tag, data))
         return {"tag": tag, "data": data or {}}
 

@@ -6,8 +6,8 @@ metal, so Berth's workflows never route labels through Drydock's relabel_nodes t
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
+from common.clients.drydock import Node
 from common.errors import NotFound
 from common.jsontypes import as_float, as_list
 from common.workflow import Outcome, done, failed, retry_after
@@ -24,8 +24,8 @@ def design_labels(ctx: StepContext, targets: list[str] | None) -> dict[str, dict
     svc, rc = services(ctx), ctx.request_context()
     ref = str(steps.design(ctx)["design_ref"])
     if targets is not None and len(targets) == 1:
-        views: list[Any] = [{**svc.drydock.node(targets[0], ref, ctx=rc),
-                             "hostname": targets[0]}]
+        views: list[Node] = [{**svc.drydock.node(targets[0], ref, ctx=rc),
+                              "hostname": targets[0]}]
     else:
         views = list(svc.drydock.nodes(ref, ctx=rc))
     wanted = None if targets is None else set(targets)

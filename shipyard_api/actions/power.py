@@ -10,8 +10,9 @@ recorded it: graceful, forced after N s, hard, already off, or not off.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
+from common.jsontypes import JSONObject
 from common.workflow import Done, Failed, Outcome, failed
 from shipyard_api.actions.params import Params
 from shipyard_api.workflow.definitions import ActionParameters
@@ -56,9 +57,9 @@ def _seconds(value: object) -> float | int | None:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def options(parameters: ActionParameters) -> dict[str, Any]:
+def options(parameters: ActionParameters) -> JSONObject:
     """Drydock task options for the stored parameters ({} keeps Drydock's defaults)."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     if POLICY in parameters:
         out[POLICY] = parameters[POLICY]
     if GRACE in parameters:
@@ -66,17 +67,17 @@ def options(parameters: ActionParameters) -> dict[str, Any]:
     return out
 
 
-def fence_options(parameters: ActionParameters) -> dict[str, Any]:
+def fence_options(parameters: ActionParameters) -> JSONObject:
     """The fence's power-off: hard unless the action asks for a policy."""
     return options(parameters) if POLICY in parameters else {"force": True}
 
 
-def report(task: object) -> list[dict[str, Any]]:
+def report(task: object) -> list[JSONObject]:
     """What each power-off of a Drydock task got (its power_off messages' `power`)."""
     result = task.get("result") if isinstance(task, dict) else None
     details = result.get("details") if isinstance(result, dict) else None
     messages = details.get("messageList") if isinstance(details, dict) else None
-    found = []
+    found: list[JSONObject] = []
     for m in messages if isinstance(messages, list) else []:
         got = m.get("power") if isinstance(m, dict) else None
         if isinstance(got, dict) and got.get("outcome"):
@@ -84,7 +85,7 @@ def report(task: object) -> list[dict[str, Any]]:
     return found
 
 
-def not_off(found: list[dict[str, Any]]) -> dict[str, Any] | None:
+def not_off(found: list[JSONObject]) -> JSONObject | None:
     """The power-off a soft-only policy gave up on (the node stayed on), if any."""
     return next((g for g in found if g.get("outcome") == "not-off"), None)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from common.clients.promenade import DrainProgress
 from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
+from common.jsontypes import JSONObject
 from common.status import validation_message
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import (
@@ -44,7 +44,7 @@ ERASE = ("secure", "secure-only", "quick", "zero")
 IN_PROGRESS = frozenset({"RequestInProgress", "IdempotencyKeyInProgress"})
 
 
-def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
+def prepare(raw: Mapping[str, object], documents: DocumentsPort) -> Prepared:
     """Validate parameters; node names the design does not hold are refused (known.py)."""
     p = Params(raw, PARAMS)
     targets = p.nodes("target_nodes", required=True)
@@ -63,7 +63,7 @@ def prepare(raw: Mapping[str, Any], documents: DocumentsPort) -> Prepared:
     return Prepared(params, targets, revision)
 
 
-def _wipe_params(p: Params, raw: Mapping[str, Any], preserve: bool) -> ActionParameters:
+def _wipe_params(p: Params, raw: Mapping[str, object], preserve: bool) -> ActionParameters:
     """os-disk-erase (with preserve-local-storage): bmc, or none (the redeploy overwrites the
     OS disk; nothing erases it). erase (full wipes): secure, secure-only, quick, zero."""
     out: ActionParameters = {}
@@ -78,8 +78,8 @@ def _wipe_params(p: Params, raw: Mapping[str, Any], preserve: bool) -> ActionPar
     return out
 
 
-def destroy_options(params: ActionParameters) -> dict[str, Any]:
-    options: dict[str, Any] = {"preserve_local_storage":
+def destroy_options(params: ActionParameters) -> JSONObject:
+    options: JSONObject = {"preserve_local_storage":
                                bool(params.get("preserve-local-storage", False))}
     if params.get("os-disk-erase"):
         options["os_disk_erase"] = params["os-disk-erase"]
@@ -195,7 +195,7 @@ def destroy(ctx: StepContext) -> Outcome:
     return power.with_report(outcome)
 
 
-def disk_report(task: object) -> list[dict[str, Any]]:
+def disk_report(task: object) -> list[JSONObject]:
     """Drydock's per-disk messages of a destroy task: disk, result, method, verified_by, at."""
     result = task.get("result") if isinstance(task, dict) else None
     details = result.get("details") if isinstance(result, dict) else None

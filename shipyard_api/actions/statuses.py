@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from common.context import RequestContext
 from common.errors import BadRequest
+from common.jsontypes import JSONObject
 from shipyard_api.actions.ports import DocumentsPort
 from shipyard_api.clients.ports import DrydockPort
 
@@ -22,7 +22,7 @@ class SiteStatuses:
         self._documents = documents
         self._public_url = public_url
 
-    def get(self, filters: Sequence[str], ctx: RequestContext) -> dict[str, Any]:
+    def get(self, filters: Sequence[str], ctx: RequestContext) -> dict[str, list[JSONObject]]:
         """One list per filter (both when none is given), under the filter's name and under
         the key Airship's server uses."""
         unknown = [f for f in filters if f not in FILTERS]
@@ -33,7 +33,7 @@ class SiteStatuses:
         revision = self._documents.revision_id("committed")
         ref = self._documents.design_ref(revision, self._public_url) if revision else None
         nodes = self._drydock.nodes(ref, ctx=ctx)
-        out: dict[str, Any] = {}
+        out: dict[str, list[JSONObject]] = {}
         if "nodes-provision-status" in chosen:
             out["nodes-provision-status"] = out[AIRSHIP_KEYS["nodes-provision-status"]] = [
                 {"hostname": n.get("hostname"), "status": n.get("maas_status") or "Absent",

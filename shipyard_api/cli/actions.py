@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -57,10 +57,10 @@ def create_action(sy: Shipyard, name: str, params: tuple[str, ...],
                   allow_intermediate_commits: bool, plan_id: str | None, wait: bool,
                   poll: float, timeout: float | None) -> None:
     """Create the action NAME (redeploy_server, relabel_nodes, deploy_site, update_site)."""
-    parameters: dict[str, Any] = parse_params(params)
+    parameters = parse_params(params)
     if allow_intermediate_commits:
         parameters["allow-intermediate-commits"] = "true"
-    body: dict[str, Any] = {"name": name, "parameters": parameters}
+    body: dict[str, str | dict[str, str]] = {"name": name, "parameters": parameters}
     if plan_id:
         body["plan_id"] = plan_id
     action = sy.request("POST", "/actions", json=body)

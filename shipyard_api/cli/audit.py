@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from common.cli import decode, fail
+from common.jsontypes import JSON, as_object
 from shipyard_api.cli.session import Shipyard
 
 ENTRY_COLUMNS = [("Stream", "stream"), ("Seq", "seq"), ("User", "user"),
@@ -26,20 +25,21 @@ def verify(sy: Shipyard) -> None:
     """Check every chain; exit 1 naming the first broken link (stream, seq, expected and
     found hash)."""
     resp = sy.raw("GET", "/audit/verify")
-    body: Any = decode(resp)
+    body: JSON = decode(resp)
     if resp.status_code != 200:
-        broken = ((body or {}).get("details") or {}).get("broken") if isinstance(
-            body, dict) else None
+        broken = as_object(as_object(as_object(body).get("details")).get("broken"))
         if broken and sy.output == "table":
             click.echo(f"BROKEN: stream {broken['stream']} seq {broken['seq']}: "
                        f"{broken['problem']}\n  expected {broken['expected']}\n"
                        f"  found    {broken['found']}", err=True)
             raise SystemExit(1)
         fail(resp.status_code, body)
-    chains = (body.get("details") or {}).get("chains") or {}
-    rows = [{"stream": s, **c} for s, c in sorted(chains.items())]
+    answer = as_object(body)
+    chains = as_object(as_object(answer.get("details")).get("chains"))
+    rows: list[JSON] = [{"stream": s, **as_object(c)} for s, c in sorted(chains.items())]
     if sy.output == "table":
-        sy.emit(rows, CHAIN_COLUMNS, title=body.get("message"))
+        message = answer.get("message")
+        sy.emit(rows, CHAIN_COLUMNS, title=None if message is None else str(message))
     else:
         sy.emit(body)
 

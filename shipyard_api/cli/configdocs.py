@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 import yaml
+
+from common.jsontypes import JSONObject, as_list, as_object
 
 if TYPE_CHECKING:
     from shipyard_api.cli.session import Shipyard
@@ -16,11 +19,12 @@ YAML_TYPE = "application/x-yaml"
 VERSION_FLAGS = ("successful_site_action", "last_site_action", "committed", "buffer")
 VERSION_CHOICE = click.Choice(["buffer", "committed", "last-site-action",
                                "successful-site-action"])
+F = TypeVar("F", bound=Callable[..., object])  # a click command function
 DIFF_COLUMNS = [("Collection", "collection_name"), ("Base", "base"), ("New", "new"),
                 ("Status", "new_status")]
 
 
-def version_flags(func: Any) -> Any:
+def version_flags(func: F) -> F:
     """--committed --buffer --last-site-action --successful-site-action."""
     for flag in reversed(VERSION_FLAGS):
         func = click.option(f"--{flag.replace('_', '-')}", flag, is_flag=True,
@@ -53,17 +57,17 @@ def read_documents(filenames: tuple[str, ...], directories: tuple[str, ...],
     return "\n".join(p.rstrip("\n") for p in parts) + "\n"
 
 
-def print_status(sy: Shipyard, body: dict[str, Any]) -> None:
+def print_status(sy: Shipyard, body: JSONObject) -> None:
     if sy.output != "table":
         sy.emit(body)
         return
     click.echo(body.get("message", ""))
-    for m in (body.get("details") or {}).get("messageList") or []:
+    for m in map(as_object, as_list(as_object(body.get("details")).get("messageList"))):
         mark = "ERROR" if m.get("error") else "info"
         click.echo(f"- [{mark}] {m.get('message')}")
 
 
-def print_documents(sy: Shipyard, path: str, params: dict[str, Any]) -> None:
+def print_documents(sy: Shipyard, path: str, params: dict[str, str]) -> None:
     if sy.output == "json":
         sy.emit(sy.request("GET", path, params=params))
         return
@@ -94,7 +98,7 @@ def create_configdocs(sy: Shipyard, collection: str, filenames: tuple[str, ...],
                       directories: tuple[str, ...], recurse: bool, mode: str | None,
                       empty_collection: bool) -> None:
     """Stage COLLECTION's documents in Shipyard's buffer."""
-    params: dict[str, Any] = {"buffermode": mode} if mode else {}
+    params: dict[str, str] = {"buffermode": mode} if mode else {}
     if empty_collection:
         if filenames or directories:
             raise click.UsageError("--empty-collection takes no --filename or --directory")
@@ -132,7 +136,7 @@ def get_configdocs(sy: Shipyard, /, collection: str | None, base_version: str | 
     if collection:
         if len(versions) > 1 or base_version or diff_version:
             raise click.UsageError("With a collection give at most one version flag")
-        params: dict[str, Any] = {"version": versions[0] if versions else "buffer"}
+        params = {"version": versions[0] if versions else "buffer"}
         if cleartext_secrets:
             params["cleartext-secrets"] = "true"
         print_documents(sy, f"/configdocs/{collection}", params)
@@ -159,7 +163,7 @@ def get_renderedconfigdocs(sy: Shipyard, /, cleartext_secrets: bool, **flags: bo
     versions = chosen(flags)
     if len(versions) > 1:
         raise click.UsageError("Give at most one version flag")
-    params: dict[str, Any] = {"version": versions[0] if versions else "buffer"}
+    params = {"version": versions[0] if versions else "buffer"}
     if cleartext_secrets:
         params["cleartext-secrets"] = "true"
     print_documents(sy, "/renderedconfigdocs", params)

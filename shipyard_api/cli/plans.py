@@ -122,7 +122,7 @@ def _value(v: object) -> str:
 def plan_command(sy: Shipyard, name: str, params: tuple[str, ...],
                  allow_intermediate_commits: bool, output: str | None) -> None:
     """Plan the action NAME: what it would do now, and what would stop it. Changes nothing."""
-    parameters: dict[str, Any] = parse_params(params)
+    parameters = parse_params(params)
     if allow_intermediate_commits:
         parameters["allow-intermediate-commits"] = "true"
     if output:

@@ -22,6 +22,8 @@ from common.api import API_PREFIX
 from common.cli import decode, fail, table
 from common.httpclient import CLI_RETRY, retrying_session
 
+Params = Mapping[str, str | int | list[str]]  # a request's query parameters
+
 VERSION_HEADER = "X-Action-Version"  # of GET /actions/{id}, for its long-poll
 WAITED_HEADER = "X-Long-Poll"
 
@@ -46,17 +48,22 @@ class Shipyard:
         out.update(extra or {})
         return out
 
-    def raw(self, method: str, path: str, **kwargs: Any) -> requests.Response:
-        headers = self.headers(kwargs.pop("headers", None))
+    def raw(self, method: str, path: str, *, params: Params | None = None,
+            json: object = None, data: bytes | None = None,
+            headers: Mapping[str, str] | None = None, timeout: float = 120) -> requests.Response:
         try:
-            return self.session.request(method, f"{self.url}{API_PREFIX}{path}", headers=headers,
-                                        timeout=kwargs.pop("timeout", 120), **kwargs)
+            return self.session.request(method, f"{self.url}{API_PREFIX}{path}",
+                                        headers=self.headers(headers), timeout=timeout,
+                                        params=params, json=json, data=data)
         except requests.RequestException as exc:
             raise click.ClickException(f"Cannot reach Shipyard at {self.url}: {exc}") from exc
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """One API call; a non-2xx answer prints its status body and exits with 1."""
-        resp = self.raw(method, path, **kwargs)
+    def request(self, method: str, path: str, *, params: Params | None = None,
+                json: object = None, data: bytes | None = None,
+                headers: Mapping[str, str] | None = None) -> Any:
+        """One API call (the decoded answer); a non-2xx answer prints its status body and
+        exits with 1."""
+        resp = self.raw(method, path, params=params, json=json, data=data, headers=headers)
         body = decode(resp)
         if resp.status_code >= 400:
             fail(resp.status_code, body)

@@ -11,10 +11,9 @@ relied on, and stop with the differences before doing anything when one no longe
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from common.errors import NotFound
-from common.jsontypes import as_int, as_list, as_object
+from common.jsontypes import JSONObject, as_int, as_list, as_object
 from common.workflow import Outcome, Retry, failed
 from shipyard_api.actions import fencing, steps
 from shipyard_api.actions.ports import services
@@ -93,7 +92,7 @@ def guarded(run: StepFn) -> StepFn:
                           "again.", {"plan_id": plan_id, "changes": changes})
         outcome = run(ctx)
         if isinstance(outcome, Retry):
-            memo: dict[str, Any] = {**outcome.memo, CHECKED: True}
+            memo: JSONObject = {**outcome.memo, CHECKED: True}
             return replace(outcome, memo=memo)
         return outcome
 

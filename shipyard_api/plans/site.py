@@ -5,10 +5,10 @@ left out), dependencies and success criteria, and what Drydock says of each node
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from common.api import API_PREFIX as P
 from common.context import RequestContext
+from common.documents import Document
 from common.errors import BerthError
 from common.jsontypes import as_list, as_object
 from shipyard_api.actions.baremetal import select_groups
@@ -67,7 +67,7 @@ def _judge(out: Composition, group: Group, nodes: list[str], broken: dict[str, s
         out.warn("drydock", text)
 
 
-def _strategy_problems(out: Composition, docs: list[dict[str, Any]]) -> None:
+def _strategy_problems(out: Composition, docs: list[Document]) -> None:
     for m in shipyard_checks(docs):
         if m.get("error"):
             out.block("shipyard", str(m.get("message")))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import falcon
 import yaml
@@ -11,9 +10,10 @@ import yaml
 from common.api import API_PREFIX as P
 from common.body import YAML_TYPES, limits, loads_checked, read_raw
 from common.bodyschema import require_schema
-from common.documents import dump_yaml_all, load_yaml, parse_documents
+from common.documents import Document, dump_yaml_all, load_yaml, parse_documents
 from common.errors import BadRequest, Forbidden, NotFound, UnsupportedMediaType
 from common.inputcheck import require_safe
+from common.jsontypes import JSON, JSONObject, as_int, as_object
 from common.policy import authorize, check
 from common.status import simple_message, status_body
 from shipyard_api.documents.commit import commit
@@ -48,7 +48,7 @@ def _cleartext(req: falcon.Request, *, default_allowed: bool) -> bool:
     return wanted
 
 
-def _send_docs(req: falcon.Request, resp: falcon.Response, docs: list[dict[str, Any]]) -> None:
+def _send_docs(req: falcon.Request, resp: falcon.Response, docs: list[Document]) -> None:
     if req.client_prefers([YAML_TYPE, "application/json"]) == "application/json":
         resp.media = docs
         return
@@ -56,8 +56,8 @@ def _send_docs(req: falcon.Request, resp: falcon.Response, docs: list[dict[str, 
     resp.text = dump_yaml_all(docs) if docs else ""
 
 
-def _send_status(resp: falcon.Response, body: dict[str, Any]) -> None:
-    resp.status = falcon.code_to_http_status(body["code"])
+def _send_status(resp: falcon.Response, body: JSONObject) -> None:
+    resp.status = falcon.code_to_http_status(as_int(body["code"]))
     resp.media = body
 
 
@@ -121,7 +121,7 @@ class ConfigDocsResource:
                                               "collection_status": result.status.value,
                                               "new_revision": result.created}))
 
-    def _read_docs(self, req: falcon.Request) -> list[dict[str, Any]]:
+    def _read_docs(self, req: falcon.Request) -> list[Document]:
         data = read_raw(req, req.context.max_body_bytes)
         if not data.strip():
             if not req.get_param_as_bool("empty-collection"):
@@ -250,7 +250,8 @@ class RevisionTagResource:
         data = _read_tag_data(req)
         if data is not None:
             require_schema("shipyard", "TagData", data, "Invalid tag data", reason="InvalidTag")
-        resp.media = self._store.add_tag(revision, tag, data)
+        # the schema's TagData is an object
+        resp.media = self._store.add_tag(revision, tag, None if data is None else as_object(data))
         resp.status = falcon.HTTP_201
 
     @authorize("shipyard:manage_tags")
@@ -260,16 +261,17 @@ class RevisionTagResource:
         resp.status = falcon.HTTP_204
 
 
-def _read_tag_data(req: falcon.Request) -> Any:
+def _read_tag_data(req: falcon.Request) -> JSON:
     data = read_raw(req, req.context.max_body_bytes)
     if not data.strip():
         return None
     media = _media_type(req)
     try:
         if media == "application/json":
-            return loads_checked(data, limits(req))
+            parsed: JSON = loads_checked(data, limits(req))
+            return parsed
         if media in YAML_TYPES:
-            value = load_yaml(data)
+            value: JSON = load_yaml(data)
             require_safe(value, limits(req), what="tag data")
             return value
     except RecursionError as exc:
@@ -281,7 +283,7 @@ def _read_tag_data(req: falcon.Request) -> Any:
 
 
 def document_routes(store: DocumentStore, validator: CommitValidator,
-                    *_: Any) -> list[tuple[str, object]]:
+                    *_: object) -> list[tuple[str, object]]:
     """The document routes to add to Shipyard's app."""
     return [
         (f"{P}/configdocs", ConfigDocsStatusResource(store)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 import networkx as nx
 
@@ -25,7 +25,7 @@ class _Messages:
             documents=[self.ref], diagnostic=where))
 
 
-def _groups(data: object) -> list[tuple[int, dict[str, Any]]]:
+def _groups(data: object) -> list[tuple[int, dict[str, object]]]:
     groups = data.get("groups") if isinstance(data, dict) else None
     return [(i, g) for i, g in enumerate(groups or []) if isinstance(g, dict)] \
         if isinstance(groups, list) else []
@@ -49,7 +49,7 @@ def check_strategy(data: object, ref: Mapping[str, str],
     return msgs.out
 
 
-def _check_names(groups: list[tuple[int, dict[str, Any]]], msgs: _Messages) -> None:
+def _check_names(groups: list[tuple[int, dict[str, object]]], msgs: _Messages) -> None:
     counts = Counter(str(g.get("name")) for _, g in groups if isinstance(g.get("name"), str))
     for name, count in sorted(counts.items()):
         if count > 1:
@@ -59,7 +59,7 @@ def _check_names(groups: list[tuple[int, dict[str, Any]]], msgs: _Messages) -> N
                      f"groups/{where[1]}/name")
 
 
-def _check_dependencies(groups: list[tuple[int, dict[str, Any]]], msgs: _Messages) -> None:
+def _check_dependencies(groups: list[tuple[int, dict[str, object]]], msgs: _Messages) -> None:
     names = {g.get("name") for _, g in groups if isinstance(g.get("name"), str)}
     graph: nx.DiGraph = nx.DiGraph()
     graph.add_nodes_from(n for n in names if isinstance(n, str))
@@ -88,7 +88,7 @@ def _check_dependencies(groups: list[tuple[int, dict[str, Any]]], msgs: _Message
                  f"({path}, read 'X -> Y' as 'Y depends on X')", "groups/depends_on")
 
 
-def _check_selectors(i: int, group: dict[str, Any], msgs: _Messages,
+def _check_selectors(i: int, group: dict[str, object], msgs: _Messages,
                      design_nodes: Collection[str] | None) -> None:
     selectors = group.get("selectors")
     if not isinstance(selectors, list):
@@ -138,7 +138,7 @@ def _label_problem(label: object) -> str | None:
     return None
 
 
-def _check_criteria(i: int, group: dict[str, Any], msgs: _Messages) -> None:
+def _check_criteria(i: int, group: dict[str, object], msgs: _Messages) -> None:
     criteria = group.get("success_criteria")
     if not isinstance(criteria, dict):
         return

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from common.documents import Document
 
 STRATEGY_SCHEMA = "shipyard/DeploymentStrategy/v1"
 CONFIGURATION_SCHEMA = "shipyard/DeploymentConfiguration/v1"
@@ -112,8 +113,9 @@ def parse_criteria(raw: object) -> SuccessCriteria:
                            _integer(raw.get("maximum_failed_nodes")))
 
 
-def parse_group(raw: Mapping[str, Any]) -> Group:
-    selectors = raw.get("selectors") if isinstance(raw.get("selectors"), list) else []
+def parse_group(raw: Mapping[str, object]) -> Group:
+    found = raw.get("selectors")
+    selectors = found if isinstance(found, list) else []
     return Group(
         name=str(raw.get("name", "")),
         critical=raw.get("critical") is True,
@@ -129,16 +131,16 @@ def parse_strategy(data: object, name: str = DEFAULT_STRATEGY_NAME) -> Strategy:
     return Strategy(name, tuple(parse_group(g) for g in groups or [] if isinstance(g, dict)))
 
 
-def _docs(docs: Iterable[Mapping[str, Any]], schema: str) -> list[Mapping[str, Any]]:
+def _docs(docs: Iterable[Document], schema: str) -> list[Document]:
     return [d for d in docs if d.get("schema") == schema]
 
 
-def _name(doc: Mapping[str, Any]) -> str:
+def _name(doc: Document) -> str:
     meta = doc.get("metadata")
     return str(meta.get("name", "")) if isinstance(meta, dict) else ""
 
 
-def configured_strategy_name(docs: Iterable[Mapping[str, Any]]) -> tuple[str, bool]:
+def configured_strategy_name(docs: Iterable[Document]) -> tuple[str, bool]:
     """The strategy document's name and whether the configuration names it explicitly."""
     configs = _docs(docs, CONFIGURATION_SCHEMA)
     named = [c for c in configs if _name(c) == CONFIGURATION_NAME] or configs
@@ -150,7 +152,7 @@ def configured_strategy_name(docs: Iterable[Mapping[str, Any]]) -> tuple[str, bo
     return DEFAULT_STRATEGY_NAME, False
 
 
-def strategy_document(docs: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def strategy_document(docs: Iterable[Document]) -> Document | None:
     """The DeploymentStrategy document the design's DeploymentConfiguration points to."""
     docs = list(docs)
     name, _ = configured_strategy_name(docs)
@@ -158,7 +160,7 @@ def strategy_document(docs: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | 
     return found[0] if found else None
 
 
-def strategy_of(docs: Iterable[Mapping[str, Any]]) -> Strategy:
+def strategy_of(docs: Iterable[Document]) -> Strategy:
     """The design's strategy, or the default one-group strategy when it has none."""
     doc = strategy_document(docs)
     if doc is None:
@@ -166,7 +168,7 @@ def strategy_of(docs: Iterable[Mapping[str, Any]]) -> Strategy:
     return parse_strategy(doc.get("data"), _name(doc))
 
 
-def strategy_data(strategy: Strategy) -> dict[str, Any]:
+def strategy_data(strategy: Strategy) -> dict[str, object]:
     """The strategy back as document data (what `parse_strategy` reads)."""
     groups = []
     for g in strategy.groups:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
 
+from common.jsontypes import JSONObject, as_list, as_object
 from shipyard_api.strategy.criteria import missed_criteria
 from shipyard_api.strategy.model import Group, Strategy, parse_strategy, strategy_data
 from shipyard_api.strategy.order import processing_order
@@ -102,7 +102,7 @@ class Deployment:
     def failed_critical(self) -> list[str]:
         return [g for g in self.order if self.status[g] == FAILED and self.groups[g].critical]
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, object]:
         """Spec 001's report: groups (name, critical, status, reason, nodes) and node statuses."""
         groups = []
         for g in self.order:
@@ -160,21 +160,26 @@ class Deployment:
                              "detail": detail})
 
     # -- persistence ------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"strategy": {"name": self.strategy.name, **strategy_data(self.strategy)},
                 "members": self.members, "nodes": self.nodes, "status": self.status,
                 "reason": self.reason, "current": list(self.current) if self.current else None,
                 "history": self.history}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Deployment:
-        raw = data["strategy"]
-        out = cls(parse_strategy(raw, str(raw.get("name", ""))), data["members"])
-        out.nodes = dict(data["nodes"])
-        out.status = dict(data["status"])
-        out.reason = dict(data["reason"])
-        out.current = (data["current"][0], data["current"][1]) if data.get("current") else None
-        out.history = [dict(h) for h in data.get("history") or []]
+    def from_dict(cls, data: JSONObject) -> Deployment:
+        raw = as_object(data["strategy"])
+        members = {str(g): [str(n) for n in as_list(names)]
+                   for g, names in as_object(data["members"]).items()}
+        out = cls(parse_strategy(raw, str(raw.get("name", ""))), members)
+        out.nodes = {str(k): str(v) for k, v in as_object(data["nodes"]).items()}
+        out.status = {str(k): str(v) for k, v in as_object(data["status"]).items()}
+        out.reason = {str(k): None if v is None else str(v)
+                      for k, v in as_object(data["reason"]).items()}
+        current = as_list(data.get("current"))
+        out.current = (str(current[0]), str(current[1])) if current else None
+        out.history = [{str(k): str(v) for k, v in as_object(h).items()}
+                       for h in as_list(data.get("history"))]
         return out
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from common.clients.drydock import FilterItem, NodeFilter
 from shipyard_api.strategy.model import Group, Selector
@@ -47,6 +46,11 @@ class NodeInfo:
     retired: bool = False
 
 
+def _listed(node: object, name: str) -> object:
+    """A field of a node of Drydock's listing (a mapping)."""
+    return node.get(name) if isinstance(node, Mapping) else None
+
+
 class NodeIndex:
     """Nodes by position in the design, with racks, tags and labels indexed on first use.
 
@@ -58,11 +62,12 @@ class NodeIndex:
     """
 
     def __init__(self, nodes: Iterable[NodeInfo]) -> None:
-        self.nodes: list[Any] = list(nodes)
-        self._field: Callable[[Any, str], Any] = getattr
-        self.order: list[str] = [n.name for n in self.nodes]
-        self.retired: set[int] = {i for i, n in enumerate(self.nodes) if n.retired}
-        self._indexes: dict[str, dict[Any, set[int]]] = {}
+        infos = list(nodes)
+        self.nodes: list[object] = [*infos]  # NodeInfo, or Drydock's listing as it is
+        self._field: Callable[[object, str], object] = getattr
+        self.order: list[str] = [n.name for n in infos]
+        self.retired: set[int] = {i for i, n in enumerate(infos) if n.retired}
+        self._indexes: dict[str, dict[object, set[int]]] = {}
         self._position: dict[str, int] | None = None
 
     @classmethod
@@ -71,10 +76,11 @@ class NodeIndex:
         node's `hostname`, `rack`, `tags`, `labels`, `retired`) indexed as it is, without
         building a NodeInfo per node (that cost more than planning at 10,000 nodes)."""
         index = cls(())
-        index.nodes = list(listing)
-        index._field = dict.get
-        index.order = [str(n.get("hostname") or n.get("name")) for n in index.nodes]
-        index.retired = {i for i, n in enumerate(index.nodes) if n.get("retired")}
+        listed = list(listing)
+        index.nodes = [*listed]
+        index._field = _listed
+        index.order = [str(n.get("hostname") or n.get("name")) for n in listed]
+        index.retired = {i for i, n in enumerate(listed) if n.get("retired")}
         return index
 
     def _positions(self, names: Iterable[str]) -> set[int]:
@@ -91,7 +97,7 @@ class NodeIndex:
             kinds.update(f"label:{key}" for key, _ in s.node_labels)
         self._build(kinds - self._indexes.keys())
 
-    def _index(self, kind: str) -> dict[Any, set[int]]:
+    def _index(self, kind: str) -> dict[object, set[int]]:
         """Node positions by rack, by tag, or by the value of one label key ("label:<key>");
         each built once, on first use (or by `prepare`)."""
         if kind not in self._indexes:
@@ -101,19 +107,21 @@ class NodeIndex:
     def _build(self, kinds: set[str]) -> None:
         if not kinds:
             return
-        racks: defaultdict[Any, set[int]] | None = defaultdict(set) if "rack" in kinds else None
-        tags: defaultdict[Any, set[int]] | None = defaultdict(set) if "tag" in kinds else None
-        labels: dict[str, defaultdict[Any, set[int]]] = {
+        racks: defaultdict[object, set[int]] | None = \
+            defaultdict(set) if "rack" in kinds else None
+        tags: defaultdict[object, set[int]] | None = defaultdict(set) if "tag" in kinds else None
+        labels: dict[str, defaultdict[object, set[int]]] = {
             k.removeprefix("label:"): defaultdict(set) for k in kinds if k.startswith("label:")}
         field = self._field
         for i, node in enumerate(self.nodes):
             if racks is not None:
                 racks[field(node, "rack")].add(i)
             if tags is not None:
-                for tag in field(node, "tags") or ():
+                found = field(node, "tags")
+                for tag in found if isinstance(found, list | tuple) else ():
                     tags[tag].add(i)
-            if labels:
-                values = field(node, "labels") or {}
+            values = field(node, "labels") if labels else None
+            if isinstance(values, Mapping):
                 for key, built in labels.items():
                     value = values.get(key)
                     if value is not None:
