@@ -17,12 +17,10 @@ call takes the node's BmcAccess (read from the design by nodes.design).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypedDict, Unpack
+from typing import Literal, Protocol, Unpack
 
-from common.errors import BadGateway
-from common.status import Message
+from common.errors import BadGateway, ErrorOptions
 
 PROVISIONERS = ("maas", "ironic")  # a Region's `provisioner`
 DEFAULT_PROVISIONER = "maas"
@@ -43,18 +41,6 @@ class BmcAccess:
 
     def describe(self) -> str:
         return f"{self.type} {self.address}:{self.port}"
-
-
-class ErrorOptions(TypedDict, total=False):
-    """What a driver error may say besides its message (common.errors.BadGateway)."""
-
-    messages: Iterable[Message]
-    title: str | None
-    reason: str | None
-    retry: bool | None
-    details: dict[str, object] | None
-    retry_after: int | None
-    peer_status: dict[str, object] | None
 
 
 class DriverError(BadGateway):
