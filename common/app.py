@@ -8,7 +8,8 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication
 
 import falcon
@@ -46,6 +47,9 @@ from common.openapidoc import openapi_document
 from common.policy import Policy
 from common.status import Message, status_body
 
+if TYPE_CHECKING:
+    from falcon._typing import SyncMiddleware
+
 LOG = logging.getLogger(__name__)
 ACCESS_LOG = logging.getLogger("berth.access")
 
@@ -66,17 +70,19 @@ class ServiceSpec:
     input_limits: InputLimits = DEFAULT_LIMITS
     service_roles: frozenset[str] = frozenset({"service"})
     idempotency: SqlIdempotencyStore = field(default_factory=SqlIdempotencyStore.in_memory)
-    extra_middleware: Sequence[object] = field(default_factory=list)
+    extra_middleware: Sequence[SyncMiddleware[falcon.Request, falcon.Response]] = field(
+        default_factory=list)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
 
 class ServiceApp(falcon.App):  # type: ignore[misc,type-arg]
     """A falcon.App that remembers the routes it was given (checked against OpenAPI)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.berth_routes: list[tuple[str, object]] = []
-        self.berth_spec: ServiceSpec | None = None
+    berth_spec: ServiceSpec | None = None
+
+    @cached_property
+    def berth_routes(self) -> list[tuple[str, object]]:
+        return []
 
     def add_route(self, uri_template: str, resource: object, **kwargs: object) -> None:
         super().add_route(uri_template, resource, **kwargs)

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class GuardedListener(socket.socket):
     guard: ConnectionGuard
     BURST = 64  # refusals handled in one call before the server's loop gets a turn
 
-    def accept(self) -> tuple[socket.socket, Any]:  # type: ignore[override]
+    def accept(self) -> tuple[socket.socket, object]:  # type: ignore[override]
         for _ in range(self.BURST):
             raw, addr = super().accept()  # BlockingIOError when none is waiting
             conn = GuardedSocket(raw.family, raw.type, raw.proto, fileno=raw.detach())

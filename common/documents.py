@@ -48,7 +48,7 @@ def _fast(text: str | bytes) -> bool:
     return FAST_LOADER is not None and not any(m in text for m in marks)  # type: ignore[operator]
 
 
-def load_yaml_all(text: str | bytes) -> list[Any]:
+def load_yaml_all(text: str | bytes) -> list[object]:
     """Every document of a multi-document YAML text, anchors and aliases refused. What
     libyaml refuses is read again by NoAliasLoader, so errors (and what it accepts, such as
     lone surrogate escapes, refused later by the input checks) stay the same."""
@@ -94,8 +94,9 @@ def parse_documents(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) ->
     bad = [i for i, d in enumerate(loaded) if not isinstance(d, dict)]
     if bad:
         raise BadRequest(f"Documents must be mappings; document(s) {bad[:20]} are not")
-    require_safe(loaded, DOCUMENT_LIMITS, what="documents")
-    return loaded
+    docs = [d for d in loaded if isinstance(d, dict)]  # every one, as `bad` is empty
+    require_safe(docs, DOCUMENT_LIMITS, what="documents")
+    return docs
 
 
 def parse_json_documents(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Document]:
