@@ -16,6 +16,7 @@ redirects are never followed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -29,7 +30,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import requests
 import urllib3
-from cachetools import TLRUCache
+from cachetools import LRUCache, TLRUCache
 from oslo_config import cfg
 
 from common.api import API_PREFIX
@@ -204,7 +205,10 @@ IMMUTABLE = re.compile(r"/revisions/\d+/rendered-documents/?$")
 
 
 class DesignResolver:
-    """Fetches and parses design documents, with a small TTL cache keyed by href."""
+    """Fetches and parses design documents, with a small TTL cache keyed by href. Once an
+    entry expires, one caller reads the reference again while the others of that href wait
+    for it, and bytes equal to those last read give back the very documents parsed then (not
+    parsed again, so what callers built from them stays valid)."""
 
     def __init__(
         self,
@@ -226,6 +230,9 @@ class DesignResolver:
         self._ttl = cache_ttl
         self._cache: TLRUCache[str, list[Document]] | None = TLRUCache(
             maxsize=cache_size, ttu=self._expires, timer=clock) if cache_size > 0 else None
+        # href -> digest of the bytes last read and their documents (kept past the TTL)
+        self._read: LRUCache[str, tuple[bytes, list[Document]]] = LRUCache(max(cache_size, 1))
+        self._reading: dict[str, threading.Lock] = {}  # href -> held by its one reader
         self._lock = threading.Lock()
 
     @classmethod
@@ -264,14 +271,39 @@ class DesignResolver:
         cached = self._cached(href)
         if cached is not None:
             return cached
+        if self._cache is None:
+            return self._load(href, kind, target, ctx)
+        with self._lock:
+            reading = self._reading.setdefault(href, threading.Lock())
+        with reading:  # one reader per href; the others find what it stored
+            cached = self._cached(href)
+            if cached is not None:
+                return cached
+            try:
+                docs = self._load(href, kind, target, ctx)
+                self._store(href, docs)
+            finally:
+                with self._lock:
+                    self._reading.pop(href, None)
+        return docs
+
+    def _load(self, href: str, kind: str, target: str,
+              ctx: RequestContext | None) -> list[Document]:
+        """Read the reference; parse it unless its bytes are those read last time."""
         if kind == "file":
-            docs = parse_documents(self._read_file(href, target), max_bytes=self._max_bytes)
+            data, json_body = self._read_file(href, target), False
         else:
-            text, content_type = self._fetch(href, target, ctx)
-            docs = (parse_json_documents(text, max_bytes=self._max_bytes)
-                    if content_type.split(";")[0].strip().lower() == "application/json"
-                    else parse_documents(text, max_bytes=self._max_bytes))
-        self._store(href, docs)
+            data, content_type = self._fetch(href, target, ctx)
+            json_body = content_type.split(";")[0].strip().lower() == "application/json"
+        digest = hashlib.sha256(data).digest() + (b"j" if json_body else b"y")
+        with self._lock:
+            last = self._read.get(href)
+        if last is not None and last[0] == digest:
+            return last[1]
+        docs = (parse_json_documents(data, max_bytes=self._max_bytes) if json_body
+                else parse_documents(data, max_bytes=self._max_bytes))
+        with self._lock:
+            self._read[href] = (digest, docs)
         return docs
 
     def _expires(self, href: str, _: list[Document], now: float) -> float:
