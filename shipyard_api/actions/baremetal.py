@@ -15,6 +15,7 @@ from typing import Any
 
 from common.clients.drydock import FINISHED
 from common.context import RequestContext
+from common.documents import Document
 from common.errors import BerthError
 from common.jsontypes import JSONObject, as_object
 from common.workflow import (
@@ -116,7 +117,7 @@ def _plan(ctx: StepContext) -> Outcome:
                     f"{len(strategy.groups)} group(s), {len(deployment.nodes)} node(s)")
 
 
-def plan_deployment(docs: list[dict[str, Any]], drydock: DrydockPort, ref: str,
+def plan_deployment(docs: list[Document], drydock: DrydockPort, ref: str,
                     rc: RequestContext) -> Failed | tuple[Deployment, list[str]]:
     """The design's strategy checked, its groups' nodes selected and its groups ordered (the
     deployment and the retired nodes left out), or why it cannot be planned."""
@@ -266,7 +267,7 @@ def _finish(ctx: StepContext, deployment: Deployment) -> Outcome:
     return done({"nodes": deployment.nodes, "deployed": deployed}, details=report, note=note)
 
 
-def _report(deployment: Deployment, task_id: str | None) -> dict[str, Any]:
+def _report(deployment: Deployment, task_id: str | None) -> dict[str, object]:
     report = deployment.report()
     report["processing"] = [f"{h['phase']} {h['group']}: {h['result']}"
                             + (f" ({h['detail']})" if h["detail"] else "")

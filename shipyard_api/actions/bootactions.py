@@ -3,9 +3,9 @@ so the node joined by its own join script, not only that MAAS deployed it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from common.clients.generated.drydock import BootAction
 from common.jsontypes import as_float
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import steps
@@ -15,11 +15,11 @@ from shipyard_api.workflow.definitions import StepContext
 SECTION, TIMEOUT, INTERVAL = "kubernetes", "node_status_timeout", "node_status_interval"
 
 
-def _names(actions: Sequence[Mapping[str, Any]]) -> str:
+def _names(actions: Sequence[BootAction]) -> str:
     return ", ".join(f"{a.get('action_name')} ({a.get('action_id')})" for a in actions)
 
 
-def _errors(actions: Sequence[Mapping[str, Any]]) -> str:
+def _errors(actions: Sequence[BootAction]) -> str:
     texts = [str(d.get("message")) for a in actions for d in a.get("details") or []
              if isinstance(d, dict) and d.get("error")]
     return "; ".join(texts) or "no error message in the report"
@@ -31,11 +31,11 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
     report came within kubernetes.node_status_timeout (naming the missing ones)."""
     assert ctx.node is not None
     node, svc = ctx.node, services(ctx)
-    view: Mapping[str, Any] = svc.drydock.node(node, str(steps.design(ctx)["design_ref"]),
+    view = svc.drydock.node(node, str(steps.design(ctx)["design_ref"]),
                                                ctx=ctx.request_context())
     actions = [a for a in view.get("bootactions") or [] if isinstance(a, dict)]
-    details = {"bootactions": actions,
-               "bootaction_refusals": list(view.get("bootaction_refusals") or [])}
+    refused = list(view.get("bootaction_refusals") or [])
+    details = {"bootactions": actions, "bootaction_refusals": refused}
     if not actions:
         return done(details=details, note=f"No boot actions for {node} in the design")
     bad = [a for a in actions if a.get("action_status") == "failure"]
@@ -48,7 +48,6 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
                     f"{_names(actions)} success")
     since = as_float(ctx.memo.get("since") or ctx.now, ctx.now)
     limit = steps.config_value(ctx, SECTION, TIMEOUT)
-    refused = details["bootaction_refusals"]
     if ctx.now - since > limit:
         why = f"; Drydock refused the node's requests: {refused[-1].get('reason')}" \
             if refused else ""

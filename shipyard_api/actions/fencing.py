@@ -19,11 +19,11 @@ partitioned node may still be running them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
 
+from common.clients.promenade import NodeView
 from common.context import RequestContext
 from common.workflow import Outcome, done, failed
 from shipyard_api.actions import power, steps
@@ -76,7 +76,7 @@ def choose(f: Facts) -> Path:
                 "plane deletes its pods")
 
 
-def _kubernetes(view: Mapping[str, Any] | None, now: float) -> tuple[str, float | None]:
+def _kubernetes(view: NodeView | None, now: float) -> tuple[str, float | None]:
     if view is None:
         return "absent", None
     kubelet = view.get("kubelet") or {}

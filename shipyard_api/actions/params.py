@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from common.errors import InvalidNodeName, ValidationFailed
 from common.nodenames import NameCheck, check_names, split_names
@@ -51,7 +50,7 @@ class Params:
     def __init__(self, raw: Mapping[str, object], known: Iterable[str]) -> None:
         self.problems: list[Message] = []
         self.known = {canonical(k): k for k in known}
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, object] = {}
         for key, value in raw.items():
             if not isinstance(key, str) or canonical(key) not in self.known:
                 self.problem(f"Unknown parameter {key!r}; accepted: "

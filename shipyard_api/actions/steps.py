@@ -10,7 +10,7 @@ from common.clients.drydock import FINISHED, NodeFilter, ResultStatus
 from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
-from common.jsontypes import as_int
+from common.jsontypes import JSON, as_int
 from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions.design import deployment_configuration, etcd_membership, node_names
 from shipyard_api.actions.params import version_of
@@ -87,7 +87,7 @@ def config_value(ctx: StepContext, section: str, key: str) -> float:
 
 
 def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
-                 options: Mapping[str, Any], interval: float) -> Outcome:
+                 options: Mapping[str, JSON], interval: float) -> Outcome:
     """Create the Drydock task once (idempotency key), then follow it until it ends: each
     attempt long-polls Drydock (answered as soon as the task changes, or after
     `long_poll_wait` seconds) and looks again at once after a change, up to FOLLOW_LOOKS
