@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import falcon
 
 from common.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from common.inputcheck import DEFAULT_LIMITS, InputLimits, require_safe
+from common.jsontypes import JSON, JSONObject
 
 JSON_TYPES = ("application/json",)
 YAML_TYPES = ("application/x-yaml", "application/yaml", "text/yaml", "text/x-yaml")
@@ -39,7 +39,7 @@ def _media_type(req: falcon.Request) -> str:
     return (req.content_type or "").split(";")[0].strip().lower()
 
 
-def read_json(req: falcon.Request, *, required: bool = True, limit: int | None = None) -> Any:
+def read_json(req: falcon.Request, *, required: bool = True, limit: int | None = None) -> JSON:
     """Parse a JSON body; empty bodies give None unless `required` (then 400)."""
     max_bytes = limit or req.context.max_body_bytes
     data = read_raw(req, max_bytes)
@@ -60,10 +60,10 @@ def limits(req: falcon.Request) -> InputLimits:
     return found if isinstance(found, InputLimits) else DEFAULT_LIMITS
 
 
-def loads_checked(data: bytes | str, input_limits: InputLimits = DEFAULT_LIMITS) -> Any:
+def loads_checked(data: bytes | str, input_limits: InputLimits = DEFAULT_LIMITS) -> JSON:
     """Parse JSON and refuse (400) what cannot be kept safely: see common.inputcheck."""
     try:
-        value = json.loads(data)
+        value: JSON = json.loads(data)
     except RecursionError as exc:
         raise BadRequest(f"JSON nested deeper than {input_limits.max_depth} levels",
                          reason="UnsafeInput") from exc
@@ -73,7 +73,7 @@ def loads_checked(data: bytes | str, input_limits: InputLimits = DEFAULT_LIMITS)
     return value
 
 
-def read_json_object(req: falcon.Request, *, required: bool = True) -> dict[str, Any]:
+def read_json_object(req: falcon.Request, *, required: bool = True) -> JSONObject:
     body = read_json(req, required=required)
     if body is None:
         return {}

@@ -13,7 +13,7 @@ from common.designref import href_of
 from common.documents import Document
 from common.encoded import send_json
 from common.errors import InvalidNodeName, ValidationFailed
-from common.jsontypes import JSON
+from common.jsontypes import JSON, as_list, as_object
 from common.nodenames import check_names
 from common.policy import authorize
 from common.status import status_body, validation_message
@@ -119,7 +119,7 @@ class WipePlanResource:
         own = destroy.check_options(options) if isinstance(options, dict) else []
         require_schema("drydock", "WipePlanRequest", body, "Invalid wipe plan request",
                        extra=[p for p in own if "all_nodes" not in p])
-        found = check_names(body["node_names"])
+        found = check_names(as_list(body["node_names"]))  # an array: the schema held
         if not found.ok:
             raise InvalidNodeName("node_names holds names that are not valid node names",
                                   messages=found.messages("node_names", "WipePlanRequest"))
@@ -129,7 +129,7 @@ class WipePlanResource:
         select_nodes({"filter_set_type": "union", "filter_set": [{"node_names": [*names]}]},
                      design.nodes, design.rack_labels)
         maas = self._backends.get(design.provisioner).port if self._backends else self._maas
-        resp.media = [wipe.plan_for(design.nodes[n], options, self._erase,
+        resp.media = [wipe.plan_for(design.nodes[n], as_object(options), self._erase,
                                     wipe.machine_of(maas, n) if maas else None)
                       for n in names]
 
