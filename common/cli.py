@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 import requests
 from rich.table import Table
 
+from common.jsontypes import JSON
 
-def decode(resp: requests.Response) -> Any:
+
+def decode(resp: requests.Response) -> JSON:
     """The answer's JSON, its text when it is not JSON, None when empty."""
     if not resp.content:
         return None
     try:
-        return resp.json()
+        value: JSON = resp.json()
+        return value
     except ValueError:
         return resp.text
 
