@@ -36,6 +36,11 @@ WORKFLOW_OPTS: list[cfg.Opt] = [
                  help="Seconds Promenade or Drydock may stay unreachable before a step that "
                       "calls them fails; within it the step retries with backoff and "
                       "re-attaches to the same Drydock task."),
+    cfg.FloatOpt("attempt_timeout", default=0.0, min=0.0,
+                 help="Seconds one attempt of a step (one call to Promenade or Drydock) may "
+                      "run; one running longer while its worker is alive is stuck: the step "
+                      "fails with StepStuck, counted in berth_shipyard_steps_stuck_total, and "
+                      "is not run again automatically. 0: no limit."),
     cfg.FloatOpt("plan_ttl", default=900.0, min=1.0,
                  help="Seconds a plan may be acted on (POST /actions with plan_id) after it "
                       "was made; after that, plan again."),

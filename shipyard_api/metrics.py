@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from common.metrics import BUCKETS, StateCounts
 from shipyard_api.workflow.store import ActionStore
@@ -19,6 +19,13 @@ class ShipyardMetrics:
             "berth_shipyard_step_seconds",
             "Workflow step durations, first start to end, by step name and final state",
             ["step", "state"], registry=self.registry, buckets=BUCKETS)
+        self.steps_stuck = Counter(
+            "berth_shipyard_steps_stuck",
+            "Step attempts found running past their attempt timeout (StepStuck)",
+            ["step"], registry=self.registry)
+
+    def count_stuck(self, step: str) -> None:
+        self.steps_stuck.labels(step).inc()
 
     def observe_step(self, step: str, state: str, seconds: float) -> None:
         self.step_seconds.labels(step, state).observe(seconds)

@@ -67,13 +67,15 @@ def build_runtime(conf: cfg.ConfigOpts, worker_count: int,
     services.plans = PlanStore(sessions)
     settings = EngineSettings(lease_seconds=wf.lease_seconds, hold_seconds=wf.hold_seconds,
                               max_concurrent_nodes=wf.max_concurrent_nodes,
-                              max_poll_interval=wf.max_poll_interval or None)
+                              max_poll_interval=wf.max_poll_interval or None,
+                              attempt_timeout=wf.attempt_timeout or None)
     prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     defs = definitions()
 
     def make(n: int) -> Engine:
         return Engine(store, defs, services, owner=f"{prefix}:{n}", settings=settings,
-                      observe=metrics.observe_step if metrics else None)
+                      observe=metrics.observe_step if metrics else None,
+                      on_stuck=metrics.count_stuck if metrics else None)
 
     pool = WorkerPool(make, worker_count, wf.poll_interval)
     pool.listener = Listener(engine, {ACTIONS_CHANNEL: pool.wake})

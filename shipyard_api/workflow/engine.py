@@ -11,11 +11,11 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from common.audit import acting, current_actor, worker_actor
 from common.context import current_marker
-from common.engine import Attempts, ErrorView, judge, view_error
+from common.engine import Attempts, ErrorView, judge, stuck, view_error
 from common.errors import BerthError
 from common.jsontypes import JSONObject
 from common.runner import Hold
@@ -44,6 +44,7 @@ class EngineSettings:
     hold_seconds: float = 5.0
     max_concurrent_nodes: int = 4
     max_poll_interval: float | None = None
+    attempt_timeout: float | None = None  # for steps whose policy sets none (None: no limit)
 
 
 class Engine:
@@ -54,7 +55,8 @@ class Engine:
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
                  executor: Callable[[int], Executor] | None = None,
-                 observe: Callable[[str, str, float], None] | None = None) -> None:
+                 observe: Callable[[str, str, float], None] | None = None,
+                 on_stuck: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.definitions = definitions
         self.services = services
@@ -64,6 +66,7 @@ class Engine:
         self.sleep = sleep
         self._executor = executor or (lambda n: ThreadPoolExecutor(max_workers=n))
         self._observe = observe
+        self.on_stuck = on_stuck  # told the step name of each stuck attempt (a metric)
 
     def step_ended(self, step: StepRow, state: StepState, now: float) -> None:
         """Report a step's end (name, final state, seconds since its first start)."""
@@ -100,10 +103,11 @@ class Engine:
             now = self.clock()
             self.store.transition(action_id, A.RUNNING, now, started_at=now)
         pool = self._executor(self.settings.max_concurrent_nodes + 1)
+        run = _Run(self, definition, action_id, pool, hold)
         try:
-            _Run(self, definition, action_id, pool, hold).loop()
-        finally:
-            pool.shutdown(wait=True)
+            run.loop()
+        finally:  # a stuck attempt's thread is not waited for: it ends when it ends
+            pool.shutdown(wait=not run.abandoned)
 
     # -- helpers used by _Run -----------------------------------------------------------
     def context(self, action: ActionRow, step: StepRow, steps: list[StepRow]) -> StepContext:
@@ -147,7 +151,10 @@ class _Run:
         self.defn = definition
         self.action_id = action_id
         self.pool = pool
-        self.in_flight: dict[Future[Outcome | BaseException], tuple[str, StepPolicy]] = {}
+        # each running attempt: its step, its policy, when it began
+        self.in_flight: dict[Future[Outcome | BaseException],
+                             tuple[str, StepPolicy, float]] = {}
+        self.abandoned: set[Future[Outcome | BaseException]] = set()  # stuck: never heard
         self.cancelled: set[str] = set()  # steps whose remote work was asked to stop
 
     def loop(self) -> None:
@@ -209,7 +216,7 @@ class _Run:
 
     def _due(self, action: ActionRow, steps: list[StepRow],
              now: float) -> Iterator[tuple[StepRow, StepPolicy, set[str]]]:
-        busy = {sid for sid, _ in self.in_flight.values()}
+        busy = {sid for sid, _, _ in self.in_flight.values()}
         states = {s.step_id: s.state for s in steps}
         active = _active_nodes(steps)
         held = {s.step_id: self._keys(action, s, steps) for s in steps if s.state in LIVE}
@@ -270,7 +277,9 @@ class _Run:
         ctx = self.e.context(action, step, steps)
         defn = self.defn.step(step.name)
         future = self.pool.submit(execute, defn, ctx)
-        self.in_flight[future] = (step.step_id, policy)
+        if policy.attempt_timeout is None and self.e.settings.attempt_timeout:
+            policy = replace(policy, attempt_timeout=self.e.settings.attempt_timeout)
+        self.in_flight[future] = (step.step_id, policy, now)
         step.state = S.RUNNING.value
 
     def _collect(self) -> None:
@@ -278,8 +287,28 @@ class _Run:
                                                          COLLECT_SLICE),
                        return_when=FIRST_COMPLETED)
         for future in done:
-            sid, policy = self.in_flight.pop(future)
+            sid, policy, _began = self.in_flight.pop(future)
             self._record(sid, policy, future.result())
+        now = self.e.clock()
+        for future, (sid, policy, began) in list(self.in_flight.items()):
+            if future.done() or stuck(sid, "", policy, began, now) is None:
+                continue
+            step = next(s for s in self.e.store.steps(self.action_id) if s.step_id == sid)
+            failed = stuck(sid, step.node or "the site", policy, began, now)
+            assert failed is not None
+            self._stuck(future, step, failed, now)
+
+    def _stuck(self, future: Future[Outcome | BaseException], step: StepRow, failed: Failed,
+               now: float) -> None:
+        """An attempt ran past its attempt timeout while this worker lives and renews the
+        action's lease (a thread cannot be stopped): the step fails with StepStuck, the
+        attempt's result is discarded when it comes, and the step is not run again."""
+        del self.in_flight[future]
+        self.abandoned.add(future)
+        LOG.error("Action %s: %s", self.action_id, failed.message)
+        if self.e.on_stuck is not None:
+            self.e.on_stuck(step.name)
+        self._fail(step, failed, now)
 
     def _record(self, sid: str, policy: StepPolicy, result: Outcome | BaseException) -> None:
         e, now = self.e, self.e.clock()
