@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import falcon
 from sqlalchemy import Engine
@@ -35,18 +34,18 @@ class AuditLog:
             return audit.entries(conn, stream=stream, since=since, limit=limit)
 
 
-def verification_body(result: audit.Verification) -> dict[str, Any]:
-    """200 with each chain's entry count and head hash; 409 naming the first broken link."""
+def verification_body(result: audit.Verification) -> tuple[int, dict[str, object]]:
+    """200 with each chain's entry count and head hash; 409 naming the first broken link
+    (the code and the body)."""
     if result.broken is not None:
         err = AuditChainBroken(result.broken.message(), messages=[simple_message(
-            result.broken.message(), error=True, **result.broken.view())])
-        body = err.to_status()
-        body["details"]["broken"] = result.broken.view()
-        return body
+            result.broken.message(), error=True, **result.broken.view())],
+            details={"broken": result.broken.view()})
+        return err.code, err.to_status()
     total = sum(c["entries"] for c in result.chains.values())
-    return status_body(200, f"Every audit chain holds ({len(result.chains)} chains, "
-                       f"{total} entries)", reason="Verified",
-                       extra={"chains": result.chains})
+    return 200, status_body(200, f"Every audit chain holds ({len(result.chains)} chains, "
+                            f"{total} entries)", reason="Verified",
+                            extra={"chains": result.chains})
 
 
 def parse_since(value: str | None) -> float | None:
@@ -100,8 +99,8 @@ class AuditVerifyResource:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         policy.check(req, self._rule)
-        body = verification_body(self._log.verify())
-        resp.status = falcon.code_to_http_status(body["code"])
+        code, body = verification_body(self._log.verify())
+        resp.status = falcon.code_to_http_status(code)
         resp.media = body
 
 
