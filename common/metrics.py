@@ -34,6 +34,9 @@ class RequestMetrics:
             ["service", "route", "method"], registry=registry,
             buckets=BUCKETS)
         self._service = service
+        # the labelled series of each (route, method, code), looked up once: prometheus's
+        # labels() takes a lock and builds a key on every call
+        self._series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.metrics_started = time.monotonic()
@@ -46,8 +49,13 @@ class RequestMetrics:
         method = req.method if req.method in KNOWN_METHODS else "other"
         code = str(resp.status_code) if hasattr(resp, "status_code") else str(resp.status)[:3]
         started = getattr(req.context, "metrics_started", time.monotonic())
-        self.requests.labels(self._service, route, method, code).inc()
-        self.latency.labels(self._service, route, method).observe(time.monotonic() - started)
+        series = self._series.get((route, method, code))
+        if series is None:
+            series = (self.requests.labels(self._service, route, method, code),
+                      self.latency.labels(self._service, route, method))
+            self._series[(route, method, code)] = series
+        series[0].inc()
+        series[1].observe(time.monotonic() - started)
 
 
 class MetricsResource:
