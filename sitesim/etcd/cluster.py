@@ -86,7 +86,7 @@ class EtcdCluster:
             "--initial-cluster", initial_cluster,
             "--initial-cluster-state", state,
             "--initial-cluster-token", f"sitesim-{self.name}",
-            "--heartbeat-interval", "50", "--election-timeout", "500",
+            "--heartbeat-interval", "100", "--election-timeout", "1000",
             "--logger", "zap", "--log-outputs", "stderr",
         ]
         try:
