@@ -31,6 +31,19 @@ class LeaseStore(Protocol[U_co]):
         """Give the unit's lease up (when `owner` still holds it), changing nothing else."""
 
 
+def heartbeat(renew: Callable[[], None], lease_seconds: float,
+              stop: threading.Event) -> None:
+    """Call `renew` every `lease_seconds / 3`, counted from the previous renewal's start (a
+    slow renewal does not push the next one later), until `stop` is set."""
+    interval = max(lease_seconds / 3, 0.01)
+    due = time.monotonic()
+    while True:
+        due = max(due + interval, time.monotonic())
+        if stop.wait(due - time.monotonic()):
+            return
+        renew()
+
+
 @dataclass
 class Hold:
     """A runner's hold on one unit. `lost` is set when a renewal fails (another process has
@@ -168,15 +181,7 @@ class Runner(Generic[U]):
                 self._wake.wait(self.settings.poll_interval)
 
     def _heartbeat_loop(self) -> None:
-        """Renew every `lease_seconds / 3`, counted from the previous renewal's start (a slow
-        renewal does not push the next one later)."""
-        interval = max(self.settings.lease_seconds / 3, 0.01)
-        due = time.monotonic()
-        while True:
-            due = max(due + interval, time.monotonic())
-            if self.stopping.wait(due - time.monotonic()):
-                return
-            self.heartbeat_once()
+        heartbeat(self.heartbeat_once, self.settings.lease_seconds, self.stopping)
 
     def stop(self) -> None:
         self.stopping.set()

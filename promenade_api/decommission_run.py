@@ -26,6 +26,7 @@ from common.clients.generated.promenade import DecommissionRun as RunView
 from common.errors import BerthError, InternalError
 from common.jsontypes import JSON, JSONObject, as_float
 from common.poll import NotYet, poll
+from common.runner import Hold, heartbeat
 from common.status import Message, simple_message, status_body
 from promenade_api.db import make_engine
 from promenade_api.db.models import Base
@@ -124,14 +125,16 @@ class RunJournal:
 
 
 class Heartbeat:
-    """Renews the run's lease every third of it while the request runs the phases."""
+    """Renews the run's lease while the request runs the phases (common.runner's heartbeat:
+    every third of the lease from the previous renewal's start); a renewal refused (another
+    process took the run) marks `hold` lost and ends the beat."""
 
     def __init__(self, store: RunStore, run_id: str) -> None:
-        self._store, self._run_id = store, run_id
+        self._store, self.hold = store, Hold(run_id)
         self._stop = threading.Event()
-        self.lost = False
-        self._thread = threading.Thread(target=self._beat, daemon=True,
-                                        name=f"decommission-{run_id[:8]}")
+        self._thread = threading.Thread(
+            target=heartbeat, args=(self._renew, store.lease, self._stop), daemon=True,
+            name=f"decommission-{run_id[:8]}")
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -140,16 +143,15 @@ class Heartbeat:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
 
-    def _beat(self) -> None:
-        while not self._stop.wait(max(0.05, self._store.lease / 3)):
-            try:
-                if not self._store.renew(self._run_id):
-                    self.lost = True
-                    LOG.warning("decommission run %s: lease lost", self._run_id)
-                    return
-            except Exception:  # the database is away: the next beat tries again
-                LOG.warning("decommission run %s: lease renewal failed", self._run_id,
-                            exc_info=True)
+    def _renew(self) -> None:
+        run_id = self.hold.unit_id
+        try:
+            if not self._store.renew(run_id):
+                LOG.warning("decommission run %s: lease lost", run_id)
+                self.hold.lose()
+                self._stop.set()
+        except Exception:  # the database is away: the next beat tries again
+            LOG.warning("decommission run %s: lease renewal failed", run_id, exc_info=True)
 
 
 class DurableDecommission:
