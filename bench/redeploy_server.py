@@ -8,10 +8,15 @@ own time on the critical path, and the difference (Berth's overhead); idle CPU p
 Without `--env` it starts what `berth up` starts (the site, then shipyard-api, promenade-api and
 drydock-api under gunicorn with the settings `berth up` writes) on free ports in a temporary
 directory, and stops it all at the end. The site's own time is the union of the simulated work
-it reports for the node at `GET $SITESIM_URL/operations` (BMC power changes and erases, MAAS
-release/erase/commission/deploy, pods terminating, the kubelet stopping, the node turning
-NotReady and Ready) between the action's creation and its end: the time the redeploy would take
-if every service reacted at once. Idle CPU is read from /proc (utime + stime of each service
+it reports for the node at `GET $SITESIM_URL/operations` (BMC power changes and erases,
+MAAS release/erase/commission/deploy, the kubelet-shutdown pod) and of the Kubernetes control
+plane's own waits, read from the site's observation API every 0.1 s (the kubelet stopped while
+the Node is still Ready: the node monitor grace period; the kubelet started while the Node is
+not Ready yet) between the action's creation and its end: the time the redeploy would take
+if every service reacted at once. Pods evicted by a drain and their replacements turning
+Ready elsewhere are not counted as the site's (the first redeploy of a node that runs the
+demo workloads shows them as a gap). Targets: overhead <= 0.5 s with SQLite, <= 1 s with
+`--postgres`. Idle CPU is read from /proc (utime + stime of each service
 process and its children) over `--idle` seconds with nothing to do, before and after the action.
 """
 
@@ -19,10 +24,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -33,18 +38,13 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from berth_launcher.up import Up  # noqa: E402
+from sitesim.ports import free_port  # noqa: E402  (honours BERTH_PORT_RANGE)
 from sitesim.site import SitePorts  # noqa: E402
 from sitesim.siteconfig import load_site  # noqa: E402
 
 TERMINAL = ("complete", "failed", "stopped")
 TICK = os.sysconf("SC_CLK_TCK")
 SETTLE = 3.0  # seconds before the idle CPU is first sampled
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def read_env(path: Path) -> dict[str, str]:
@@ -99,6 +99,53 @@ def union(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+class KubeWatch:
+    """Kubernetes's own time on the real control plane, which the site's operation log does
+    not hold: from the node's kubelet stopping until the node-lifecycle controller marks it
+    not Ready (its node monitor grace period), and from the kubelet starting until the Node
+    turns Ready. Read from the site's observation API every `interval` s."""
+
+    def __init__(self, env: dict[str, str], node: str, interval: float = 0.1) -> None:
+        self._url = f"{env['SITESIM_URL']}/nodes/{node}"
+        self._interval = interval
+        self._stop = threading.Event()
+        self.ops: list[dict[str, Any]] = []
+        self._open: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> KubeWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for op in list(self._open):
+            self._close(op, time.time())
+
+    def _run(self) -> None:
+        with requests.Session() as session:
+            while not self._stop.wait(self._interval):
+                try:
+                    kube = session.get(self._url, timeout=5).json().get("kubernetes") or {}
+                except (requests.RequestException, ValueError):
+                    continue
+                now = time.time()
+                present, kubelet, ready = (bool(kube.get(k)) for k in
+                                           ("present", "kubelet", "ready"))
+                self._state("node_monitor_grace", present and not kubelet and ready, now)
+                self._state("node_turning_ready", present and kubelet and not ready, now)
+
+    def _state(self, op: str, on: bool, now: float) -> None:
+        if on and op not in self._open:
+            self._open[op] = now
+        elif not on and op in self._open:
+            self._close(op, now)
+
+    def _close(self, op: str, now: float) -> None:
+        self.ops.append({"system": "kube", "op": op, "start": self._open.pop(op), "end": now})
+
+
 def run_action(env: dict[str, str], node: str, poll: float) -> tuple[float, float, dict[str, Any]]:
     """Create the action, follow it (long-polling it, as `shipyard create action --wait`
     does; every `poll` s from a Shipyard that cannot); (start, end) in epoch seconds, and its
@@ -125,10 +172,10 @@ def run_action(env: dict[str, str], node: str, poll: float) -> tuple[float, floa
                 time.sleep(poll)
 
 
-def site_time(env: dict[str, str], node: str, start: float, end: float
-              ) -> tuple[float, list[dict[str, Any]]]:
+def site_time(env: dict[str, str], node: str, start: float, end: float,
+              kube: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:
     ops = requests.get(f"{env['SITESIM_URL']}/operations", params={
-        "node": node, "since": str(start)}, timeout=30).json()["operations"]
+        "node": node, "since": str(start)}, timeout=30).json()["operations"] + kube
     ops = [o for o in ops if o["start"] < end and o["end"] > start]
     return union([(max(o["start"], start), min(o["end"], end)) for o in ops]), ops
 
@@ -140,14 +187,16 @@ def at(iso: str | None, start: float) -> str:
 
 
 def report(env: dict[str, str], services: dict[str, int], node: str, idle: float,
-           poll: float, runs: int) -> None:
+           poll: float, runs: int, postgres: bool = False) -> None:
     time.sleep(SETTLE)  # worker processes finish starting (imports, first claims)
     print(f"idle CPU before (% of one core over {idle:g} s): " + ", ".join(
         f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
-    overheads = [one_run(env, node, poll) for _ in range(runs)]
+    target = 1.0 if postgres else 0.5
+    overheads = [one_run(env, node, poll, target) for _ in range(runs)]
     if runs > 1:
         print(f"overhead over {runs} runs: median {statistics.median(overheads):.2f} s, "
-              f"min {min(overheads):.2f} s, max {max(overheads):.2f} s")
+              f"min {min(overheads):.2f} s, max {max(overheads):.2f} s (target <= {target:g} s; "
+              f"load {' '.join(Path('/proc/loadavg').read_text().split()[:3])})")
     print(f"idle CPU after (% of one core over {idle:g} s): " + ", ".join(
         f"{k} {v:.1f}" for k, v in idle_cpu(services, idle).items()))
 
@@ -165,23 +214,24 @@ def gaps(ops: list[dict[str, Any]], start: float, end: float) -> list[tuple[floa
     return out
 
 
-def one_run(env: dict[str, str], node: str, poll: float) -> float:
+def one_run(env: dict[str, str], node: str, poll: float, target: float) -> float:
     """One redeploy of `node`, reported; its overhead (s)."""
-    start, end, view = run_action(env, node, poll)
+    with KubeWatch(env, node) as kube:
+        start, end, view = run_action(env, node, poll)
     wall = end - start
-    site, ops = site_time(env, node, start, end)
+    site, ops = site_time(env, node, start, end, kube.ops)
     print(f"redeploy_server {node}: {view['state']} ({view.get('message', '')})")
     for step in view.get("steps", []):
         print(f"  {step['id']:<30} {step['state']:<8} attempts {step.get('attempts', '?'):<3}"
               f"{at(step.get('start'), start)} .. {at(step.get('end'), start)}")
     print("site operations (s from the action's creation):")
-    for o in ops:
+    for o in sorted(ops, key=lambda o: o["start"]):
         print(f"  {o['system']}.{o['op']:<18} {o['start'] - start:7.2f} .. {o['end'] - start:7.2f}")
     print("gaps with no site work (Berth's overhead), largest first:")
     for seconds, where in sorted(gaps(ops, start, end), reverse=True):
         print(f"  {seconds:5.2f} s  {where}")
     print(f"wall time: {wall:.2f} s   site's own time on the critical path: {site:.2f} s   "
-          f"overhead: {wall - site:.2f} s (target <= 1 s)")
+          f"overhead: {wall - site:.2f} s (target <= {target:g} s)")
     return wall - site
 
 
@@ -219,7 +269,7 @@ def main() -> None:
     try:
         env = runner.start()
         services = {name: proc.pid for name, proc in runner.procs.items()}
-        report(env, services, opts.node, opts.idle, opts.poll, opts.runs)
+        report(env, services, opts.node, opts.idle, opts.poll, opts.runs, opts.postgres)
     finally:
         runner.stop()
 
