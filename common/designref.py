@@ -382,6 +382,9 @@ class DesignResolver:
                 requests.exceptions.InvalidSchema) as exc:
             raise BadRequest(f"Design reference {href} is not a valid URL: {exc}",
                              reason="InvalidDesignRef") from exc
+        except (requests.exceptions.ReadTimeout, urllib3.exceptions.ReadTimeoutError) as exc:
+            # the server went silent for the whole time cap: the same failure as a slow body
+            raise Timeout(f"Fetching {href} took over {self._timeout} s") from exc
         except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
             raise BadGateway(f"Design reference {href} is unreachable: {exc}") from exc
 

@@ -41,6 +41,9 @@ def hostile():
             self.send_header("Connection", "close")
             self.end_headers()
             try:
+                if self.path.startswith("/silent"):  # headers, then nothing for 5 s
+                    time.sleep(5)
+                    return
                 while True:
                     if self.path.startswith("/slow"):
                         self.wfile.write(b"# ")
@@ -154,6 +157,12 @@ def test_a_trickling_body_stops_at_the_time_cap(hostile):
     url, _ = hostile
     with pytest.raises(Timeout):
         DesignResolver.from_conf(conf(allowed=[f"{url}/"], timeout=0.3)).resolve(f"{url}/slow")
+
+
+def test_a_server_silent_after_its_headers_is_a_timeout_too(hostile):
+    url, _ = hostile
+    with pytest.raises(Timeout):
+        DesignResolver.from_conf(conf(allowed=[f"{url}/"], timeout=0.3)).resolve(f"{url}/silent")
 
 
 def test_allowed_places_still_resolve(tmp_path, hostile):
