@@ -24,7 +24,7 @@ def run_task(site: Site, action: str = "destroy_nodes", node_filter: Any = None,
          "options": options}, RequestContext(user="admin"), None)
     worker = site.runtime.new_worker("w1")
     assert worker.poll_once() == 1
-    worker.join(30)
+    worker.join(300)  # returns when the task ends; a loaded machine runs 200 nodes slowly
     return site.runtime.service.get(body["task_id"])
 
 
