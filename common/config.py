@@ -72,7 +72,10 @@ DESIGN_OPTS: list[cfg.Opt] = [
     cfg.IntOpt("max_document_bytes", default=20 * 1024 * 1024, min=1,
                help="Largest design document set accepted."),
     cfg.IntOpt("cache_size", default=32, min=0, help="Resolved design references cached."),
-    cfg.FloatOpt("cache_ttl", default=30.0, min=0, help="Seconds a resolved reference is kept."),
+    cfg.FloatOpt("cache_ttl", default=30.0, min=0,
+                 help="Seconds a resolved reference is kept; then one request reads it again "
+                      "(others asking for it wait for that read) and it is parsed again only "
+                      "if its bytes changed."),
     cfg.ListOpt("allowed_urls", default=[],
                 help="URL prefixes (scheme://host:port/path/) design references may name, "
                      "besides Shipyard's own revisions ([peers] shipyard_url + "
