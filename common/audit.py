@@ -32,6 +32,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     func,
     insert,
     select,
@@ -137,6 +138,68 @@ def append(session: Session | Connection, stream: str, obj: str, change: str, ol
                                            payload=payload, prev_hash=prev, hash=digest))
     session.execute(update(HEADS).where(HEADS.c.stream == stream).values(seq=seq, hash=digest))
     return seq
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One entry to append with `append_many` (what `append` takes, `actor` resolved)."""
+
+    stream: str
+    obj: str
+    change: str
+    old: object
+    new: object
+    at: float
+    actor: Actor
+    detail: Mapping[str, object] | None = None
+
+
+def append_many(session: Session | Connection, pending: list[Pending], *,
+                write_locked: bool = False) -> None:
+    """Append `pending` in order, in the caller's transaction: the same chain as one `append`
+    each, in four statements whatever their number (heads created if missing, heads read and
+    locked, entries inserted, heads moved), or three when `write_locked` (the transaction
+    already holds SQLite's write lock: BEGIN IMMEDIATE) and every head exists."""
+    if not pending:
+        return
+    dialect = session.get_bind().dialect.name if isinstance(session, Session) \
+        else session.dialect.name
+    ins = postgresql.insert(HEADS) if dialect == "postgresql" else sqlite.insert(HEADS)
+    names = sorted({p.stream for p in pending})
+    heads = _heads(session, names) if write_locked or dialect == "postgresql" else {}
+    if len(heads) < len(names):  # a write first: on SQLite it takes the write lock
+        session.execute(ins.on_conflict_do_nothing(index_elements=["stream"]),
+                        [{"stream": n, "seq": 0, "hash": GENESIS} for n in names])
+        heads = _heads(session, names)
+    rows: list[dict[str, object]] = []
+    for p in pending:
+        seq, prev = heads[p.stream]
+        seq += 1
+        entry: dict[str, object] = {"stream": p.stream, "seq": seq, "at": p.at,
+                                    "user": p.actor.user, "on_behalf_of": p.actor.on_behalf_of,
+                                    "object": p.obj, "change": p.change, "old": p.old,
+                                    "new": p.new}
+        if p.detail:
+            entry["detail"] = p.detail
+        payload = canonical(entry)
+        digest = link_hash(prev, payload)
+        rows.append({"stream": p.stream, "seq": seq, "at": p.at, "object": p.obj[:255],
+                     "payload": payload, "prev_hash": prev, "hash": digest})
+        heads[p.stream] = (seq, digest)
+    # executemany: one statement, compiled once per process (a multi-row VALUES is not cached)
+    session.execute(insert(ENTRIES), rows)
+    session.execute(_MOVE_HEAD, [{"s": n, "q": heads[n][0], "h": heads[n][1]} for n in names])
+
+
+_MOVE_HEAD = update(HEADS).where(HEADS.c.stream == bindparam("s")).values(
+    seq=bindparam("q"), hash=bindparam("h"))
+
+
+def _heads(session: Session | Connection, names: list[str]) -> dict[str, tuple[int, str]]:
+    """The heads of these streams that exist, locked (FOR UPDATE on PostgreSQL)."""
+    return {str(s): (int(q), str(h)) for s, q, h in session.execute(
+        select(HEADS.c.stream, HEADS.c.seq, HEADS.c.hash)
+        .where(HEADS.c.stream.in_(names)).order_by(HEADS.c.stream).with_for_update())}
 
 
 # -- verification ------------------------------------------------------------------------------

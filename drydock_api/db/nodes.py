@@ -136,7 +136,7 @@ class NodeStore:
 
     def clear_reboots(self, name: str) -> int:
         """Teardown: every request goes, and the pending reboot with them."""
-        with self.sessions.begin() as s:
+        with self.sessions.begin() as s, audit.batched(s):
             now = self.clock()
             row = s.get(NodeRecord, name, with_for_update=True)
             before = audit.node_state(row)

@@ -31,6 +31,9 @@ def _tree_key_query() -> Select[tuple[int, int | None]]:
 
 TREE_KEY = _tree_key_query()
 RETRY, STATE = "retry", "state"  # a running step's row data: its saved retry and progress
+# Built once; no session object is refreshed from it (the stores' sessions hold no such row).
+SAVE_STEP = update(TaskRow).where(TaskRow.id == bindparam("task_id")).values(
+    data=bindparam("data")).execution_options(synchronize_session=False)
 # A change of a node's teardown record (tasks.teardown), made in a step's transaction.
 TeardownUpdate = tuple[str, Callable[[JSONObject | None], JSONObject | None]]
 
@@ -61,7 +64,7 @@ class ProgressStore:
 
     def ensure_node_tasks(self, root: TaskRow, nodes: Sequence[str]) -> dict[str, TaskRow]:
         """One subtask per node (created once; existing ones are returned after a takeover)."""
-        with self.sessions.begin() as s:
+        with self.sessions.begin() as s, audit.batched(s):
             have = {r.node: r for r in s.scalars(select(TaskRow).where(
                 TaskRow.parent_id == root.id, TaskRow.step.is_(None)))}
             new = [self._child(root, action=root.action, node=n, step=None)
@@ -105,8 +108,7 @@ class ProgressStore:
         row's data, and the node's teardown change, in one transaction. Not shown in task
         bodies, so the tree is not touched; the step's output replaces them."""
         with self.sessions.begin() as s:
-            s.execute(update(TaskRow).where(TaskRow.id == step.id).values(
-                data={RETRY: retry, STATE: state}))
+            s.execute(SAVE_STEP, {"task_id": step.id, "data": {RETRY: retry, STATE: state}})
             if teardown is not None:
                 self._update_teardown(s, *teardown)
 
@@ -161,7 +163,7 @@ class ProgressStore:
         """Record a step's or node's end (status, result, output), its messages and the
         node's teardown change at once."""
         now = self.clock()
-        with self.sessions.begin() as s:
+        with self.sessions.begin() as s, audit.batched(s):
             old = s.scalar(select(TaskRow.status).where(TaskRow.id == task.id)
                            .with_for_update())
             values: dict[str, object] = {"status": status.value, "result": result.value,
@@ -171,7 +173,8 @@ class ProgressStore:
             if task.node:
                 values["successes" if result == TaskResult.SUCCESS else "failures"] = \
                     [task.node] if result in (TaskResult.SUCCESS, TaskResult.FAILURE) else []
-            s.execute(update(TaskRow).where(TaskRow.id == task.id).values(**values))
+            s.execute(update(TaskRow).where(TaskRow.id == task.id).values(**values)
+                      .execution_options(synchronize_session=False))
             touch_tree(s, task.root_id)
             self._add_messages(s, task, messages, now)
             if teardown is not None:

@@ -193,3 +193,88 @@ def test_two_processes_extend_one_chain_on_sqlite(tmp_path: Path, kind: str) -> 
 def test_two_processes_extend_one_chain_on_postgresql(postgres_url: str) -> None:
     engine = _drydock(postgres_url)
     _processes(engine, postgres_url, "drydock_api.db")
+
+
+# -- several entries of one transaction appended at once (append_many) --------------------------
+def _pending(stream: str, i: int) -> audit.Pending:
+    return audit.Pending(stream, f"thing/{i}", "state", None, f"new{i}", 2000.0 + i,
+                         Actor("alice"), {"n": i} if i % 2 else None)
+
+
+def _batch(engine: Engine, *, locked: bool) -> None:
+    with engine.begin() as conn:  # the first entries of both streams: heads created
+        audit.append_many(conn, [_pending("b.one", 0), _pending("b.two", 1),
+                                 _pending("b.one", 2)], write_locked=locked)
+    with engine.begin() as conn:
+        append(conn, "b.one", "thing/3", "state", None, "new3", at=2003.0,
+               actor=Actor("alice"), detail={"n": 3})
+    with engine.begin() as conn:
+        audit.append_many(conn, [_pending("b.two" if i % 3 else "b.one", i)
+                                 for i in range(4, 134)], write_locked=locked)
+
+
+def _one_by_one(engine: Engine) -> None:
+    with engine.begin() as conn:
+        for p in [_pending("b.one", 0), _pending("b.two", 1), _pending("b.one", 2)]:
+            append(conn, p.stream, p.obj, p.change, p.old, p.new, at=p.at, actor=p.actor,
+                   detail=p.detail)
+    with engine.begin() as conn:
+        append(conn, "b.one", "thing/3", "state", None, "new3", at=2003.0,
+               actor=Actor("alice"), detail={"n": 3})
+    with engine.begin() as conn:
+        for i in range(4, 134):
+            p = _pending("b.two" if i % 3 else "b.one", i)
+            append(conn, p.stream, p.obj, p.change, p.old, p.new, at=p.at, actor=p.actor,
+                   detail=p.detail)
+
+
+def _rows(engine: Engine) -> list[tuple[object, ...]]:
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(
+            select(ENTRIES.c.stream, ENTRIES.c.seq, ENTRIES.c.payload, ENTRIES.c.prev_hash,
+                   ENTRIES.c.hash).order_by(ENTRIES.c.stream, ENTRIES.c.seq))]
+
+
+@pytest.mark.parametrize("locked", [False, True])
+def test_entries_appended_in_one_batch_are_the_chain_one_append_each_makes(
+        tmp_path: Path, locked: bool) -> None:
+    batched = _drydock(f"sqlite:///{tmp_path}/batched.db")
+    single = _drydock(f"sqlite:///{tmp_path}/single.db")
+    _batch(batched, locked=locked)
+    _one_by_one(single)
+    result = _check(batched)
+    assert result.ok, result.broken
+    assert {s: c["entries"] for s, c in result.chains.items()} == {"b.one": 46, "b.two": 88}
+    assert _rows(batched) == _rows(single)  # same seqs, payloads and links
+    with batched.begin() as conn:  # and tampering inside a batch is still found
+        conn.execute(text("UPDATE audit_entries SET payload = replace(payload, 'new5', 'x5') "
+                          "WHERE stream = 'b.two' AND seq = 3"))
+    broken = _check(batched).broken
+    assert broken is not None and (broken.stream, broken.seq) == ("b.two", 3)
+
+
+def test_batches_and_single_appends_of_concurrent_writers_extend_one_chain(
+        engine: Engine) -> None:
+    locked = engine.dialect.name == "postgresql" or "drydock" in str(engine.url)
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(10):
+                with engine.begin() as conn:
+                    if i % 2:
+                        append(conn, "race", f"t{t}/{i}", "state", None, i, at=float(i))
+                    else:
+                        audit.append_many(conn, [audit.Pending(
+                            "race", f"t{t}/{i}/{k}", "state", None, k, float(i),
+                            Actor("bob")) for k in range(3)], write_locked=locked)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    pool = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    assert not errors, errors
+    _one_chain(engine, 6 * (5 * 1 + 5 * 3))
