@@ -153,6 +153,26 @@ class NodeStore:
                 audit.node_changed(s, name, before, audit.node_state(row), now)
             return int(res.rowcount)  # type: ignore[attr-defined]
 
+    def forget(self, name: str, kept: list[str]) -> int:
+        """Teardown's end in one transaction: the node torn down, the disks a preserving
+        teardown kept, and every reboot request dropped with the pending reboot (what
+        `torn_down`, `set_kept_disks` and `clear_reboots` do one after the other); the
+        requests cleared. Its audit entries: the requests released, then the node's change."""
+        with self.sessions.begin() as s, audit.batched(s):
+            now = self.clock()
+            row = self._row(s, name, lock=True)
+            before = audit.node_state(row)
+            gone = [(r.key, {"mode": r.mode, "value": r.value}) for r in s.scalars(
+                select(RebootRow).where(RebootRow.node == name).with_for_update())]
+            res = s.execute(delete(RebootRow).where(RebootRow.node == name))
+            row.torn_down, row.kept_disks = True, list(kept) or None
+            row.pending_reboot_since = row.shutdown_mode = row.shutdown_started = None
+            row.updated = now
+            for key, old in gone:
+                audit.reboot_changed(s, name, key, old, None, now)
+            audit.node_changed(s, name, before, audit.node_state(row), now)
+            return int(res.rowcount)  # type: ignore[attr-defined]
+
     # --- the reconciler's view --------------------------------------------------------------
     def to_reconcile(self) -> list[str]:
         """Nodes with reboot requests, or a reboot still pending (power back on to do)."""

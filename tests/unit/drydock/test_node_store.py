@@ -100,3 +100,35 @@ def test_migration_keeps_existing_node_rows_unretired_and_not_torn_down(db_url):
     assert row is not None and row.torn_down is False and row.retired is False
     assert row.pending_reboot_since is None and store.reboots("old") == []
     engine.dispose()
+
+
+def test_forget_ends_a_teardown_in_one_transaction_as_the_three_calls_did(nodes, clock):  # noqa: F811
+    from common import audit as chain
+
+    store, tasks = nodes
+    for name in ("n1", "n2"):
+        store.add_reboot(name, "", "soft", None, "admin", None)
+        store.add_reboot(name, "a", "hard", {"uid": 2}, "admin", None)
+        store.update(name, pending_reboot_since=clock(), shutdown_mode="graceful")
+    assert store.forget("n1", ["sdb"]) == 2  # one transaction
+    store.torn_down("n2", True)  # the three transactions before
+    store.set_kept_disks("n2", ["sdb"])
+    assert store.clear_reboots("n2") == 2
+    fields = ("torn_down", "kept_disks", "pending_reboot_since", "shutdown_mode",
+              "shutdown_started", "retired")
+    one, three = store.get("n1"), store.get("n2")
+    assert one is not None and three is not None
+    assert {f: getattr(one, f) for f in fields} == {f: getattr(three, f) for f in fields} \
+        == {"torn_down": True, "kept_disks": ["sdb"], "pending_reboot_since": None,
+            "shutdown_mode": None, "shutdown_started": None, "retired": False}
+    assert store.reboots("n1") == [] and store.reboots("n2") == []
+    with tasks.engine.connect() as conn:
+        assert chain.verify(conn).ok
+        entries = [e for e in chain.entries(conn, stream="drydock.nodes", limit=1000)
+                   if str(e["object"]).startswith("node/n1")]
+    last = entries[-3:]  # the two requests released, then the node's change
+    assert [(e["object"], e["change"]) for e in last] == [
+        ("node/n1/reboot/-", "released"), ("node/n1/reboot/a", "released"),
+        ("node/n1", "state")]
+    assert last[2]["new"] == {"kept_disks": ["sdb"], "pending_reboot_since": None,
+                              "shutdown_mode": None, "torn_down": True}
