@@ -48,6 +48,11 @@ class NodeRecords(Protocol):
 
     def end_teardown(self, name: str) -> None: ...
 
+    def forget(self, name: str, kept: list[str]) -> int:
+        """End a teardown in one transaction: torn down, `kept` disks recorded, reboot
+        requests dropped; how many were."""
+        ...
+
 
 class Budgets(Protocol):
     """Failure-domain slots of tasks (tasks.budget.TaskBudgets)."""

@@ -320,10 +320,8 @@ def forget(ctx: NodeContext) -> Outcome:
     """The node is torn down: it stays off, and every reboot request on it is dropped."""
     if ctx.ports.records is None:
         return Done("Torn down")
-    ctx.ports.records.torn_down(ctx.node.name, True)
     kept = [str(d["disk"]) for d in wipe.planned_disks(ctx.previous) if d["result"] == "kept"]
-    ctx.ports.records.set_kept_disks(ctx.node.name, kept)
-    cleared = ctx.ports.records.clear_reboots(ctx.node.name)
+    cleared = ctx.ports.records.forget(ctx.node.name, kept)
     return Done(f"Torn down; {cleared} reboot request(s) cleared", output={"cleared": cleared})
 
 
