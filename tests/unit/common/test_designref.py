@@ -1,8 +1,7 @@
 """Design references: file://, http:// and deckhand+http:// resolved; bad ones refused."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -10,6 +9,7 @@ from common.context import RequestContext
 from common.designref import DesignResolver, RefPolicy, href_of
 from common.documents import parse_documents, validate_documents
 from common.errors import BadRequest, NotFound, PayloadTooLarge
+from tests.support.httpserver import serving
 
 DOCS = """---
 schema: drydock/Region/v1
@@ -54,12 +54,8 @@ def server():
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{httpd.server_address[1]}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as host:
+        yield host, seen
 
 
 def test_file_reference(tmp_path):

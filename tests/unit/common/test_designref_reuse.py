@@ -3,12 +3,13 @@ equal to those read last give back the documents parsed then (not parsed again).
 
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 import common.designref
 from common.designref import DesignResolver, RefPolicy
+from tests.support.httpserver import serving
 
 DOCS = """---
 schema: drydock/Region/v1
@@ -56,12 +57,8 @@ def slow_server():
         def log_message(self, *args):
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{httpd.server_address[1]}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as host:
+        yield host, seen
 
 
 def test_an_unchanged_file_read_after_the_ttl_gives_the_same_documents_unparsed(
