@@ -140,9 +140,7 @@ class NodeStore:
             now = self.clock()
             row = s.get(NodeRecord, name, with_for_update=True)
             before = audit.node_state(row)
-            gone = [(r.key, {"mode": r.mode, "value": r.value}) for r in s.scalars(
-                select(RebootRow).where(RebootRow.node == name).with_for_update())]
-            res = s.execute(delete(RebootRow).where(RebootRow.node == name))
+            gone, cleared = self._drop_reboots(s, name)
             if row is not None:
                 row.pending_reboot_since = row.shutdown_mode = row.shutdown_started = None
                 row.updated = now
@@ -151,7 +149,7 @@ class NodeStore:
                 audit.reboot_changed(s, name, key, old, None, now)
             if row is not None:
                 audit.node_changed(s, name, before, audit.node_state(row), now)
-            return int(res.rowcount)  # type: ignore[attr-defined]
+            return cleared
 
     def forget(self, name: str, kept: list[str]) -> int:
         """Teardown's end in one transaction: the node torn down, the disks a preserving
@@ -162,16 +160,23 @@ class NodeStore:
             now = self.clock()
             row = self._row(s, name, lock=True)
             before = audit.node_state(row)
-            gone = [(r.key, {"mode": r.mode, "value": r.value}) for r in s.scalars(
-                select(RebootRow).where(RebootRow.node == name).with_for_update())]
-            res = s.execute(delete(RebootRow).where(RebootRow.node == name))
+            gone, cleared = self._drop_reboots(s, name)
             row.torn_down, row.kept_disks = True, list(kept) or None
             row.pending_reboot_since = row.shutdown_mode = row.shutdown_started = None
             row.updated = now
             for key, old in gone:
                 audit.reboot_changed(s, name, key, old, None, now)
             audit.node_changed(s, name, before, audit.node_state(row), now)
-            return int(res.rowcount)  # type: ignore[attr-defined]
+            return cleared
+
+    @staticmethod
+    def _drop_reboots(s: Session, name: str) -> tuple[list[tuple[str, dict[str, object]]], int]:
+        """Delete the node's reboot requests (locked first): what each was, and how many."""
+        rows = s.scalars(select(RebootRow).where(RebootRow.node == name).with_for_update())
+        gone: list[tuple[str, dict[str, object]]] = [
+            (r.key, {"mode": r.mode, "value": r.value}) for r in rows]
+        res = s.execute(delete(RebootRow).where(RebootRow.node == name))
+        return gone, int(res.rowcount)  # type: ignore[attr-defined]
 
     # --- the reconciler's view --------------------------------------------------------------
     def to_reconcile(self) -> list[str]:
