@@ -11,6 +11,7 @@ import requests
 
 from sitesim.site import Site
 from tests.fixtures.site import start_test_site, stop_site
+from tests.support.procs import wait_until
 from tests.support.services import ServiceProcess, write_tokens
 
 pytestmark = pytest.mark.slow
@@ -88,7 +89,12 @@ def test_decommission_of_node01_end_to_end(deployed: Deployed) -> None:
     assert result.headers["X-Context-Marker"]
     after = deployed.sim("/nodes/node01")
     assert after["etcd"] == []
-    assert after["kubernetes"]["unschedulable"] and not after["kubernetes"]["ready"]
+    assert after["kubernetes"]["unschedulable"]
+    # The step ends when the kubelet-shutdown pod has completed; as on a real site the Node
+    # stays Ready until the node-lifecycle controller's grace period passes without heartbeats.
+    wait_until(lambda: not deployed.sim("/nodes/node01")["kubernetes"]["ready"], timeout=90,
+               interval=0.5, what="node01 to leave Ready")
+    after = deployed.sim("/nodes/node01")
     labels = after["kubernetes"]["labels"]
     assert labels["promenade-decomission"] == "enabled"
     assert labels["maintenance.berth.io/required"] == "true"  # kept for lock holders
