@@ -4,6 +4,7 @@ messages, and node retirement."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC
 
 from sqlalchemy import Select, bindparam, func, or_, select, update
@@ -36,6 +37,23 @@ SAVE_STEP = update(TaskRow).where(TaskRow.id == bindparam("task_id")).values(
     data=bindparam("data")).execution_options(synchronize_session=False)
 # A change of a node's teardown record (tasks.teardown), made in a step's transaction.
 TeardownUpdate = tuple[str, Callable[[JSONObject | None], JSONObject | None]]
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """The step a node starts right after its current one succeeds (ProgressStore.finish),
+    unless its task (`task_id`) is to stop."""
+
+    node_task: TaskRow
+    step: str
+    task_id: str
+
+
+def _stopping(s: Session, task_id: str) -> bool:
+    """Whether the task is asked to stop (terminate requested, or terminating)."""
+    status, terminate = s.execute(select(TaskRow.status, TaskRow.terminate_requested)
+                                  .where(TaskRow.id == task_id)).one()
+    return bool(terminate) or status == TaskStatus.TERMINATING.value
 
 
 class ProgressStore:
@@ -85,17 +103,22 @@ class ProgressStore:
 
     def start_step(self, node_task: TaskRow, step: str) -> TaskRow:
         """The step subtask, reusing one left running by a dead worker."""
-        with self.sessions.begin() as s:
-            found = s.scalars(select(TaskRow).where(TaskRow.parent_id == node_task.id,
-                                                    TaskRow.step == step)).first()
-            if found is not None:
-                return found
-            row = self._child(node_task, action=step, node=node_task.node, step=step)
-            s.add(row)
+        with self.sessions.begin() as s, audit.batched(s):
+            return self._start_step(s, node_task, step, touch=True)
+
+    def _start_step(self, s: Session, node_task: TaskRow, step: str, *,
+                    touch: bool) -> TaskRow:
+        found = s.scalars(select(TaskRow).where(TaskRow.parent_id == node_task.id,
+                                                TaskRow.step == step)).first()
+        if found is not None:
+            return found
+        row = self._child(node_task, action=step, node=node_task.node, step=step)
+        s.add(row)
+        if touch:
             touch_tree(s, row.root_id)
-            audit.task_changed(s, row.id, None, row.status, row.created, parent=node_task.id,
-                               node=row.node, step=step)
-            return row
+        audit.task_changed(s, row.id, None, row.status, row.created, parent=node_task.id,
+                           node=row.node, step=step)
+        return row
 
     def save_retry(self, step: TaskRow, retry: JSONObject) -> None:
         """Keep a waiting step's retry (see tasks.engine.Attempts) in its row's data."""
@@ -159,9 +182,11 @@ class ProgressStore:
 
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
                data: JSON = None, messages: Sequence[Message] = (),
-               teardown: TeardownUpdate | None = None) -> None:
+               teardown: TeardownUpdate | None = None,
+               then: NextStep | None = None) -> TaskRow | None:
         """Record a step's or node's end (status, result, output), its messages and the
-        node's teardown change at once."""
+        node's teardown change at once. With `then`, the node's next step starts in the same
+        transaction unless the task is to stop: its row (None when it did not start)."""
         now = self.clock()
         with self.sessions.begin() as s, audit.batched(s):
             old = s.scalar(select(TaskRow.status).where(TaskRow.id == task.id)
@@ -182,6 +207,9 @@ class ProgressStore:
             if old != status.value:  # the audit's head locks last (nodes', then tasks')
                 audit.task_changed(s, task.id, old, status.value, now, result=result.value,
                                    node=task.node, step=task.step)
+            if then is None or _stopping(s, then.task_id):
+                return None
+            return self._start_step(s, then.node_task, then.step, touch=False)
 
     def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
         with self.sessions.begin() as s:
