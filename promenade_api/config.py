@@ -115,6 +115,13 @@ DECOMMISSION_OPTS: list[cfg.Opt] = [
                       "running it without a heartbeat (renewed every third of it): after a "
                       "crash or restart, a replay of the request takes the run over and "
                       "resumes it once this has passed."),
+    cfg.FloatOpt("attempt_timeout", default=0.0, min=0.0,
+                 help="Seconds one attempt of a decommission phase (drain, clear-labels, "
+                      "remove-etcd, ...) may run; one running longer while its Promenade "
+                      "process lives and renews the run is stuck: the decommission fails "
+                      "with StepStuck, counted in berth_promenade_steps_stuck_total, and the "
+                      "phase is not run again automatically. Choose it above the phase's own "
+                      "timeout (a drain waits up to drain-node-timeout). 0: no limit."),
 ]
 OPTS: list[tuple[str, list[cfg.Opt]]] = [
     ("kubernetes", KUBERNETES_OPTS),

@@ -13,6 +13,9 @@ etcd phases and the kubelet shutdown again, Ready or not; any other node that is
 refused unless the caller confirmed its power-off (`fenced`), in which case its pods are
 removed by the out-of-service taint instead of evictions that no kubelet would ever finish.
 A cancellation (POST .../decommission/cancel) is honoured at the next safe point.
+
+Each phase is a step definition (common.workflow.StepDef) that phase_engine runs through the
+one attempt judge of Shipyard's and Drydock's steps (common.engine).
 """
 
 from __future__ import annotations
@@ -20,19 +23,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Protocol
 
 from common.disruption import Leave
-from common.errors import BerthError, NotFound
+from common.errors import NotFound
 from common.status import Message, simple_message
-from promenade_api.db.runs import PhaseState
-from promenade_api.errors import DisassociateStepFailure, NodeNotReady, OperationCancelled
+from common.workflow import Done, Outcome, StepDef, StepPolicy
+from promenade_api.errors import NodeNotReady, OperationCancelled
 from promenade_api.etcd.model import ClusterSpec
 from promenade_api.kube.drain import DrainReport
 from promenade_api.kube.labels import DECOMMISSION_LABEL
 from promenade_api.kube.model import Node
 from promenade_api.kube.port import KubeNotFound, KubePort
-from promenade_api.service import Promenade
+from promenade_api.phase_engine import Env, Journal, NoJournal, Phase, run_phases
+from promenade_api.service import Promenade, Settings
 
 LOG = logging.getLogger(__name__)
 CANCEL_ANNOTATION = "berth.io/decommission-cancel-requested-at"
@@ -82,7 +85,69 @@ def request_cancel(kube: KubePort, node: str, now: float) -> bool:
     return True
 
 
-Phase = tuple[str, Callable[[], object] | str, bool]  # name, run (or why skipped), fatal
+@dataclass(frozen=True)
+class PhaseContext:
+    """What a phase's step gets."""
+
+    svc: Promenade
+    node: str
+    clusters: list[ClusterSpec]
+    params: DecommissionParams
+    cancel: Cancellation
+
+
+def phase_timeouts(settings: Settings, p: DecommissionParams) -> dict[str, int]:
+    """Each phase's overall timeout (s): the request's parameter, else the setting."""
+    drain = settings.drain_timeout if p.drain_timeout is None else p.drain_timeout
+    return {"drain": drain, "fence": drain, "agent-locks": drain,
+            "clear-labels": settings.clear_labels_timeout if p.clear_labels_timeout is None
+            else p.clear_labels_timeout,
+            "remove-etcd": settings.remove_etcd_timeout if p.remove_etcd_timeout is None
+            else p.remove_etcd_timeout,
+            "etcd-ready": settings.etcd_ready_timeout if p.etcd_ready_timeout is None
+            else p.etcd_ready_timeout,
+            "shutdown-kubelet": settings.kubelet_timeout}
+
+
+def _timeout(c: PhaseContext, name: str) -> int:
+    return phase_timeouts(c.svc.settings, c.params)[name]
+
+
+def _policy(c: PhaseContext, name: str) -> StepPolicy:
+    """A phase waits and retries inside itself (evictions until the drain timeout, etcd
+    until its removal timeout): an error reaching the engine outlived those, so it is not
+    tried again (retries 0, no outage window)."""
+    s = c.svc.settings
+    return StepPolicy(timeout=float(_timeout(c, name)), retries=0,
+                      attempt_timeout=s.decommission_attempt_timeout or None)
+
+
+def _step(name: str, act: Callable[[PhaseContext], object]) -> StepDef[PhaseContext]:
+    """A phase as a step definition: a cancellation is honoured before its effect; its
+    result becomes the phase's messages."""
+
+    def run(c: PhaseContext) -> Outcome:
+        c.cancel.check()
+        return Done(f"{name}: succeeded", records=tuple(_result_messages(name, act(c))))
+
+    return StepDef(name, run, lambda c: _policy(c, name))
+
+
+STEPS: dict[str, StepDef[PhaseContext]] = {s.name: s for s in (
+    _step("drain", lambda c: c.svc.drain(c.node, c.params.drain_timeout,
+                                         c.params.drain_grace_period, c.cancel.check,
+                                         c.params.leave, c.params.operator)),
+    _step("fence", lambda c: c.svc.fence(c.node, _timeout(c, "fence"), c.cancel.check)),
+    _step("clear-labels", lambda c: c.svc.clear_labels(c.node, c.params.clear_labels_timeout)),
+    _step("agent-locks", lambda c: c.svc.await_agents(c.node, _timeout(c, "agent-locks"),
+                                                      c.cancel.check)),
+    _step("remove-etcd", lambda c: c.svc.remove_etcd(c.node, c.clusters,
+                                                     c.params.remove_etcd_timeout,
+                                                     require_node=False)),
+    _step("etcd-ready", lambda c: c.svc.remover().wait_stable(c.node, c.clusters,
+                                                              _timeout(c, "etcd-ready"))),
+    _step("shutdown-kubelet", lambda c: c.svc.shutdown_kubelet(c.node)),
+)}
 
 
 def past_clear_labels(current: Node) -> bool:
@@ -92,40 +157,29 @@ def past_clear_labels(current: Node) -> bool:
     return current.labels.get(DECOMMISSION_LABEL) == "enabled"
 
 
-def phases(svc: Promenade, node: str, current: Node | None, clusters: list[ClusterSpec],
-            params: DecommissionParams, cancel: Cancellation) -> list[Phase]:
-    ready = svc.settings.etcd_ready_timeout if params.etcd_ready_timeout is None \
-        else params.etcd_ready_timeout
-    timeout = svc.settings.drain_timeout if params.drain_timeout is None \
-        else params.drain_timeout
-    agents: Phase = ("agent-locks", lambda: svc.await_agents(node, timeout, cancel.check),
-                     True)
-    etcd: list[Phase] = [
-        ("remove-etcd", lambda: svc.remove_etcd(node, clusters, params.remove_etcd_timeout,
-                                                require_node=False), True),
-        ("etcd-ready", lambda: svc.remover().wait_stable(node, clusters, ready), True)]
+def phases(node: str, current: Node | None, params: DecommissionParams
+           ) -> list[Phase[PhaseContext]]:
+    """The phases a decommission of `node` runs from the cluster's state (`current`: the
+    node, None when Kubernetes no longer knows it), each a step or why it is skipped."""
+    def of(name: str, skip: str = "", fatal: bool = True) -> Phase[PhaseContext]:
+        return Phase(name, skip or STEPS[name], fatal)
+
+    etcd = [of("remove-etcd"), of("etcd-ready")]
     if current is None:
         gone = f"skipped: {node} is not known to Kubernetes"
-        return [("drain", gone, True), ("clear-labels", gone, True), ("agent-locks", gone, True),
-                *etcd, ("shutdown-kubelet", gone, False)]
+        return [of("drain", gone), of("clear-labels", gone), of("agent-locks", gone), *etcd,
+                of("shutdown-kubelet", gone, False)]
     if past_clear_labels(current) and not params.fenced:
         earlier = (f"skipped: an earlier decommission of {node} got past it "
                    f"({DECOMMISSION_LABEL}=enabled)")
-        kubelet: Callable[[], object] | str = (
-            (lambda: svc.shutdown_kubelet(node)) if current.ready == "True"
-            else f"skipped: the kubelet of {node} is already stopped (Ready={current.ready})")
-        return [("drain", earlier, True), ("clear-labels", earlier, True),
-                ("agent-locks", earlier, True), *etcd, ("shutdown-kubelet", kubelet, False)]
-    first: Phase = (("fence", lambda: svc.fence(node, timeout, cancel.check), True)
-                    if params.fenced else
-                    ("drain", lambda: svc.drain(node, params.drain_timeout,
-                                                params.drain_grace_period, cancel.check,
-                                                params.leave, params.operator), True))
-    return [first,
-            ("clear-labels", lambda: svc.clear_labels(node, params.clear_labels_timeout), True),
-            agents, *etcd,
-            ("shutdown-kubelet", f"skipped: {node} is powered off" if params.fenced
-             else lambda: svc.shutdown_kubelet(node), False)]
+        stopped = "" if current.ready == "True" else \
+            f"skipped: the kubelet of {node} is already stopped (Ready={current.ready})"
+        return [of("drain", earlier), of("clear-labels", earlier), of("agent-locks", earlier),
+                *etcd, of("shutdown-kubelet", stopped, False)]
+    return [of("fence") if params.fenced else of("drain"), of("clear-labels"),
+            of("agent-locks"), *etcd,
+            of("shutdown-kubelet", f"skipped: {node} is powered off" if params.fenced else "",
+               False)]
 
 
 def current_node(svc: Promenade, node: str, fenced: bool, known: bool) -> Node | None:
@@ -149,85 +203,24 @@ def current_node(svc: Promenade, node: str, fenced: bool, known: bool) -> Node |
     return current
 
 
-class Journal(Protocol):
-    """Where the phases' progress is kept (a durable run: decommission_run.RunJournal)."""
-
-    def recorded(self, name: str) -> list[Message] | None: ...
-
-    def started(self, name: str) -> list[Message]: ...
-
-    def ended(self, name: str, state: PhaseState, outcome: str,
-              messages: list[Message]) -> None: ...
-
-
-class NoJournal:
-    """Progress kept only in the call itself."""
-
-    def recorded(self, name: str) -> list[Message] | None:
-        return None
-
-    def started(self, name: str) -> list[Message]:
-        return []
-
-    def ended(self, name: str, state: PhaseState, outcome: str,
-              messages: list[Message]) -> None:
-        return None
-
-
 def decommission(svc: Promenade, node: str, clusters: list[ClusterSpec],
                  params: DecommissionParams, design_nodes: Collection[str] = (), *,
-                 journal: Journal | None = None, started: float | None = None
-                 ) -> list[Message]:
-    """Run every phase in order; a failing phase (but the kubelet's) stops with 500. With a
-    `journal`, a phase it has an outcome for is not run again, and each phase's start is kept
-    before its effect and its outcome after; `started`: when the run began (cancellations)."""
-    journal = journal or NoJournal()
+                 journal: Journal | None = None, started: float | None = None,
+                 alive: Callable[[], bool] = lambda: True) -> list[Message]:
+    """Run every phase in order (phase_engine); a failing phase (but the kubelet's) stops
+    with 500. With a `journal`, a phase it has an outcome for is not run again, and each
+    attempt's start is kept before its effect and its outcome after; `started`: when the
+    run began (cancellations); `alive`: the run is still this process's (stuck attempts)."""
+    journal = journal or NoJournal(svc.wall)
     known = node in design_nodes or any(
         node in c.members or node in c.members.values() for c in clusters)
     current = current_node(svc, node, params.fenced, known)
     cancel = Cancellation(svc.kube, node, svc.wall() if started is None else started)
-    messages: list[Message] = []
-    for name, run, fatal in phases(svc, node, current, clusters, params, cancel):
-        done = journal.recorded(name)
-        if done is not None:
-            messages += done
-            continue
-        if isinstance(run, str):
-            messages.append(simple_message(f"{name}: {run}", error=False, step=name))
-            journal.ended(name, "skipped", run, messages[-1:])
-            continue
-        LOG.info("decommission %s: step %s", node, name)
-        mark = len(messages)
-        messages += journal.started(name)
-        _run_phase(node, name, run, fatal, cancel, messages, mark, journal)
+    ctx = PhaseContext(svc, node, clusters, params, cancel)
+    env = Env(node, svc.clock, svc.sleep, alive, svc.on_stuck)
+    messages = run_phases(phases(node, current, params), ctx, journal, env)
     LOG.info("decommission %s: done", node)
     return messages
-
-
-def _run_phase(node: str, name: str, run: Callable[[], object], fatal: bool, cancel: Cancellation,
-               messages: list[Message], mark: int, journal: Journal) -> None:
-    try:
-        cancel.check()
-        result = run()
-    except OperationCancelled as exc:
-        LOG.warning("decommission %s: cancelled before or during %s", node, name)
-        messages.append(simple_message(f"{name}: cancelled", step=name))
-        journal.ended(name, "failed", "cancelled", messages[mark:])
-        raise OperationCancelled(exc.message, messages=list(messages),
-                                 details={"node": node, "phase": name}) from exc
-    except BerthError as exc:
-        messages += _failure(name, exc, fatal)
-        journal.ended(name, "failed" if fatal else "failed-not-fatal", exc.headline(),
-                      messages[mark:])
-        if fatal:
-            LOG.warning("decommission %s: step %s failed: %s", node, name, exc.message)
-            raise DisassociateStepFailure(
-                f"Decommission of {node} failed at step {name}: {exc.headline()}",
-                messages=messages, details={"node": node, "failed_step": name}) from exc
-        LOG.warning("decommission %s: %s failed (not fatal): %s", node, name, exc.message)
-        return
-    messages += _result_messages(name, result)
-    journal.ended(name, "succeeded", "succeeded", messages[mark:])
 
 
 def _result_messages(name: str, result: object) -> list[Message]:
@@ -253,10 +246,3 @@ def drain_messages(name: str, report: DrainReport) -> list[Message]:
                f"skipped {len(report.skipped)}" + (f": {skipped}{more}" if skipped else ""))
     return [simple_message(summary, error=False, step=name, report=report.as_dict()),
             *({**m, "step": name} for m in report.messages())]
-
-
-def _failure(name: str, exc: BerthError, fatal: bool) -> list[Message]:
-    failed = [simple_message(f"{name}: {exc.message} ({exc.instance_reason})", error=fatal,
-                             step=name)]
-    return failed + [{**m, "error": fatal and m.get("error", True), "step": name}
-                     for m in exc.messages if m.get("message") != exc.message]

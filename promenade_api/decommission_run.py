@@ -17,12 +17,13 @@ import logging
 import tempfile
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.clients.generated.promenade import DecommissionPhase
 from common.clients.generated.promenade import DecommissionRun as RunView
+from common.engine import STUCK, Attempts
 from common.errors import BerthError, InternalError
 from common.jsontypes import JSON, JSONObject, as_float
 from common.poll import NotYet, poll
@@ -42,8 +43,9 @@ from promenade_api.db.runs import (
     RunStore,
     busy,
 )
-from promenade_api.decommission import DecommissionParams, decommission
+from promenade_api.decommission import DecommissionParams, decommission, phase_timeouts
 from promenade_api.etcd.model import ClusterSpec
+from promenade_api.phase_engine import PhaseStuck
 from promenade_api.service import Promenade
 
 LOG = logging.getLogger(__name__)
@@ -74,14 +76,8 @@ def fingerprint_of(node: str, query: Mapping[str, object], design_ref: JSON,
 
 def request_timeout(svc: Promenade, p: DecommissionParams) -> float:
     """The longest the request runs: the sum of its phases' timeouts."""
-    s = svc.settings
-    drain = s.drain_timeout if p.drain_timeout is None else p.drain_timeout
-    return float(2 * drain + (s.clear_labels_timeout if p.clear_labels_timeout is None
-                              else p.clear_labels_timeout)
-                 + (s.remove_etcd_timeout if p.remove_etcd_timeout is None
-                    else p.remove_etcd_timeout)
-                 + (s.etcd_ready_timeout if p.etcd_ready_timeout is None
-                    else p.etcd_ready_timeout) + s.kubelet_timeout)
+    timeouts = phase_timeouts(svc.settings, p)
+    return float(sum(v for k, v in timeouts.items() if k != "fence"))
 
 
 def scratch_store() -> RunStore:
@@ -95,7 +91,7 @@ def scratch_store() -> RunStore:
 
 @dataclass
 class RunJournal:
-    """The decommission loop's hooks, writing the run's phases."""
+    """The phase engine's journal, writing the run's phases (with their attempt state)."""
 
     store: RunStore
     run_id: str
@@ -109,29 +105,31 @@ class RunJournal:
         return [*(rec.get("messages") or []), simple_message(
             f"{name}: recorded before a takeover, not run again", error=False, step=name)]
 
-    def started(self, name: str) -> list[Message]:
-        before = self.store.phase_started(self.run_id, name)
+    def started(self, name: str) -> tuple[Attempts, list[Message]]:
+        before, seen = self.store.phase_started(self.run_id, name)
         if before is None or before.get("ended_at") is not None:
-            return []
+            return seen, []
         LOG.warning("decommission run %s: %s started without an outcome (attempt %s); running "
                     "it again from the cluster's state", self.run_id, name, before["attempts"])
-        return [simple_message(f"{name}: started by an earlier attempt without an outcome; "
-                               "re-checked against the cluster and run again", error=False,
-                               step=name)]
+        return seen, [simple_message(f"{name}: started by an earlier attempt without an "
+                                     "outcome; re-checked against the cluster and run again",
+                                     error=False, step=name)]
 
-    def ended(self, name: str, state: PhaseState, outcome: str,
-              messages: list[Message]) -> None:
-        self.store.phase_ended(self.run_id, name, state, outcome, list(messages))
+    def ended(self, name: str, state: PhaseState, outcome: str, messages: list[Message],
+              attempts: Attempts) -> None:
+        self.store.phase_ended(self.run_id, name, state, outcome, list(messages), attempts)
 
 
 class Heartbeat:
-    """Renews the run's lease while the request runs the phases (common.runner's heartbeat:
-    every third of the lease from the previous renewal's start); a renewal refused (another
-    process took the run) marks `hold` lost and ends the beat."""
+    """Renews the run's lease while the request runs the phases (common.runner's heartbeat
+    on the store's LeaseStore side: every third of the lease from the previous renewal's
+    start); a renewal refused (another process took the run) marks `hold` lost and ends the
+    beat. `keep_until` keeps it beating after the request ends (a stuck attempt runs on)."""
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self._store, self.hold = store, Hold(run_id)
         self._stop = threading.Event()
+        self._kept = False
         self._thread = threading.Thread(
             target=heartbeat, args=(self._renew, store.lease, self._stop), daemon=True,
             name=f"decommission-{run_id[:8]}")
@@ -141,12 +139,31 @@ class Heartbeat:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
+        if not self._kept:
+            self._stop.set()
+
+    def alive(self) -> bool:
+        return not self.hold.lost.is_set()
+
+    def keep_until(self, returned: threading.Event, then: Callable[[], None]) -> None:
+        """Go on renewing until `returned` is set, then stop and call `then`."""
+        self._kept = True
+
+        def wait() -> None:
+            returned.wait()
+            self._stop.set()
+            try:
+                then()
+            except Exception:
+                LOG.exception("decommission run %s: releasing it failed", self.hold.unit_id)
+
+        threading.Thread(target=wait, daemon=True,
+                         name=f"decommission-{self.hold.unit_id[:8]}-stuck").start()
 
     def _renew(self) -> None:
-        run_id = self.hold.unit_id
+        run_id, store = self.hold.unit_id, self._store
         try:
-            if not self._store.renew(run_id):
+            if not store.renew_unit(run_id, store.owner, store.clock(), store.lease):
                 LOG.warning("decommission run %s: lease lost", run_id)
                 self.hold.lose()
                 self._stop.set()
@@ -166,9 +183,11 @@ class DurableDecommission:
         run's phase after that). An executed run's failure is raised as its error."""
         deadline = time.monotonic() + req.wait
         last = self.store.latest(req.node)
-        if last is not None and last["state"] == SUCCEEDED and last["fingerprint"] == \
-                req.fingerprint and req.wire.get("keyed"):
-            return 200, dict(last["result"] or {})  # the keyed request's run already ended
+        if last is not None and last["fingerprint"] == req.fingerprint and (
+                (last["state"] == SUCCEEDED and req.wire.get("keyed")) or stuck_run(last)):
+            # the keyed request's run already ended, or the request's run is stuck (its
+            # phase is not run again automatically: a new request is the operator's call)
+            return int(last["status_code"] or 500), dict(last["result"] or {})
         wire = {**req.wire, "started": self.svc.wall()}
         admission = self.store.admit(req.node, req.fingerprint, wire, req.user)
         run, kind = admission.run, admission.kind
@@ -207,11 +226,16 @@ class DurableDecommission:
         journal = RunJournal(self.store, run_id, {p["name"]: p for p in run["phases"]})
         started = as_float(run["params"].get("started") or None, self.svc.wall())
         try:
-            with Heartbeat(self.store, run_id):
+            with Heartbeat(self.store, run_id) as beat:
                 clusters, nodes = inputs
-                messages = decommission(self.svc, node, clusters, req.params, nodes,
-                                        journal=journal, started=started)
-        except RunLost:
+                try:
+                    messages = decommission(self.svc, node, clusters, req.params, nodes,
+                                            journal=journal, started=started,
+                                            alive=beat.alive)
+                except PhaseStuck as exc:
+                    self._stuck(run_id, exc, beat)
+                    raise
+        except (RunLost, PhaseStuck):
             raise
         except BerthError as exc:
             exc.details.setdefault("run", run_id)
@@ -226,3 +250,15 @@ class DurableDecommission:
                            extra={"node": node, "run": run_id})
         self.store.finish(run_id, SUCCEEDED, 200, body)
         return 200, body
+
+    def _stuck(self, run_id: str, exc: PhaseStuck, beat: Heartbeat) -> None:
+        """The run fails with StepStuck at once; its node stays held (the lease renewed)
+        until the stuck attempt returns, so no other decommission runs beside it."""
+        exc.details.setdefault("run", run_id)
+        self.store.finish(run_id, FAILED, exc.code, exc.to_status(), release=False)
+        beat.keep_until(exc.returned, lambda: self.store.release(run_id))
+
+
+def stuck_run(run: RunView) -> bool:
+    """The run ended with a stuck attempt (StepStuck)."""
+    return run["state"] == FAILED and (run["result"] or {}).get("reason") == STUCK

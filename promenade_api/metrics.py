@@ -1,8 +1,9 @@
-"""Promenade's metrics: node operation (drain, ...) and etcd call durations by outcome."""
+"""Promenade's metrics: node operation (drain, ...) and etcd call durations by outcome, and
+the decommission phase attempts found stuck."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from common.metrics import BUCKETS, observer, timer
 from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth, Progress
@@ -23,6 +24,13 @@ class PromenadeMetrics:
             "etcd calls (members, health, move_leader, remove_member) by operation and outcome",
             ["operation", "outcome"], registry=self.registry, buckets=BUCKETS)
         self.operation = observer(self.operation_seconds)
+        self.steps_stuck = Counter(
+            "berth_promenade_steps_stuck",
+            "Decommission phase attempts found running past their attempt timeout (StepStuck)",
+            ["step"], registry=self.registry)
+
+    def count_stuck(self, step: str) -> None:
+        self.steps_stuck.labels(step).inc()
 
     def timed_etcd(self, etcd: EtcdPort) -> EtcdPort:
         """`etcd` with every call timed into `etcd_seconds`."""

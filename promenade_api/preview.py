@@ -17,7 +17,7 @@ from common.clients.generated.promenade import EtcdAfterLeaving, EtcdImpact
 from common.clients.promenade import DecommissionPreview
 from common.errors import BerthError
 from common.jsontypes import JSONObject, as_list, as_object
-from promenade_api.decommission import Cancellation, DecommissionParams, current_node, phases
+from promenade_api.decommission import DecommissionParams, current_node, phases
 from promenade_api.etcd.model import ClusterSpec, MemberHealth
 from promenade_api.etcd.port import EtcdError
 from promenade_api.etcd.quorum import project, quorum
@@ -227,7 +227,7 @@ def preview(svc: Promenade, node: str, clusters: list[ClusterSpec],
             raise
         found.blockers.append(exc.message)
         current = svc.kube.get_node(node)
-    steps = phases(svc, node, current, clusters, dparams, Cancellation(svc.kube, node, 0.0))
+    steps = phases(node, current, dparams)
     out: DecommissionPreview = {
         "node": node, "fenced": params.fenced,
         "kubernetes": None if current is None else {

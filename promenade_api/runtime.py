@@ -71,7 +71,8 @@ def build_runtime(conf: cfg.ConfigOpts, metrics: PromenadeMetrics) -> Runtime:
     kube = build_kube(conf)
     resolver = DesignResolver.from_conf(conf)
     svc = Promenade(kube, metrics.timed_etcd(Etcd3Port(conf.etcd.request_timeout)), resolver,
-                    settings_from_conf(conf), observe=metrics.operation)
+                    settings_from_conf(conf), observe=metrics.operation,
+                    on_stuck=metrics.count_stuck)
     sweep = start_taint_sweep(svc) if kube.configured else None
     return Runtime(svc, [database, kubernetes_check(kube)], store, sweep, runs)
 

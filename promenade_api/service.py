@@ -84,6 +84,7 @@ class Settings:
     taint_deadline: float = 3600.0  # Berth's out-of-service taint goes at the latest then
     taint_sweep_interval: float = 60.0  # 0: no periodic sweep (reads still clean up)
     service_roles: tuple[str, ...] = ("service",)  # callers that pass on an operator
+    decommission_attempt_timeout: float = 0.0  # a phase attempt running longer is stuck (0: off)
 
 
 def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
@@ -112,7 +113,8 @@ def settings_from_conf(conf: cfg.ConfigOpts) -> Settings:
         kubelet_pod_label=_pair(conf.kubelet.shutdown_pod_label),
         taint_deadline=conf.fence.taint_deadline,
         taint_sweep_interval=conf.fence.sweep_interval,
-        service_roles=tuple(conf.auth.service_roles))
+        service_roles=tuple(conf.auth.service_roles),
+        decommission_attempt_timeout=conf.decommission.attempt_timeout)
 
 
 class DesignSource(Protocol):
@@ -128,10 +130,12 @@ class Promenade:
                  settings: Settings, *, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
-                 observe: Callable[[str, str, float], None] | None = None) -> None:
+                 observe: Callable[[str, str, float], None] | None = None,
+                 on_stuck: Callable[[str], None] | None = None) -> None:
         self.kube, self.etcd, self.resolver, self.settings = kube, etcd, resolver, settings
         self.clock, self.wall, self.sleep = clock, wall, sleep
         self.observe = observe
+        self.on_stuck = on_stuck  # told the phase of each stuck decommission attempt
 
     @contextmanager
     def timed(self, operation: str) -> Iterator[None]:

@@ -1,24 +1,26 @@
 """Decommission runs in Promenade's database: admission (a new run, a replay joining the
 active one, a takeover of a run whose process died, or 409 for another decommission of a busy
-node), the phase journal written before and after each phase's effect, and the owner lease."""
+node), the phase journal written before and after each attempt's effect (with the engine's
+attempt state), and the owner lease (common.runner's LeaseStore on common.lease)."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import ColumnElement, Engine, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from common.clients.generated.promenade import DecommissionPhase
 from common.clients.generated.promenade import DecommissionRun as RunView
+from common.engine import Attempts, begin
 from common.errors import Conflict
 from common.idempotency_store import default_owner
-from common.jsontypes import JSONObject
+from common.jsontypes import JSONObject, as_object
 from common.lease import Lease
 from common.status import Message
 from promenade_api.db.models import DecommissionRun, RunState
@@ -82,6 +84,11 @@ class RunStore:
                 with Session(self.engine) as s, s.begin():
                     row = s.scalars(select(DecommissionRun).where(
                         DecommissionRun.active_node == node)).first()
+                    if row is not None and row.state != RUNNING and \
+                            (row.lease_expires or 0) < now:
+                        row.active_node = None  # a stuck attempt's process stopped
+                        s.flush()
+                        row = None
                     active = None if row is None else view(row)
                     if row is None:
                         run = DecommissionRun(
@@ -97,6 +104,10 @@ class RunStore:
                 continue
             if active is None:
                 return Admission(NEW, created)
+            if active["state"] != RUNNING and active["fingerprint"] != fingerprint:
+                raise busy(active, f"The decommission of {node} (run {active['id']}) is "
+                           f"stuck at phase {active['phase']}: another is accepted once its "
+                           "attempt returns or its Promenade process stops")
             if active["fingerprint"] != fingerprint:
                 raise busy(active, f"Another decommission of {node} is running "
                            f"(run {active['id']}, phase {active['phase']})")
@@ -107,20 +118,34 @@ class RunStore:
 
     def take(self, run_id: str) -> bool:
         """Take over a running run whose owner's lease lapsed."""
-        now = self.clock()
-        with Session(self.engine) as s, s.begin():
-            where = [DecommissionRun.id == run_id, DecommissionRun.state == RUNNING,
-                     LEASE.free(now)]
-            if not LEASE.take(s, where, self.owner, now, self.lease):
-                return False
-            s.execute(update(DecommissionRun).where(DecommissionRun.id == run_id).values(
-                takeovers=DecommissionRun.takeovers + 1, updated_at=now))
-            return True
+        return bool(self._claim([DecommissionRun.id == run_id], self.owner, self.clock(),
+                                self.lease, 1))
 
-    def renew(self, run_id: str) -> bool:
+    # -- common.runner.LeaseStore ---------------------------------------------------------
+    def claim_units(self, owner: str, now: float, lease_seconds: float,
+                    limit: int) -> Sequence[str]:
+        """Take over up to `limit` running runs whose holder's lease lapsed (their ids)."""
+        return self._claim([], owner, now, lease_seconds, limit)
+
+    def renew_unit(self, unit_id: str, owner: str, now: float, lease_seconds: float) -> bool:
         with Session(self.engine) as s, s.begin():
-            return LEASE.renew(s, [DecommissionRun.id == run_id], self.owner, self.clock(),
-                               self.lease)
+            return LEASE.renew(s, [DecommissionRun.id == unit_id], owner, now, lease_seconds)
+
+    def drop_unit(self, unit_id: str, owner: str) -> None:
+        with Session(self.engine) as s, s.begin():
+            LEASE.drop(s, [DecommissionRun.id == unit_id], owner)
+
+    def _claim(self, where: list[ColumnElement[bool]], owner: str, now: float,
+               lease_seconds: float, limit: int) -> list[str]:
+        with Session(self.engine) as s, s.begin():
+            free = [*where, DecommissionRun.state == RUNNING, LEASE.free(now)]
+            ids = s.scalars(select(DecommissionRun.id).where(*free).limit(limit)).all()
+            taken = [i for i in ids if LEASE.take(s, [DecommissionRun.id == i, *free], owner,
+                                                  now, lease_seconds)]
+            if taken:
+                s.execute(update(DecommissionRun).where(DecommissionRun.id.in_(taken)).values(
+                    takeovers=DecommissionRun.takeovers + 1, updated_at=now))
+            return taken
 
     def get(self, run_id: str) -> RunView | None:
         with Session(self.engine) as s:
@@ -136,31 +161,37 @@ class RunStore:
             return None if row is None else view(row)
 
     # -- the journal (only the lease holder writes) ------------------------------------------
-    def phase_started(self, run_id: str, name: str) -> DecommissionPhase | None:
-        """Record `name`'s start (attempts + 1) before its effect; the record it had before
-        (None: never started)."""
+    def phase_started(self, run_id: str, name: str
+                      ) -> tuple[DecommissionPhase | None, Attempts]:
+        """Record an attempt of `name` starting before its effect (attempts + 1, the
+        engine's attempt state begun); the record it had before (None: never started) and
+        the attempt state."""
         now = self.clock()
         before: DecommissionPhase | None = None
+        seen = Attempts.first(now)
 
         def change(phases: list[DecommissionPhase]) -> None:
-            nonlocal before
+            nonlocal before, seen
             rec = next((p for p in phases if p["name"] == name), None)
             if rec is None:
                 rec = _new_phase(name)
                 phases.append(rec)
             else:
                 before = rec.copy()
+                seen = attempts_of(rec, now)
+            seen = begin(seen, now)
             rec["state"] = PHASE_RUNNING
-            rec["attempts"] = int(rec["attempts"]) + 1
+            rec["attempts"] = seen.attempts
+            rec["attempt_state"] = seen.to_json()
             rec["started_at"] = rec.get("started_at") or now
             rec["attempt_started_at"] = now
             rec["ended_at"] = None
             rec["outcome"] = None
         self._write(run_id, change, phase=name)
-        return before
+        return before, seen
 
     def phase_ended(self, run_id: str, name: str, state: PhaseState, outcome: str,
-                    messages: list[Message]) -> None:
+                    messages: list[Message], attempts: Attempts | None = None) -> None:
         now = self.clock()
 
         def change(phases: list[DecommissionPhase]) -> None:
@@ -172,15 +203,32 @@ class RunStore:
             rec["ended_at"] = now
             rec["outcome"] = outcome
             rec["messages"] = messages
+            if attempts is not None and attempts.attempts:
+                rec["attempt_state"] = attempts.to_json()
         self._write(run_id, change)
 
-    def finish(self, run_id: str, state: RunState, status_code: int,
-               result: JSONObject) -> None:
-        """The run is over: its answer kept, the node free for another decommission."""
+    def finish(self, run_id: str, state: RunState, status_code: int, result: JSONObject,
+               *, release: bool = True) -> None:
+        """The run is over: its answer kept, the node free for another decommission (with
+        `release` False it stays held, by the lease, until `release` is called: a stuck
+        attempt still runs)."""
+        now = self.clock()
+        values: JSONObject = {"state": state, "status_code": status_code, "result": result,
+                              "ended_at": now, "updated_at": now}
         with Session(self.engine) as s, s.begin():
-            LEASE.drop(s, [DecommissionRun.id == run_id], self.owner, state=state,
-                       status_code=status_code, result=result, active_node=None,
-                       ended_at=self.clock(), updated_at=self.clock())
+            if release:
+                LEASE.drop(s, [DecommissionRun.id == run_id], self.owner, active_node=None,
+                           **values)
+            else:
+                s.execute(update(DecommissionRun).where(
+                    DecommissionRun.id == run_id, DecommissionRun.lease_owner == self.owner)
+                    .values(**values))
+
+    def release(self, run_id: str) -> None:
+        """The node of an ended run free again (its stuck attempt returned)."""
+        with Session(self.engine) as s, s.begin():
+            LEASE.drop(s, [DecommissionRun.id == run_id], self.owner, active_node=None,
+                       updated_at=self.clock())
 
     def _write(self, run_id: str, change: Callable[[list[DecommissionPhase]], None],
                **values: object) -> None:
@@ -195,6 +243,15 @@ class RunStore:
                 .values(phases=phases, updated_at=self.clock(), **values))
             if done.rowcount != 1:  # type: ignore[attr-defined]
                 raise RunLost(f"Decommission run {run_id} is no longer held by this process")
+
+
+def attempts_of(rec: DecommissionPhase, now: float) -> Attempts:
+    """A phase's attempt state as recorded (a record from before it was kept: its starts)."""
+    state = rec.get("attempt_state")
+    if state:
+        return Attempts.load(as_object(state))
+    return Attempts(started=rec.get("started_at") or now, attempts=int(rec["attempts"]),
+                    noted_at=now)
 
 
 def _new_phase(name: str) -> DecommissionPhase:

@@ -161,6 +161,7 @@ class DecommissionPhase(TypedDict):
     ended_at: NotRequired[float | None]
     outcome: NotRequired[str | None]
     messages: NotRequired[list[dict[str, JSON]]]
+    attempt_state: NotRequired[dict[str, JSON]]
 
 
 class DecommissionRun(TypedDict):
