@@ -50,7 +50,7 @@ class NodeRun:
         return self.watch is not None and self.watch.stuck
 
 
-Advance = Callable[[NodeRun, Watch[int]], "float | None"]  # run a node on; when to come back
+Advance = Callable[[NodeRun, Watch[int]], float | None]  # run a node on; when to come back
 
 
 class NodeChains:
