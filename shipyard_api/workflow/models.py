@@ -21,7 +21,7 @@ from common.jsontypes import JSONObject
 from shipyard_api.db import Base
 from shipyard_api.workflow.definitions import ActionParameters
 
-# A line of a step's log: when, what, and the try it belongs to (see engine._note).
+# A line of a step's log: when, what, and the try it belongs to (see outcomes.note).
 StepNote = TypedDict("StepNote", {"at": float, "message": str, "try": int})
 
 
