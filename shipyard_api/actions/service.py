@@ -153,18 +153,22 @@ class ActionService:
 
     def get_json(self, action_id: str) -> tuple[int, bytes, bytes]:
         """The action's version, and `get()` as JSON and gzipped JSON, encoded again only
-        when the version moved (one primary-key read decides; building the view reads the
-        action, its steps and its audit trail through the ORM: ~1 ms). The version is read
-        before the view, so a body is never older than the version it is kept under."""
-        version = self.store.version(action_id)
-        if version is None:
-            raise NotFound(f"No action {action_id}")
+        when the version moved (`ActionStore.version` decides: one primary-key read, none on
+        SQLite while nothing was committed; building the view reads the action, its steps
+        and its audit trail through the ORM: ~1 ms). A body is kept under the version read
+        with the action's row, before its steps and audit trail, so it is never older than
+        its version; an action not kept yet is read once, without the version's query."""
         with self._listed_lock:
             hit = self._shown.get(action_id)
-            if hit is not None and hit[0] == version:
+        if hit is not None:
+            version = self.store.version(action_id)
+            if version is None:
+                raise NotFound(f"No action {action_id}")
+            if hit[0] == version:
                 return hit
-        data = json.dumps(self.get(action_id), ensure_ascii=False).encode()
-        entry = (version, data, gzip.compress(data, compresslevel=6, mtime=0))
+        row, steps, audit = self.store.with_details(action_id)
+        data = json.dumps(action_view(row, steps, audit), ensure_ascii=False).encode()
+        entry = (row.version, data, gzip.compress(data, compresslevel=6, mtime=0))
         with self._listed_lock:
             self._shown[action_id] = entry
         return entry
