@@ -7,7 +7,13 @@ thread). Each phase's start is written before its effect and its outcome after; 
 an outcome is never run again, and a phase that started without one (its process died) is run
 again from what is true at the cluster (every phase is idempotent against it: see
 docs/guide/decommission-durable.md). A replay of the same request waits for the run's answer;
-once the run's lease lapses (its process died) the replay takes the run over."""
+once the run's lease lapses (its process died) the replay takes the run over.
+
+A phase attempt found stuck (phase_engine) fails the run with StepStuck at once, but the node
+stays held, the lease renewed, until the attempt returns (its result discarded): no other
+decommission of the node runs beside it. A replay of the same request answers that StepStuck
+again, also later: the phase is not run again automatically; a new request (another
+Idempotency-Key) is a new run from the cluster's state."""
 
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from common.engine import STUCK, Attempts
 from common.errors import BerthError, InternalError
 from common.jsontypes import JSON, JSONObject, as_float
 from common.poll import NotYet, poll
-from common.runner import Hold, heartbeat
+from common.runner import Hold, LeaseStore, heartbeat
 from common.status import Message, simple_message, status_body
 from promenade_api.db import make_engine
 from promenade_api.db.models import Base
@@ -126,12 +132,14 @@ class Heartbeat:
     start); a renewal refused (another process took the run) marks `hold` lost and ends the
     beat. `keep_until` keeps it beating after the request ends (a stuck attempt runs on)."""
 
-    def __init__(self, store: RunStore, run_id: str) -> None:
+    def __init__(self, store: LeaseStore[str], run_id: str, owner: str, lease: float,
+                 clock: Callable[[], float]) -> None:
         self._store, self.hold = store, Hold(run_id)
+        self._owner, self._lease, self._clock = owner, lease, clock
         self._stop = threading.Event()
         self._kept = False
         self._thread = threading.Thread(
-            target=heartbeat, args=(self._renew, store.lease, self._stop), daemon=True,
+            target=heartbeat, args=(self._renew, lease, self._stop), daemon=True,
             name=f"decommission-{run_id[:8]}")
 
     def __enter__(self) -> Heartbeat:
@@ -161,9 +169,9 @@ class Heartbeat:
                          name=f"decommission-{self.hold.unit_id[:8]}-stuck").start()
 
     def _renew(self) -> None:
-        run_id, store = self.hold.unit_id, self._store
+        run_id = self.hold.unit_id
         try:
-            if not store.renew_unit(run_id, store.owner, store.clock(), store.lease):
+            if not self._store.renew_unit(run_id, self._owner, self._clock(), self._lease):
                 LOG.warning("decommission run %s: lease lost", run_id)
                 self.hold.lose()
                 self._stop.set()
@@ -226,7 +234,8 @@ class DurableDecommission:
         journal = RunJournal(self.store, run_id, {p["name"]: p for p in run["phases"]})
         started = as_float(run["params"].get("started") or None, self.svc.wall())
         try:
-            with Heartbeat(self.store, run_id) as beat:
+            store = self.store
+            with Heartbeat(store, run_id, store.owner, store.lease, store.clock) as beat:
                 clusters, nodes = inputs
                 try:
                     messages = decommission(self.svc, node, clusters, req.params, nodes,

@@ -197,3 +197,21 @@ def test_a_takeover_resumes_a_phase_with_its_attempt_state(svc, engine, store_cl
     assert state["started"] == first["started"]  # the same phase, resumed
     assert phases["drain"]["attempt_state"]["attempts"] == 1
     assert etcd.removed == ["node01"]
+
+
+def test_the_run_store_is_a_lease_store_claiming_only_lapsed_running_runs(engine, store_clock):
+    a = store(engine, store_clock, "a")
+    running = a.admit("node01", "f" * 64, {}, "admin").run
+    stuck = a.admit("node02", "e" * 64, {}, "admin").run
+    a.finish(stuck["id"], FAILED, 500, {"reason": "StepStuck"}, release=False)
+    b = store(engine, store_clock, "b")
+    assert b.claim_units("b", store_clock(), 30.0, 10) == []  # both leases still run
+    store_clock.now += 31
+    assert b.claim_units("b", store_clock(), 30.0, 10) == [running["id"]]
+    assert not a.renew_unit(running["id"], "a", store_clock(), 30.0)
+    assert b.renew_unit(running["id"], "b", store_clock(), 30.0)
+    taken = b.get(running["id"])
+    assert taken["lease_owner"] == "b" and taken["takeovers"] == 1
+    b.drop_unit(running["id"], "b")
+    assert b.get(running["id"])["lease_owner"] is None
+    assert b.get(running["id"])["state"] == "running"  # nothing else changed
