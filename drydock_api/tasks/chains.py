@@ -42,6 +42,7 @@ class NodeRun:
     found: dict[str, Any] | None = None  # the node's teardown record as this task began it
     saved: str | None = None  # what the running step's last save held (see _save)
     saved_at: float = 0.0
+    started: TaskRow | None = None  # the next step's row, started as the last one ended
     watch: Watch[int] | None = None  # the schedule's watch over the node's running piece
 
     @property

@@ -21,7 +21,7 @@ from common.schedule import Schedule, Watch
 from common.status import simple_message
 from common.workflow import Done, Failed, Retry, StepPolicy
 from drydock_api.db.models import TaskRow
-from drydock_api.db.progress import ProgressStore, TeardownUpdate
+from drydock_api.db.progress import NextStep, ProgressStore, TeardownUpdate
 from drydock_api.db.states import TaskResult, TaskStatus
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, provisioner_of
@@ -265,10 +265,13 @@ class Orchestrator:
                                   status=TaskStatus.COMPLETE, teardown=self._teardown(
                                       row, run, lambda r: td.completed(r, row.id, self.clock())))
             return False
-        if self._stop_requested(row, lease):
+        started, run.started = run.started, None  # the stop was checked as it started
+        if lease.lost.is_set() or (started is None and self._stop_requested(row, lease)):
             return False
         step = run.pending.pop(0)
-        run.step, run.row = step, self._progress.start_step(run.sub, step.name)
+        run.step = step
+        run.row = started if started is not None and started.step == step.name \
+            else self._progress.start_step(run.sub, step.name)
         saved = self._progress.saved_retry(run.row)
         run.seen = Attempts.load(saved) if saved else Attempts.first(self.clock())
         node_ctx = NodeContext(node=run.node, options=run.options,
@@ -372,9 +375,10 @@ class Orchestrator:
                 else f"{step.name}: {outcome.message}"
             return td.stopped(r, row.id, cause, now)
 
-        self._progress.finish(step_row, result=result, status=TaskStatus.COMPLETE,
-                              data=data, messages=[message, *records],
-                              teardown=self._teardown(row, run, change))
+        run.started = self._progress.finish(
+            step_row, result=result, status=TaskStatus.COMPLETE, data=data,
+            messages=[message, *records], teardown=self._teardown(row, run, change),
+            then=self._next_start(row, run) if ok else None)
         LOG.info("%s %s %s: %s", row.action, node.name, step.name, outcome.message)
         if not ok:
             self._progress.finish(run.sub, result=TaskResult.FAILURE,
@@ -383,3 +387,14 @@ class Orchestrator:
         run.previous[step.name] = data
         run.step, run.row, run.ctx = None, None, None
         return True
+
+    @staticmethod
+    def _next_start(row: TaskRow, run: NodeRun) -> NextStep | None:
+        """The node's next step when it can start in the transaction that ends the current
+        one: a step neither a worker before this one nor an earlier task of the teardown began."""
+        if not run.pending or run.recorded is None:
+            return None
+        name = run.pending[0].name
+        if name in run.recorded or name in run.earlier:
+            return None
+        return NextStep(run.sub, name, row.id)
