@@ -103,6 +103,9 @@ class RunJournal:
     run_id: str
     recorded_phases: dict[str, DecommissionPhase] = field(default_factory=dict)
 
+    def now(self) -> float:
+        return self.store.clock()
+
     def recorded(self, name: str) -> list[Message] | None:
         """The messages of a phase that already has its outcome (not run again)."""
         rec = self.recorded_phases.get(name)

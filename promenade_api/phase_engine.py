@@ -41,6 +41,9 @@ class PhaseStuck(InternalError):
 class Journal(Protocol):
     """Where the phases' progress is kept (a durable run: decommission_run.RunJournal)."""
 
+    def now(self) -> float:
+        """The time its attempt states count in (the run's wall clock)."""
+
     def recorded(self, name: str) -> list[Message] | None:
         """The messages of a phase that already has its outcome (it is not run again)."""
 
@@ -59,6 +62,9 @@ class NoJournal:
 
     clock: Callable[[], float]
     seen: dict[str, Attempts] = field(default_factory=dict)
+
+    def now(self) -> float:
+        return self.clock()
 
     def recorded(self, name: str) -> list[Message] | None:
         return None
@@ -79,7 +85,7 @@ class Env:
     (a stuck attempt is only declared while it does), and who counts stuck attempts."""
 
     node: str
-    clock: Callable[[], float]  # measures attempts (monotonic)
+    clock: Callable[[], float]  # measures an attempt's run in this process (monotonic)
     sleep: Callable[[float], None]
     alive: Callable[[], bool] = lambda: True
     on_stuck: Callable[[str], None] | None = None
@@ -96,7 +102,7 @@ def run_phases(plan: Sequence[Phase[C]], ctx: C, journal: Journal, env: Env) -> 
             messages += done
         elif isinstance(step, str):
             messages.append(simple_message(f"{name}: {step}", error=False, step=name))
-            journal.ended(name, "skipped", step, messages[-1:], Attempts.first(env.clock()))
+            journal.ended(name, "skipped", step, messages[-1:], Attempts.first(journal.now()))
         else:
             LOG.info("decommission %s: step %s", env.node, name)
             _run_phase(step, fatal, ctx, journal, env, messages)
@@ -110,7 +116,7 @@ def _run_phase(step: StepDef[C], fatal: bool, ctx: C, journal: Journal, env: Env
         seen, notes = journal.started(name)
         messages += notes
         result = _attempt(step, ctx, policy, env, seen, journal, messages, mark)
-        outcome, seen = judge(name, policy, seen, result, env.clock())
+        outcome, seen = judge(name, policy, seen, result, journal.now())
         if not isinstance(outcome, Retry):
             break
         journal.ended(name, "running", outcome.note, messages[mark:], seen)

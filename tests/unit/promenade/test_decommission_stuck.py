@@ -14,14 +14,17 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from common.errors import BadGateway
+from common.workflow import Done, Retry, StepDef, StepPolicy
 from promenade_api import config, db
 from promenade_api.db.models import DecommissionRun
 from promenade_api.db.runs import FAILED, DecommissionBusy, RunStore
 from promenade_api.decommission import DecommissionParams
 from promenade_api.decommission_run import DurableDecommission, RunRequest, fingerprint_of
+from promenade_api.errors import DisassociateStepFailure
 from promenade_api.etcd.design import load_clusters
 from promenade_api.metrics import PromenadeMetrics
-from promenade_api.phase_engine import PhaseStuck
+from promenade_api.phase_engine import Env, NoJournal, Phase, PhaseStuck, run_phases
 from promenade_api.service import settings_from_conf
 
 from .conftest import etcd_doc, kubernetes_cluster
@@ -215,3 +218,29 @@ def test_the_run_store_is_a_lease_store_claiming_only_lapsed_running_runs(engine
     b.drop_unit(running["id"], "b")
     assert b.get(running["id"])["lease_owner"] is None
     assert b.get(running["id"])["state"] == "running"  # nothing else changed
+
+
+def test_phases_are_judged_by_the_engines_rules(clock):
+    """A retryable error is tried again within the policy's retries (its backoff slept), a
+    wait past the step's timeout fails it with Timeout, as Shipyard's and Drydock's steps."""
+    calls: list[str] = []
+
+    def flaky(ctx: object) -> Done:
+        calls.append("flaky")
+        if len(calls) < 3:
+            raise BadGateway("the API answered 502")
+        return Done("flaky: succeeded", records=({"message": "flaky: succeeded"},))
+
+    policy = StepPolicy(timeout=60, retries=2, backoff=1.0)
+    journal = NoJournal(clock)
+    env = Env("node01", clock, clock.sleep)
+    phases = [Phase("flaky", StepDef("flaky", flaky, lambda c: policy), True),
+              Phase("waits", StepDef("waits", lambda c: Retry(40, "still waiting"),
+                                     lambda c: policy), True)]
+    with pytest.raises(DisassociateStepFailure) as failed:
+        run_phases(phases, None, journal, env)
+    assert calls == ["flaky"] * 3 and clock.slept[:2] == [1.0, 2.0]
+    assert journal.seen["flaky"].attempts == 3 and journal.seen["flaky"].failures == 0
+    assert failed.value.details["failed_step"] == "waits"
+    assert "waits: timed out after 60s (still waiting)" in failed.value.message
+    assert journal.seen["waits"].attempts == 2
