@@ -44,6 +44,22 @@ def heartbeat(renew: Callable[[], None], lease_seconds: float,
         renew()
 
 
+def renew_hold(store: LeaseStore[object], hold: Hold, owner: str, now: float,
+               lease_seconds: float, what: str) -> bool:
+    """Renew `owner`'s lease on the hold's unit; a refusal (another process took the unit)
+    marks the hold lost. False when it was lost; a failing store (the database away) is
+    logged and left to the next renewal."""
+    try:
+        if store.renew_unit(hold.unit_id, owner, now, lease_seconds):
+            return True
+    except Exception:
+        LOG.warning("Renewing the lease on %s %s failed", what, hold.unit_id, exc_info=True)
+        return True
+    LOG.warning("Lost the lease on %s %s", what, hold.unit_id)
+    hold.lose()
+    return False
+
+
 @dataclass
 class Hold:
     """A runner's hold on one unit. `lost` is set when a renewal fails (another process has
@@ -152,13 +168,8 @@ class Runner(Generic[U]):
         with self._lock:
             holds = list(self._holds.values())
         for hold in holds:
-            try:
-                if not self.store.renew_unit(hold.unit_id, self.owner, self._clock(),
-                                        self.settings.lease_seconds):
-                    LOG.warning("Lost the lease on %s %s", self._name, hold.unit_id)
-                    hold.lose()
-            except Exception:
-                LOG.exception("Renewing the lease on %s %s failed", self._name, hold.unit_id)
+            renew_hold(self.store, hold, self.owner, self._clock(), self.settings.lease_seconds,
+                       self._name)
         if self._renewed is not None:
             try:
                 self._renewed([h.unit_id for h in holds if not h.lost.is_set()])

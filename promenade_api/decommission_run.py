@@ -33,7 +33,7 @@ from common.engine import STUCK, Attempts
 from common.errors import BerthError, InternalError
 from common.jsontypes import JSON, JSONObject, as_float
 from common.poll import NotYet, poll
-from common.runner import Hold, LeaseStore, heartbeat
+from common.runner import Hold, LeaseStore, heartbeat, renew_hold
 from common.status import Message, simple_message, status_body
 from promenade_api.db import make_engine
 from promenade_api.db.models import Base
@@ -172,14 +172,9 @@ class Heartbeat:
                          name=f"decommission-{self.hold.unit_id[:8]}-stuck").start()
 
     def _renew(self) -> None:
-        run_id = self.hold.unit_id
-        try:
-            if not self._store.renew_unit(run_id, self._owner, self._clock(), self._lease):
-                LOG.warning("decommission run %s: lease lost", run_id)
-                self.hold.lose()
-                self._stop.set()
-        except Exception:  # the database is away: the next beat tries again
-            LOG.warning("decommission run %s: lease renewal failed", run_id, exc_info=True)
+        if not renew_hold(self._store, self.hold, self._owner, self._clock(), self._lease,
+                          "decommission run"):
+            self._stop.set()
 
 
 class DurableDecommission:
