@@ -39,7 +39,7 @@ def batched(s: Session) -> Iterator[None]:
 
 def _write(s: Session, pending: list[audit.Pending]) -> None:
     # Drydock's write transactions hold SQLite's write lock from BEGIN (IMMEDIATE).
-    audit.append_many(s, pending, write_locked=True)
+    audit.append_many(s.connection(), pending, write_locked=True)
 
 
 def _append(s: Session, stream: str, obj: str, change: str, old: object, new: object,
@@ -69,8 +69,14 @@ def node_state(row: NodeRecord | None) -> dict[str, object]:
     """The audited fields of a node record (a record not yet written: the defaults)."""
     if row is None:
         return {"retired": False, "torn_down": False}
-    state = {f: getattr(row, f) for f in NODE_FIELDS}
-    teardown = row.teardown if isinstance(row.teardown, dict) else None
+    return node_fields_state({f: getattr(row, f) for f in (*NODE_FIELDS, "teardown")})
+
+
+def node_fields_state(fields: Mapping[str, object]) -> dict[str, object]:
+    """`node_state` of a record read as columns (NODE_FIELDS and teardown)."""
+    state = {f: fields.get(f) for f in NODE_FIELDS}
+    teardown = fields.get("teardown")
+    teardown = teardown if isinstance(teardown, dict) else None
     state["teardown"] = None if teardown is None else {
         k: teardown.get(k) for k in ("state", "id", "task", "last_step", "cause")}
     return {k: v for k, v in state.items() if v is not None or k in ("retired", "torn_down")}

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 
-from sqlalchemy import Select, bindparam, func, or_, select, update
+from sqlalchemy import Connection, Select, Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from common.errors import NotFound
@@ -17,7 +17,7 @@ from common.status import Message
 from drydock_api.db import audit
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
 from drydock_api.db.states import TaskResult, TaskStatus
-from drydock_api.db.store import TaskStore, touch_tree
+from drydock_api.db.store import TaskStore, touch_root, touch_tree
 
 
 def _tree_key_query() -> Select[tuple[int, int | None]]:
@@ -32,9 +32,27 @@ def _tree_key_query() -> Select[tuple[int, int | None]]:
 
 TREE_KEY = _tree_key_query()
 RETRY, STATE = "retry", "state"  # a running step's row data: its saved retry and progress
-# Built once; no session object is refreshed from it (the stores' sessions hold no such row).
-SAVE_STEP = update(TaskRow).where(TaskRow.id == bindparam("task_id")).values(
-    data=bindparam("data")).execution_options(synchronize_session=False)
+# The hot writes of a step (its start, progress and end, the node's teardown record) are
+# Core statements built once and run on the transaction's connection: no ORM unit of work,
+# no identity map (the stores' sessions hold none of these rows).
+TASKS: Table = TaskRow.__table__  # type: ignore[assignment]
+NODES: Table = NodeRecord.__table__  # type: ignore[assignment]
+MESSAGES: Table = MessageRow.__table__  # type: ignore[assignment]
+SAVE_STEP = update(TASKS).where(TASKS.c.id == bindparam("task_id")).values(
+    data=bindparam("data"))
+ADD_TASK, ADD_MESSAGES, ADD_NODE = insert(TASKS), insert(MESSAGES), insert(NODES)
+# A node's audited fields and teardown record, locked (PostgreSQL) for the change.
+NODE_STATE = select(*(NODES.c[f] for f in (*audit.NODE_FIELDS, "teardown"))).where(
+    NODES.c.name == bindparam("name")).with_for_update()
+SET_TEARDOWN = update(NODES).where(NODES.c.name == bindparam("node")).values(
+    teardown=bindparam("teardown"), updated=bindparam("now"))
+STEP_ID = select(TASKS.c.id).where(TASKS.c.parent_id == bindparam("parent"),
+                                   TASKS.c.step == bindparam("step")).limit(1)
+# A task's end: the columns set are those of the parameters (besides task_id and was).
+END, END_IF = (update(TASKS).where(*where) for where in (
+    [TASKS.c.id == bindparam("task_id")],
+    [TASKS.c.id == bindparam("task_id"), TASKS.c.status == bindparam("was")]))
+OLD_STATUS = select(TASKS.c.status).where(TASKS.c.id == bindparam("task_id")).with_for_update()
 # A change of a node's teardown record (tasks.teardown), made in a step's transaction.
 TeardownUpdate = tuple[str, Callable[[JSONObject | None], JSONObject | None]]
 
@@ -68,17 +86,22 @@ class ProgressStore:
 
     def _child(self, parent: TaskRow, *, action: str, node: str | None,
                step: str | None) -> TaskRow:
+        return TaskRow(**self._child_values(parent, action=action, node=node, step=step))
+
+    def _child_values(self, parent: TaskRow, *, action: str, node: str | None,
+                      step: str | None) -> dict[str, object]:
         now = self.clock()
-        return TaskRow(
-            id=self._tasks.new_id(), parent_id=parent.id, root_id=parent.root_id,
-            action=action, node=node, step=step, status=TaskStatus.RUNNING.value,
-            result=TaskResult.INCOMPLETE.value, design_ref=parent.design_ref,
-            node_filter={"filter_set_type": "union",
-                         "filter_set": [{"filter_type": "union", "node_names": [node]}]}
+        return {
+            "id": self._tasks.new_id(), "parent_id": parent.id, "root_id": parent.root_id,
+            "action": action, "node": node, "step": step, "status": TaskStatus.RUNNING.value,
+            "result": TaskResult.INCOMPLETE.value, "design_ref": parent.design_ref,
+            "node_filter": {"filter_set_type": "union",
+                            "filter_set": [{"filter_type": "union", "node_names": [node]}]}
             if node else None,
-            options=parent.options, node_names=[node] if node else [], created=now,
-            updated=now, terminate_requested=False, successes=[], failures=[],
-            context_marker=parent.context_marker, created_by=parent.created_by)
+            "options": parent.options, "node_names": [node] if node else [], "created": now,
+            "updated": now, "terminate_requested": False, "successes": [], "failures": [],
+            "context_marker": parent.context_marker, "created_by": parent.created_by,
+            "changes": 0}
 
     def ensure_node_tasks(self, root: TaskRow, nodes: Sequence[str]) -> dict[str, TaskRow]:
         """One subtask per node (created once; existing ones are returned after a takeover)."""
@@ -108,14 +131,15 @@ class ProgressStore:
 
     def _start_step(self, s: Session, node_task: TaskRow, step: str, *,
                     touch: bool) -> TaskRow:
-        found = s.scalars(select(TaskRow).where(TaskRow.parent_id == node_task.id,
-                                                TaskRow.step == step)).first()
-        if found is not None:
-            return found
-        row = self._child(node_task, action=step, node=node_task.node, step=step)
-        s.add(row)
+        conn = s.connection()
+        found = conn.execute(STEP_ID, {"parent": node_task.id, "step": step}).scalar()
+        if found is not None:  # left running by a dead worker: read whole (seldom)
+            return s.get_one(TaskRow, found)
+        values = self._child_values(node_task, action=step, node=node_task.node, step=step)
+        conn.execute(ADD_TASK, values)
+        row = TaskRow(**values)  # what was inserted; never attached to a session
         if touch:
-            touch_tree(s, row.root_id)
+            touch_root(s, row.root_id)
         audit.task_changed(s, row.id, None, row.status, row.created, parent=node_task.id,
                            node=row.node, step=step)
         return row
@@ -131,7 +155,8 @@ class ProgressStore:
         row's data, and the node's teardown change, in one transaction. Not shown in task
         bodies, so the tree is not touched; the step's output replaces them."""
         with self.sessions.begin() as s:
-            s.execute(SAVE_STEP, {"task_id": step.id, "data": {RETRY: retry, STATE: state}})
+            s.connection().execute(SAVE_STEP, {"task_id": step.id,
+                                               "data": {RETRY: retry, STATE: state}})
             if teardown is not None:
                 self._update_teardown(s, *teardown)
 
@@ -165,20 +190,26 @@ class ProgressStore:
 
     def _update_teardown(self, s: Session, name: str,
                          change: Callable[[JSONObject | None], JSONObject | None]) -> None:
-        row = s.get(NodeRecord, name, with_for_update=True)
-        current = row.teardown if row is not None and isinstance(row.teardown, dict) else None
+        """Change the node's teardown record, reading only the audited fields."""
+        conn = s.connection()
+        row = conn.execute(NODE_STATE, {"name": name}).first()
+        fields = dict(row._mapping) if row is not None else None
+        current = fields["teardown"] if fields and isinstance(fields["teardown"], dict) \
+            else None
         new = change(dict(current) if current is not None else None)
         if new == current:
             return
         now = self.clock()
-        before = audit.node_state(row)
-        if row is None:
-            row = NodeRecord(name=name, retired=False, torn_down=False, updated=now,
-                             teardown=new)
-            s.add(row)
+        if fields is None:
+            before = audit.node_state(None)
+            fields = {"retired": False, "torn_down": False}
+            conn.execute(ADD_NODE, {"name": name, "retired": False, "torn_down": False,
+                                    "updated": now, "teardown": new})
         else:
-            row.teardown, row.updated = new, now
-        audit.node_changed(s, name, before, audit.node_state(row), now)
+            before = audit.node_fields_state(fields)
+            conn.execute(SET_TEARDOWN, {"node": name, "teardown": new, "now": now})
+        audit.node_changed(s, name, before, audit.node_fields_state({**fields, "teardown": new}),
+                           now)
 
     def finish(self, task: TaskRow, *, result: TaskResult, status: TaskStatus,
                data: JSON = None, messages: Sequence[Message] = (),
@@ -188,28 +219,45 @@ class ProgressStore:
         node's teardown change at once. With `then`, the node's next step starts in the same
         transaction unless the task is to stop: its row (None when it did not start)."""
         now = self.clock()
+        values: dict[str, object] = {"status": status.value, "result": result.value,
+                                  "updated": now, "completed": now}
+        if data is not None:
+            values["data"] = data
+        if task.node:
+            values["successes" if result == TaskResult.SUCCESS else "failures"] = \
+                [task.node] if result in (TaskResult.SUCCESS, TaskResult.FAILURE) else []
         with self.sessions.begin() as s, audit.batched(s):
-            old = s.scalar(select(TaskRow.status).where(TaskRow.id == task.id)
-                           .with_for_update())
-            values: dict[str, object] = {"status": status.value, "result": result.value,
-                                      "updated": now, "completed": now}
-            if data is not None:
-                values["data"] = data
-            if task.node:
-                values["successes" if result == TaskResult.SUCCESS else "failures"] = \
-                    [task.node] if result in (TaskResult.SUCCESS, TaskResult.FAILURE) else []
-            s.execute(update(TaskRow).where(TaskRow.id == task.id).values(**values)
-                      .execution_options(synchronize_session=False))
-            touch_tree(s, task.root_id)
+            conn = s.connection()
+            old = self._end_row(conn, task, values)
+            # The tree's change counted; the task's stop asked in the same statement.
+            stop = touch_root(s, task.root_id)
             self._add_messages(s, task, messages, now)
             if teardown is not None:
                 self._update_teardown(s, *teardown)
             if old != status.value:  # the audit's head locks last (nodes', then tasks')
                 audit.task_changed(s, task.id, old, status.value, now, result=result.value,
                                    node=task.node, step=task.step)
-            if then is None or _stopping(s, then.task_id):
+            if then is None:
+                return None
+            if then.task_id != task.root_id:
+                stop = _stopping(s, then.task_id)
+            if stop:
                 return None
             return self._start_step(s, then.node_task, then.step, touch=False)
+
+    @staticmethod
+    def _end_row(conn: Connection, task: TaskRow, values: dict[str, object]) -> str | None:
+        """Write a task's end; its status before. One statement when the row still has the
+        status the caller read (the usual case: a step this worker started), else the status
+        read under lock first."""
+        if task.status is not None:
+            ended = conn.execute(END_IF,
+                                 {**values, "task_id": task.id, "was": str(task.status)})
+            if ended.rowcount == 1:
+                return str(task.status)
+        old = conn.execute(OLD_STATUS, {"task_id": task.id}).scalar()
+        conn.execute(END, {**values, "task_id": task.id})
+        return None if old is None else str(old)
 
     def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
         with self.sessions.begin() as s:
@@ -217,11 +265,13 @@ class ProgressStore:
 
     def _add_messages(self, s: Session, task: TaskRow, messages: Sequence[Message],
                       now: float) -> None:
+        if not messages:
+            return
         node_task_id = task.parent_id if task.step else (task.id if task.node else None)
-        for m in messages:
-            s.add(MessageRow(task_id=task.id, node_task_id=node_task_id, root_id=task.root_id,
-                             node=m.get("node", task.node), step=task.step, ts=now,
-                             error=bool(m.get("error")), body=dict(m)))
+        s.connection().execute(ADD_MESSAGES, [
+            {"task_id": task.id, "node_task_id": node_task_id, "root_id": task.root_id,
+             "node": m.get("node", task.node), "step": task.step, "ts": now,
+             "error": bool(m.get("error")), "body": dict(m)} for m in messages])
 
     def messages(self, task: TaskRow, *, errors_only: bool = False) -> list[Message]:
         """Messages of a task and everything below it, oldest first."""

@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, event, func, select, update
+from sqlalchemy import Engine, and_, bindparam, event, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from ulid import ULID
@@ -38,11 +38,12 @@ _FILE_LOCKS_GUARD = threading.Lock()
 
 
 class Turns:
-    """A lock handed to its waiters in the order they asked (none barges in)."""
+    """A lock handed to its waiters in the order they asked (none barges in). Each waiter
+    blocks on a plain lock of its own, which the holder releases to hand the turn over."""
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
-        self._queue: deque[threading.Event] = deque()
+        self._queue: deque[threading.Lock] = deque()
         self._held = False
 
     def acquire(self, timeout: float) -> bool:
@@ -50,14 +51,16 @@ class Turns:
             if not self._held:
                 self._held = True
                 return True
-            turn = threading.Event()
+            turn = threading.Lock()
+            turn.acquire()
             self._queue.append(turn)
-        if turn.wait(timeout):
+        if turn.acquire(timeout=timeout):
             return True
         with self._mutex:
-            if turn.is_set():  # handed over as the wait ended
+            try:
+                self._queue.remove(turn)
+            except ValueError:  # handed over as the wait ended
                 return True
-            self._queue.remove(turn)
             return False
 
     def waiting(self) -> int:
@@ -67,7 +70,7 @@ class Turns:
     def release(self) -> None:
         with self._mutex:
             if self._queue:
-                self._queue.popleft().set()  # still held: now by the next in line
+                self._queue.popleft().release()  # still held: now by the next in line
             else:
                 self._held = False
 
@@ -143,6 +146,20 @@ def touch_tree(s: Session, root_id: str) -> None:
     s.execute(update(TaskRow).where(TaskRow.id == root_id)
               .values(changes=TaskRow.changes + 1))
     notify_in(s, CHANGES_CHANNEL, root_id)  # PostgreSQL: long-polls of other processes
+
+
+_TASKS: Any = TaskRow.__table__
+_TOUCH_ROOT = update(_TASKS).where(_TASKS.c.id == bindparam("root")).values(
+    changes=_TASKS.c.changes + 1).returning(_TASKS.c.status, _TASKS.c.terminate_requested)
+
+
+def touch_root(s: Session, root_id: str) -> bool:
+    """`touch_tree` as one Core statement on the transaction's connection (no session
+    object of the top-level task is refreshed from it), answering whether that task is asked
+    to stop (terminate requested, or terminating) as it stands in this transaction."""
+    row = s.connection().execute(_TOUCH_ROOT, {"root": root_id}).first()
+    notify_in(s, CHANGES_CHANNEL, root_id)  # PostgreSQL: long-polls of other processes
+    return row is not None and (bool(row[1]) or row[0] == TaskStatus.TERMINATING.value)
 
 
 class TaskStore:
