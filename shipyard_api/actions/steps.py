@@ -10,8 +10,8 @@ from common.clients.drydock import FINISHED, NodeFilter, ResultStatus
 from common.context import RequestContext
 from common.documents import validate_documents
 from common.errors import BerthError, ServiceUnavailable
-from common.jsontypes import JSON, as_int
-from common.workflow import Outcome, StepPolicy, done, failed, retry_after
+from common.jsontypes import JSON, as_float, as_int
+from common.workflow import Outcome, StepPolicy, backoff_delay, done, failed, retry_after
 from shipyard_api.actions.design import deployment_configuration, etcd_membership, node_names
 from shipyard_api.actions.params import version_of
 from shipyard_api.actions.ports import Services, services
@@ -20,6 +20,11 @@ from shipyard_api.workflow.states import StepState
 
 LOG = logging.getLogger(__name__)
 FOLLOW_LOOKS = 8  # Drydock task changes one attempt follows before the engine persists it
+# Polling a Drydock task (a Drydock without long-polls, or one holding its most long-polls):
+# the first look this soon after the task's creation, then a tenth of the task's age, at
+# most the DeploymentConfiguration interval (common.workflow.backoff_delay).
+FIRST_POLL = 0.5
+POLL_FRACTION = 0.1
 
 
 def target_version(ctx: StepContext) -> str:
@@ -92,8 +97,10 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
     attempt long-polls Drydock (answered as soon as the task changes, or after
     `long_poll_wait` seconds) and looks again at once after a change, up to FOLLOW_LOOKS
     times, reporting each change as live progress (so a task's last steps and its end are
-    seen without an engine round in between); `interval` is the polling interval of a
-    Drydock without long-polls."""
+    seen without an engine round in between). A Drydock without long-polls, or one too busy
+    to hold this one, is polled FIRST_POLL s after the task's creation, then every tenth of
+    its age, at most every `interval` s: a task's end is seen at most 0.5 s or 10 % of its
+    duration late, and a long task is polled at `interval` after its first minutes."""
     svc = services(ctx)
     rc = ctx.request_context()
     task_id = ctx.memo.get("task_id")
@@ -106,9 +113,11 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
                                        budget_holder=str(held["holder"])
                                        if held.get("domains") else None)
         task_id = str(task.get("task_id"))
-        return retry_after(0, memo={"task_id": task_id}, details={"task": task},
+        return retry_after(0, memo={"task_id": task_id, "created_at": ctx.now},
+                           details={"task": task},
                            note=f"Drydock {action} task {task_id} created")
     since = ctx.memo.get("version")
+    created_at = as_float(ctx.memo.get("created_at"), ctx.now)
     for _ in range(FOLLOW_LOOKS):
         watch = svc.drydock.watch_task(str(task_id), since=None if since is None else str(since),
                                        wait=svc.settings.long_poll_wait, ctx=rc)
@@ -116,8 +125,12 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
         if str(task.get("status", "")) in FINISHED:
             break
         if watch.version is None or watch.busy or svc.settings.long_poll_wait <= 0:
-            # a Drydock without long-polls, or too busy to hold one: poll at the interval
-            return retry_after(interval, memo={"version": watch.version},
+            # a Drydock without long-polls, or too busy to hold one: poll, sooner while
+            # the task is young
+            delay = backoff_delay(interval, ctx.now - created_at, first=FIRST_POLL,
+                                  fraction=POLL_FRACTION)
+            return retry_after(delay, memo={"version": watch.version,
+                                            "created_at": created_at},
                                details={"task": task})
         if watch.version == since:  # a whole wait without a change: the engine takes over
             break
