@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,57 @@ def gaps(ops: list[dict[str, Any]], start: float, end: float) -> list[tuple[floa
     return out
 
 
+DRYDOCK_STEPS = ("destroy_nodes", "prepare_nodes", "deploy_nodes")
+
+
+def epoch(iso: object) -> float | None:
+    return datetime.fromisoformat(str(iso)).timestamp() if iso else None
+
+
+def task_times(env: dict[str, str], action_id: str, step: dict[str, Any]) -> dict[str, Any]:
+    """A Drydock-task step's times (epoch s): the step's start and end in Shipyard, its task's
+    creation and completion, and its first node step's start and last one's end in Drydock
+    (from the task tree the step kept)."""
+    shown = requests.get(f"{env['SHIPYARD_URL']}/api/v1.0/actions/{action_id}/steps/"
+                         f"{step['id']}", headers={"X-Auth-Token": env["BERTH_TOKEN"]},
+                         timeout=30).json()
+    tree = (shown.get("details") or {}).get("tree") or {}
+    root = tree.get(str(tree.get("init_task_id")), {})
+    subs = [t for k, t in tree.items() if k != "init_task_id" and isinstance(t, dict)
+            and t.get("task_id") != root.get("task_id") and t.get("step")]
+    starts = [epoch(t.get("created")) for t in subs]
+    ends = [epoch(t.get("completed")) for t in subs]
+    return {"name": str(step["id"]).split(".")[0], "step_start": epoch(step.get("start")),
+            "step_end": epoch(step.get("end")), "created": epoch(root.get("created")),
+            "completed": epoch(root.get("completed")),
+            "first_step": min((t for t in starts if t), default=None),
+            "last_step": max((t for t in ends if t), default=None)}
+
+
+def handovers(env: dict[str, str], view: dict[str, Any], start: float) -> None:
+    """Where the time between Drydock tasks went: for each task, Shipyard's step start ->
+    task created -> first node step -> last node step done -> task complete -> step end; then
+    for each hand-over, the previous task's completion -> the next task's first node step."""
+    rows = [task_times(env, str(view["id"]), s) for s in view.get("steps", [])
+            if str(s["id"]).split(".")[0] in DRYDOCK_STEPS]
+    keys = ("step_start", "created", "first_step", "last_step", "completed", "step_end")
+    print("Drydock tasks (s from the action's creation): step start, task created, first "
+          "node step, last node step done, task complete, step end")
+    for r in rows:
+        print(f"  {r['name']:<16}" + "".join(
+            f"{r[k] - start:8.2f}" if r[k] else "       -" for k in keys))
+    print("hand-overs (s): last node step done -> task complete -> step end -> next step "
+          "start -> next task created -> its first node step; total")
+    for a, b in pairwise(rows):
+        marks = [m for m in (a["last_step"], a["completed"], a["step_end"], b["step_start"],
+                             b["created"], b["first_step"]) if m is not None]
+        if len(marks) < 6:
+            continue
+        parts = [f"{(m2 - m1) * 1000:5.0f} ms" for m1, m2 in pairwise(marks)]
+        print(f"  {a['name']} -> {b['name']}: {' | '.join(parts)}; "
+              f"{(marks[-1] - marks[0]) * 1000:.0f} ms")
+
+
 def one_run(env: dict[str, str], node: str, poll: float, target: float) -> float:
     """One redeploy of `node`, reported; its overhead (s)."""
     with KubeWatch(env, node) as kube:
@@ -230,6 +282,7 @@ def one_run(env: dict[str, str], node: str, poll: float, target: float) -> float
     print("gaps with no site work (Berth's overhead), largest first:")
     for seconds, where in sorted(gaps(ops, start, end), reverse=True):
         print(f"  {seconds:5.2f} s  {where}")
+    handovers(env, view, start)
     print(f"wall time: {wall:.2f} s   site's own time on the critical path: {site:.2f} s   "
           f"overhead: {wall - site:.2f} s (target <= {target:g} s)")
     return wall - site
