@@ -3,7 +3,6 @@ steps a previous (dead) worker completed, stopping before the next step on termi
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -19,9 +18,9 @@ from common.errors import BerthError, Conflict
 from common.runner import Hold
 from common.schedule import Schedule, Watch
 from common.status import simple_message
-from common.workflow import Done, Failed, Retry, StepPolicy
+from common.workflow import Failed, Retry, StepPolicy
 from drydock_api.db.models import TaskRow
-from drydock_api.db.progress import NextStep, ProgressStore, TeardownUpdate
+from drydock_api.db.progress import ProgressStore
 from drydock_api.db.states import TaskResult, TaskStatus
 from drydock_api.db.store import TaskStore
 from drydock_api.nodes.design import Design, provisioner_of
@@ -35,13 +34,11 @@ from drydock_api.tasks.context import (
     SiteContext,
     StepSettings,
 )
-from drydock_api.tasks.engine import StepEngine, TaskDrives
+from drydock_api.tasks.engine import NodeJournal, StepEngine, TaskDrives, teardown_change
 from drydock_api.tasks.taskends import TaskEnds
 
 LOG = logging.getLogger(__name__)
 S, R = TaskStatus, TaskResult  # compare stored statuses with the enums, never strings
-MESSAGE_FIELDS = ("power",)  # a step's details its message carries (what power-off it got)
-SAVE_EVERY = 5.0  # a waiting step's unchanged retry is saved at least this often (s)
 
 
 class DesignSource:
@@ -169,16 +166,14 @@ class Orchestrator:
             policy = self._attempt_policy(run)
             if not watch.begin(self.clock(), policy.attempt_timeout if policy else None):
                 return None
-            outcome, seen = self._engine.attempt(run.step, run.ctx, run.seen)
-            if not watch.end():  # failed as stuck meanwhile: this late result is discarded
+            judged = self._engine.cycle(  # discarded when found stuck meanwhile, or held elsewhere
+                run.step, run.ctx, self._journal(row), run,
+                kept=lambda: watch.end() and not lease.lost.is_set())
+            if judged is None:
                 return None
-            run.seen = seen
-            if lease.lost.is_set():
-                return None
-            if isinstance(outcome, Retry):
-                self._save(row, run, poll=True)
+            if isinstance(judged.outcome, Retry):
                 return run.seen.next_at
-            if not self._record(row, run, outcome):
+            if isinstance(judged.outcome, Failed):
                 self._release_slots(run)
                 return None
 
@@ -198,7 +193,7 @@ class Orchestrator:
             held = Failed("BudgetExhausted", f"{held.note} (waited "
                           f"{self._settings.release_timeout:g} s after a takeover)")
         if isinstance(held, Failed):
-            self._record(row, run, held)
+            self._journal(row).end(run, held)
             return None, False
         if run.waiting_since is not None:
             run.seen = replace(run.seen, started=now)
@@ -239,7 +234,7 @@ class Orchestrator:
         LOG.error("%s %s: %s", row.action, run.node.name, failed.message)
         if self._on_stuck is not None:
             self._on_stuck(run.step.name)
-        self._record(row, run, failed)
+        self._journal(row).end(run, failed)
 
     def _next_step(self, row: TaskRow, run: NodeRun, ctx: RequestContext,
                    lease: Hold) -> bool:
@@ -262,8 +257,8 @@ class Orchestrator:
             run.pending.pop(0)
         else:
             self._progress.finish(run.sub, result=TaskResult.SUCCESS,
-                                  status=TaskStatus.COMPLETE, teardown=self._teardown(
-                                      row, run, lambda r: td.completed(r, row.id, self.clock())))
+                                  status=TaskStatus.COMPLETE, teardown=teardown_change(
+                                      run, lambda r: td.completed(r, row.id, self.clock())))
             return False
         started, run.started = run.started, None  # the stop was checked as it started
         if lease.lost.is_set() or (started is None and self._stop_requested(row, lease)):
@@ -283,7 +278,7 @@ class Orchestrator:
                                teardown=run.found if run.teardown else None,
                                design_grace=run.design_grace,
                                design_ref=row.design_ref, action=row.action)
-        step_row = run.row
+        step_row, journal = run.row, self._journal(row)
         node_ctx.message = lambda m: self._progress.add_messages(step_row, [m])
 
         def checkpoint() -> None:
@@ -293,36 +288,11 @@ class Orchestrator:
             if run.stuck:  # the step failed as stuck: this late attempt changes nothing more
                 raise Conflict(f"{step.name}: abandoned, the attempt was found stuck",
                                reason=STUCK)
-            self._save(row, run)
+            journal.save(run)
 
         node_ctx.checkpoint = checkpoint
         run.ctx, run.saved = node_ctx, None
         return True
-
-    def _save(self, row: TaskRow, run: NodeRun, *, poll: bool = False) -> None:
-        """The running step's retry and progress, and what it attested, in one transaction.
-        A checkpoint (a write-ahead intent, an answer) is always saved at once. A `poll` that
-        changed nothing but the attempt count and when to look again is not saved, up to
-        SAVE_EVERY seconds after the last save: a worker taking the step over then resumes
-        from that save, its next attempt due at once and the step's timeout counted from the
-        older due time (tasks.engine.late), at most SAVE_EVERY seconds more generous."""
-        assert run.row is not None and run.ctx is not None
-        attested = dict(run.ctx.attested)
-        kept = {k: v for k, v in run.seen.to_json().items() if k not in ("attempts", "next_at")}
-        what = json.dumps([kept, run.ctx.state, attested], sort_keys=True, default=str)
-        now = self.clock()
-        if poll and what == run.saved and now - run.saved_at < SAVE_EVERY:
-            return
-        run.saved, run.saved_at = what, now
-        self._progress.save_step(run.row, run.seen.to_json(), run.ctx.state,
-                                 teardown=self._teardown(
-                                     row, run, lambda r: td.attest(r, row.id, attested))
-                                 if attested else None)
-
-    def _teardown(self, row: TaskRow, run: NodeRun,
-                  change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
-                  ) -> TeardownUpdate | None:
-        return (run.node.name, change) if run.teardown else None
 
     def _begin_teardown(self, row: TaskRow, run: NodeRun) -> None:
         """The node's teardown this task works on; steps an earlier task of it did stand."""
@@ -350,51 +320,6 @@ class Orchestrator:
         step_row.status, step_row.result, step_row.data = S.COMPLETE, R.SUCCESS, output
         return step_row
 
-    def _record(self, row: TaskRow, run: NodeRun, outcome: Done | Failed) -> bool:
-        """Record a step's end; True when the node goes on with its next step."""
-        node, step, step_row = run.node, run.step, run.row
-        assert step is not None and step_row is not None
-        ok = isinstance(outcome, Done)
-        message = simple_message(f"{node.name}: {outcome.message}", error=not ok,
-                                 node=node.name, step=step.name, context_type="node",
-                                 context=node.name, **{k: v for k, v in outcome.details.items()
-                                                       if k in MESSAGE_FIELDS})
-        result = TaskResult.SUCCESS if ok else TaskResult.FAILURE
-        data = outcome.output if isinstance(outcome, Done) else None
-        records = [simple_message(f"{node.name}: {r.get('disk', '')} {r.get('result', '')}"
-                                  .strip(), error=False, node=node.name, step=step.name,
-                                  context_type="node", context=node.name, **r)
-                   for r in (outcome.records if isinstance(outcome, Done) else ())]
-        attested, now = dict(run.ctx.attested) if run.ctx else {}, self.clock()
-
-        def change(r: dict[str, Any] | None) -> dict[str, Any] | None:
-            r = td.attest(r, row.id, attested)
-            if ok:
-                return td.step_done(r, row.id, step.name, data, now)
-            cause = outcome.message if outcome.message.startswith(f"{step.name}:") \
-                else f"{step.name}: {outcome.message}"
-            return td.stopped(r, row.id, cause, now)
-
-        run.started = self._progress.finish(
-            step_row, result=result, status=TaskStatus.COMPLETE, data=data,
-            messages=[message, *records], teardown=self._teardown(row, run, change),
-            then=self._next_start(row, run) if ok else None)
-        LOG.info("%s %s %s: %s", row.action, node.name, step.name, outcome.message)
-        if not ok:
-            self._progress.finish(run.sub, result=TaskResult.FAILURE,
-                                  status=TaskStatus.COMPLETE)
-            return False
-        run.previous[step.name] = data
-        run.step, run.row, run.ctx = None, None, None
-        return True
-
-    @staticmethod
-    def _next_start(row: TaskRow, run: NodeRun) -> NextStep | None:
-        """The node's next step when it can start in the transaction that ends the current
-        one: a step neither a worker before this one nor an earlier task of the teardown began."""
-        if not run.pending or run.recorded is None:
-            return None
-        name = run.pending[0].name
-        if name in run.recorded or name in run.earlier:
-            return None
-        return NextStep(run.sub, name, row.id)
+    def _journal(self, row: TaskRow) -> NodeJournal:
+        """The journal of the task's node steps (tasks.engine.NodeJournal)."""
+        return NodeJournal(self._progress, row, self.clock)

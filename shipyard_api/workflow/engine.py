@@ -15,11 +15,12 @@ from dataclasses import dataclass, replace
 
 from common.audit import acting, current_actor, worker_actor
 from common.context import current_marker
-from common.engine import stuck
+from common.engine import Attempts, stuck
+from common.journal import Result, run_step
 from common.jsontypes import JSONObject
 from common.runner import Hold
 from common.schedule import Schedule, Start
-from common.workflow import Outcome, StepPolicy
+from common.workflow import StepPolicy
 from shipyard_api.workflow.definitions import (
     ActionDefinition,
     FinishContext,
@@ -27,7 +28,7 @@ from shipyard_api.workflow.definitions import (
     StepDef,
 )
 from shipyard_api.workflow.models import ActionRow, StepRow
-from shipyard_api.workflow.outcomes import StepRecorder, failure_text, note
+from shipyard_api.workflow.outcomes import StepAttempt, StepRecorder, failure_text, note
 from shipyard_api.workflow.services import Services
 from shipyard_api.workflow.states import TERMINAL_ACTION, TERMINAL_STEP, ActionState, StepState
 from shipyard_api.workflow.store import ActionStore, LeaseLost
@@ -131,17 +132,11 @@ class Engine:
         return max(0.0, delay if limit is None else min(delay, limit))
 
 
-def execute(defn: StepDef, ctx: StepContext) -> Outcome | BaseException:
+def execute(defn: StepDef, ctx: StepContext) -> Result:
     """Run one step in a worker thread; errors are returned for the engine to judge."""
     current_marker.set(ctx.marker)
     current_actor.set(worker_actor("shipyard", ctx.user))  # e.g. a step tagging a revision
-    try:
-        return defn.run(ctx)
-    except Exception as exc:  # the engine decides between retry and failure
-        return exc
-
-
-Result = Outcome | BaseException  # what one attempt gave (an error is judged)
+    return run_step(defn, ctx)
 
 
 class _Run:
@@ -155,7 +150,8 @@ class _Run:
         self.hold = hold
         self.defn = definition
         self.action_id = action_id
-        self.policies: dict[str, StepPolicy] = {}  # of each running attempt's step
+        # each running attempt: what the journal knows it by, its policy, its begun state
+        self.begun: dict[str, tuple[StepAttempt, StepPolicy, Attempts]] = {}
         self.cancelled: set[str] = set()  # steps whose remote work was asked to stop
         self.steps: list[StepRow] = []  # as the last turn read them
         self.out = StepRecorder(engine.store, engine.owner, action_id, clock=engine.clock,
@@ -198,14 +194,14 @@ class _Run:
         return next_due
 
     def ended(self, sid: str, result: Result) -> None:
-        self.out.record(sid, self.policies.pop(sid), result)
+        self.out.record(*self.begun.pop(sid), result)
 
     def stuck(self, sid: str, began: float, now: float) -> None:
         """An attempt ran past its attempt timeout while this worker lives and renews the
         action's lease (a thread cannot be stopped): the step fails with StepStuck, the
         attempt's result is discarded when it comes, and the step is not run again."""
         step = self.out.step(sid)
-        failed = stuck(sid, step.node or "the site", self.policies.pop(sid), began, now)
+        failed = stuck(sid, step.node or "the site", self.begun.pop(sid)[1], began, now)
         assert failed is not None
         LOG.error("Action %s: %s", self.action_id, failed.message)
         if self.e.on_stuck is not None:
@@ -286,14 +282,13 @@ class _Run:
                policy: StepPolicy, keys: set[str], now: float) -> Start[str, Result]:
         memo: JSONObject = ({**(step.memo or {}), "exclusive": [*sorted(keys)]} if keys
                             else step.memo)
-        self.e.store.save_step(self.action_id, self.e.owner, step.step_id, S.RUNNING,
-                               attempts=step.attempts + 1, memo=memo,
-                               started_at=step.started_at if step.started_at else now)
+        key = StepAttempt(step, memo)
+        seen = self.out.begun(key, now)  # the attempt counted before its effect
         ctx = self.e.context(action, step, steps)
         defn = self.defn.step(step.name)
         if policy.attempt_timeout is None and self.e.settings.attempt_timeout:
             policy = replace(policy, attempt_timeout=self.e.settings.attempt_timeout)
-        self.policies[step.step_id] = policy
+        self.begun[step.step_id] = key, policy, seen
         step.state = S.RUNNING.value
         return Start(step.step_id, lambda _watch: execute(defn, ctx), policy.attempt_timeout)
 

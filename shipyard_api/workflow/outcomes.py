@@ -1,14 +1,17 @@
-"""How what one attempt of a Shipyard step gave is saved as the step's state: judged by the
-common attempt judge, then done, waiting (with its next attempt and why) or failed, each in
-the step's log."""
+"""Shipyard's side of the one engine's attempt cycle (common.journal): `StepRecorder` is the
+journal of one action's steps on the ActionStore (save_step): an attempt's begin is saved as the
+step running (its attempt counted, before its effect), and its judged outcome as the step done,
+waiting (with its next attempt and why) or failed, each in the step's log."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import NamedTuple
 
-from common.engine import Attempts, ErrorView, judge, view_error
+from common.engine import Attempts, ErrorView, begin, view_error
 from common.errors import BerthError
+from common.journal import Judged, Result, settle
 from common.jsontypes import JSONObject
 from common.workflow import Done, Failed, Outcome, Retry, StepPolicy
 from shipyard_api.workflow.models import StepNote, StepRow
@@ -20,10 +23,19 @@ S = StepState
 FAILING_SINCE = "failing_since"  # memo key: when the step's peer started failing
 
 
+class StepAttempt(NamedTuple):
+    """What the journal knows an attempt by: the step's row as the turn read it, and the
+    memo it starts with (the exclusive keys it holds)."""
+
+    step: StepRow
+    memo: JSONObject
+
+
 class StepRecorder:
-    """Saves the outcomes of the steps of one action for the worker holding it (`owner`).
-    `cap` bounds a poll's delay, `ended` is told a step's end, `cancel` asks the peers to
-    stop a step's remote work (its wait ended past the step's timeout)."""
+    """The journal of the steps of one action for the worker holding it (`owner`), on the
+    ActionStore (common.journal.Journal[StepAttempt]). `cap` bounds a poll's delay, `ended`
+    is told a step's end, `cancel` asks the peers to stop a step's remote work (its wait
+    ended past the step's timeout)."""
 
     def __init__(self, store: ActionStore, owner: str, action_id: str, *,
                  clock: Callable[[], float], cap: Callable[[float], float],
@@ -35,35 +47,58 @@ class StepRecorder:
     def step(self, sid: str) -> StepRow:
         return next(s for s in self.store.steps(self.action_id) if s.step_id == sid)
 
-    def record(self, sid: str, policy: StepPolicy, result: Outcome | BaseException) -> None:
-        now = self._clock()
-        step = self.step(sid)
+    def now(self) -> float:
+        return self._clock()
+
+    def begun(self, key: StepAttempt, now: float) -> Attempts:
+        step = key.step
+        self.store.save_step(self.action_id, self.owner, step.step_id, S.RUNNING,
+                             attempts=step.attempts + 1, memo=key.memo,
+                             started_at=step.started_at if step.started_at else now)
+        return begin(_attempts(step, now), now)
+
+    def record(self, key: StepAttempt, policy: StepPolicy, seen: Attempts,
+               result: Result) -> Judged:
+        """Judge what the attempt begun as `seen` gave (Shipyard's poll cap, a failure's
+        cause in its own words, an unexpected exception retried) and keep it."""
         LOG.log(logging.DEBUG if isinstance(result, Retry) else logging.INFO,
-                "Action %s step %s: %s", self.action_id, sid, _describe(result))
-        seen = _attempts(step, now)
-        outcome, after = judge(sid, policy, seen, result, now, retry_unexpected=True,
-                               poll=lambda r, _s, _n: self._cap(r.delay), describe=_cause)
-        if isinstance(result, BaseException):
-            self._record_error(step, result, outcome, after, now)
-        elif isinstance(outcome, Done):
-            notes = ([*step.notes, note(now, outcome.message, step)] if outcome.message
-                     else step.notes)
-            self.store.save_step(self.action_id, self.owner, sid, S.SUCCESS, ended_at=now,
-                                 output=outcome.output, details=outcome.details, notes=notes,
-                                 next_attempt_at=None)
-            self._ended(step, S.SUCCESS, now)
-        elif isinstance(outcome, Retry):
-            notes = ([*step.notes, note(now, outcome.note, step)][-50:] if outcome.note
-                     else step.notes)
-            memo = {k: v for k, v in {**(step.memo or {}), **outcome.memo}.items()
-                    if k != FAILING_SINCE}
-            self.store.save_step(self.action_id, self.owner, sid, S.WAITING, notes=notes,
-                                 next_attempt_at=after.next_at, memo=memo,
-                                 details=outcome.details or step.details)
-        else:
-            if outcome.reason == "Timeout":  # the wait would end past the step's timeout
-                self._cancel(step)
-            self.fail(step, outcome, now)
+                "Action %s step %s: %s", self.action_id, key.step.step_id, _describe(result))
+        return settle(self, key, key.step.step_id, policy, seen, result, retry_unexpected=True,
+                      poll=lambda r, _s, _n: self._cap(r.delay), describe=_cause)
+
+    def done(self, key: StepAttempt, judged: Judged) -> None:
+        outcome, now, step = judged.outcome, judged.at, self.step(key.step.step_id)
+        assert isinstance(outcome, Done)
+        notes = ([*step.notes, note(now, outcome.message, step)] if outcome.message
+                 else step.notes)
+        self.store.save_step(self.action_id, self.owner, step.step_id, S.SUCCESS, ended_at=now,
+                             output=outcome.output, details=outcome.details, notes=notes,
+                             next_attempt_at=None)
+        self._ended(step, S.SUCCESS, now)
+
+    def waiting(self, key: StepAttempt, judged: Judged) -> None:
+        outcome, now, step = judged.outcome, judged.at, self.step(key.step.step_id)
+        assert isinstance(outcome, Retry)
+        if judged.error is not None:
+            self._record_error(step, judged.error, outcome, judged.state, now)
+            return
+        notes = ([*step.notes, note(now, outcome.note, step)][-50:] if outcome.note
+                 else step.notes)
+        memo = {k: v for k, v in {**(step.memo or {}), **outcome.memo}.items()
+                if k != FAILING_SINCE}
+        self.store.save_step(self.action_id, self.owner, step.step_id, S.WAITING, notes=notes,
+                             next_attempt_at=judged.state.next_at, memo=memo,
+                             details=outcome.details or step.details)
+
+    def failed(self, key: StepAttempt, judged: Judged) -> None:
+        outcome, now, step = judged.outcome, judged.at, self.step(key.step.step_id)
+        assert isinstance(outcome, Failed)
+        if judged.error is not None:
+            self._record_error(step, judged.error, outcome, judged.state, now)
+            return
+        if outcome.reason == "Timeout":  # the wait would end past the step's timeout
+            self._cancel(step)
+        self.fail(step, outcome, now)
 
     def fail(self, step: StepRow, outcome: Failed, now: float) -> None:
         self.store.save_step(self.action_id, self.owner, step.step_id, S.FAILED, ended_at=now,
