@@ -1,8 +1,9 @@
 """The attempt judge of the one engine: from a step's persisted attempt state, its policy and
 what one attempt gave (an outcome or an exception), the outcome to save and the new state.
-Shipyard's steps and Drydock's node steps are judged here alike: errors retried or failed by
-their retry flag and the policy's retries and outage window, the overall timeout, and stuck
-attempts (running past the policy's attempt timeout)."""
+Shipyard's steps, Drydock's node steps and Promenade's decommission phases are judged here
+alike (through the attempt cycle of common.journal): errors retried or failed by their retry
+flag and the policy's retries and outage window, the overall timeout, and stuck attempts
+(running past the policy's attempt timeout)."""
 
 from __future__ import annotations
 

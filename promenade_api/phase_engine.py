@@ -40,7 +40,8 @@ class PhaseStuck(InternalError):
 
 
 class Journal(Protocol):
-    """Where the phases' progress is kept (a durable run: decommission_run.RunJournal)."""
+    """Where the phases' progress is kept, the store side of `PhaseJournal` (a durable run's
+    phase records: decommission_run.RunJournal; or the call itself: NoJournal)."""
 
     def now(self) -> float:
         """The time its attempt states count in (the run's wall clock)."""

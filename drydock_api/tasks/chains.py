@@ -40,7 +40,7 @@ class NodeRun:
     waiting_since: float | None = None  # when the retake first found a domain full
     ports: Ports | None = None  # the ports of the task design's provisioner
     found: dict[str, Any] | None = None  # the node's teardown record as this task began it
-    saved: str | None = None  # what the running step's last save held (see _save)
+    saved: str | None = None  # what the running step's last save held (NodeJournal.save)
     saved_at: float = 0.0
     started: TaskRow | None = None  # the next step's row, started as the last one ended
     watch: Watch[int] | None = None  # the schedule's watch over the node's running piece

@@ -11,10 +11,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from common.engine import Attempts, begin
-from common.journal import Journal, Judged, Memory, attempt
+from common.errors import BerthError
+from common.journal import Journal, Judged, Memory, Result, attempt, run_step
 from common.status import simple_message
 from common.workflow import Done, Failed, Retry, backoff_delay
 from drydock_api.db.models import TaskRow
@@ -26,6 +27,7 @@ from drydock_api.tasks.chains import NodeRun
 from drydock_api.tasks.context import NodeContext, NodeStep, StepSettings
 
 LOG = logging.getLogger(__name__)
+K = TypeVar("K")  # what a journal knows a node's step by
 MESSAGE_FIELDS = ("power",)  # a step's details its message carries (what power-off it got)
 SAVE_EVERY = 5.0  # a waiting step's unchanged retry is saved at least this often (s)
 
@@ -43,17 +45,23 @@ class StepEngine:
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
 
-    def cycle(self, step: NodeStep, ctx: NodeContext, journal: Journal[Any], key: Any, *,
+    def cycle(self, step: NodeStep, ctx: NodeContext, journal: Journal[K], key: K, *,
               kept: Callable[[], bool] | None = None) -> Judged | None:
         """One attempt of the step through the common cycle, kept in `journal` under `key`
         (None: the task is held elsewhere now or the attempt's result no longer counts)."""
         if ctx.cancelled():  # another worker holds the task now, or the attempt was stuck
             return None
 
+        def run() -> Result:
+            result = run_step(step, ctx)  # a bug in a step fails the node, not the worker
+            if isinstance(result, Exception) and not isinstance(result, BerthError | ValueError):
+                LOG.error("Step %s on %s raised", step.name, ctx.node.name, exc_info=result)
+            return result
+
         def poll(outcome: Retry, state: Attempts, now: float) -> float:
             return poll_delay(outcome.delay, now - state.noted_at, ctx.settings)
 
-        return attempt(step, ctx, journal, key, poll=poll, kept=kept)
+        return attempt(step, ctx, journal, key, poll=poll, run=run, kept=kept)
 
     def attempt(self, step: NodeStep, ctx: NodeContext,
                 seen: Attempts) -> tuple[Done | Failed | Retry, Attempts]:
