@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
@@ -29,6 +30,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Select,
     String,
     Table,
     Text,
@@ -40,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import BindParameter
 
 from common.context import RequestContext
 from common.jsontypes import JSONObject
@@ -195,11 +198,19 @@ _MOVE_HEAD = update(HEADS).where(HEADS.c.stream == bindparam("s")).values(
     seq=bindparam("q"), hash=bindparam("h"))
 
 
+@functools.cache
+def _heads_query(count: int) -> Select[str, int, str]:
+    """The heads of `count` streams (`:s0`, `:s1`, ...), locked: one statement per count,
+    built once (an expanding IN is rendered again on every execution)."""
+    names: list[BindParameter[str]] = [bindparam(f"s{i}") for i in range(count)]
+    return select(HEADS.c.stream, HEADS.c.seq, HEADS.c.hash).where(
+        HEADS.c.stream.in_(names)).order_by(HEADS.c.stream).with_for_update()
+
+
 def _heads(session: Session | Connection, names: list[str]) -> dict[str, tuple[int, str]]:
     """The heads of these streams that exist, locked (FOR UPDATE on PostgreSQL)."""
-    return {str(s): (int(q), str(h)) for s, q, h in session.execute(
-        select(HEADS.c.stream, HEADS.c.seq, HEADS.c.hash)
-        .where(HEADS.c.stream.in_(names)).order_by(HEADS.c.stream).with_for_update())}
+    rows = session.execute(_heads_query(len(names)), {f"s{i}": n for i, n in enumerate(names)})
+    return {str(s): (int(q), str(h)) for s, q, h in rows}
 
 
 # -- verification ------------------------------------------------------------------------------

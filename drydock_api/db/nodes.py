@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import Table, bindparam, delete, insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from common.clients.generated.drydock import Teardown
@@ -41,6 +41,19 @@ def teardown_view(record: JSON) -> Teardown | None:
     if isinstance(task, str):
         view["task"] = task
     return view
+
+
+_NODES: Table = NodeRecord.__table__  # type: ignore[assignment]
+_REBOOTS: Table = RebootRow.__table__  # type: ignore[assignment]
+_NODE_STATE = select(*(_NODES.c[f] for f in (*audit.NODE_FIELDS, "teardown"))).where(
+    _NODES.c.name == bindparam("name")).with_for_update()
+_ADD_NODE = insert(_NODES)
+_FORGET = update(_NODES).where(_NODES.c.name == bindparam("node")).values(
+    torn_down=True, kept_disks=bindparam("kept"), pending_reboot_since=None,
+    shutdown_mode=None, shutdown_started=None, updated=bindparam("now"))
+_REBOOTS_OF = select(_REBOOTS.c.key, _REBOOTS.c.mode, _REBOOTS.c.value).where(
+    _REBOOTS.c.node == bindparam("name")).with_for_update()
+_DROP_REBOOTS = delete(_REBOOTS).where(_REBOOTS.c.node == bindparam("name"))
 
 
 class NodeStore:
@@ -155,28 +168,40 @@ class NodeStore:
         """Teardown's end in one transaction: the node torn down, the disks a preserving
         teardown kept, and every reboot request dropped with the pending reboot (what
         `torn_down`, `set_kept_disks` and `clear_reboots` do one after the other); the
-        requests cleared. Its audit entries: the requests released, then the node's change."""
+        requests cleared. Its audit entries: the requests released, then the node's change.
+        Core statements reading only the audited columns (a step of every destroyed node)."""
         with self.sessions.begin() as s, audit.batched(s):
-            now = self.clock()
-            row = self._row(s, name, lock=True)
-            before = audit.node_state(row)
+            now, conn = self.clock(), s.connection()
+            row = conn.execute(_NODE_STATE, {"name": name}).first()
             gone, cleared = self._drop_reboots(s, name)
-            row.torn_down, row.kept_disks = True, list(kept) or None
-            row.pending_reboot_since = row.shutdown_mode = row.shutdown_started = None
-            row.updated = now
+            after = {"torn_down": True, "kept_disks": list(kept) or None,
+                     "pending_reboot_since": None, "shutdown_mode": None}
+            if row is None:
+                before: dict[str, object] = {"retired": False, "torn_down": False}
+                conn.execute(_ADD_NODE, {"name": name, "retired": False, "updated": now,
+                                         **after})
+            else:
+                before = dict(row._mapping)
+                conn.execute(_FORGET, {"node": name, "kept": after["kept_disks"], "now": now})
             for key, old in gone:
                 audit.reboot_changed(s, name, key, old, None, now)
-            audit.node_changed(s, name, before, audit.node_state(row), now)
+            audit.node_changed(s, name, audit.node_fields_state(before),
+                               audit.node_fields_state({**before, **after}), now)
             return cleared
 
     @staticmethod
     def _drop_reboots(s: Session, name: str) -> tuple[list[tuple[str, dict[str, object]]], int]:
-        """Delete the node's reboot requests (locked first): what each was, and how many."""
-        rows = s.scalars(select(RebootRow).where(RebootRow.node == name).with_for_update())
+        """Delete the node's reboot requests (locked first): what each was, and how many.
+        The node's row is locked first by every writer of its requests, so none appears
+        between the read and the delete."""
+        conn = s.connection()
         gone: list[tuple[str, dict[str, object]]] = [
-            (r.key, {"mode": r.mode, "value": r.value}) for r in rows]
-        res = s.execute(delete(RebootRow).where(RebootRow.node == name))
-        return gone, int(res.rowcount)  # type: ignore[attr-defined]
+            (str(key), {"mode": mode, "value": value})
+            for key, mode, value in conn.execute(_REBOOTS_OF, {"name": name})]
+        if not gone:
+            return gone, 0
+        res = conn.execute(_DROP_REBOOTS, {"name": name})
+        return gone, int(res.rowcount)
 
     # --- the reconciler's view --------------------------------------------------------------
     def to_reconcile(self) -> list[str]:

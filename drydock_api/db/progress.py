@@ -44,6 +44,7 @@ ADD_TASK, ADD_MESSAGES, ADD_NODE = insert(TASKS), insert(MESSAGES), insert(NODES
 # A node's audited fields and teardown record, locked (PostgreSQL) for the change.
 NODE_STATE = select(*(NODES.c[f] for f in (*audit.NODE_FIELDS, "teardown"))).where(
     NODES.c.name == bindparam("name")).with_for_update()
+TEARDOWN_OF = select(NODES.c.teardown).where(NODES.c.name == bindparam("name"))
 SET_TEARDOWN = update(NODES).where(NODES.c.name == bindparam("node")).values(
     teardown=bindparam("teardown"), updated=bindparam("now"))
 STEP_ID = select(TASKS.c.id).where(TASKS.c.parent_id == bindparam("parent"),
@@ -180,8 +181,7 @@ class ProgressStore:
     def teardown(self, name: str) -> JSONObject | None:
         """The node's teardown record (tasks.teardown), None when it has none."""
         with self.reads() as s:
-            row = s.get(NodeRecord, name)
-            value = row.teardown if row is not None else None
+            value = s.connection().execute(TEARDOWN_OF, {"name": name}).scalar()
         return dict(value) if isinstance(value, dict) else None
 
     def update_teardown(self, update_: TeardownUpdate) -> None:
