@@ -128,11 +128,10 @@ class ProgressStore:
     def start_step(self, node_task: TaskRow, step: str) -> TaskRow:
         """The step subtask, reusing one left running by a dead worker."""
         with self.sessions.begin() as s, audit.batched(s):
-            return self._start_step(s, node_task, step, touch=True)
+            return self._start_step(s, s.connection(), node_task, step, touch=True)
 
-    def _start_step(self, s: Session, node_task: TaskRow, step: str, *,
+    def _start_step(self, s: Session, conn: Connection, node_task: TaskRow, step: str, *,
                     touch: bool) -> TaskRow:
-        conn = s.connection()
         found = conn.execute(STEP_ID, {"parent": node_task.id, "step": step}).scalar()
         if found is not None:  # left running by a dead worker: read whole (seldom)
             return s.get_one(TaskRow, found)
@@ -140,7 +139,7 @@ class ProgressStore:
         conn.execute(ADD_TASK, values)
         row = TaskRow(**values)  # what was inserted; never attached to a session
         if touch:
-            touch_root(s, row.root_id)
+            touch_root(s, conn, row.root_id)
         audit.task_changed(s, row.id, None, row.status, row.created, parent=node_task.id,
                            node=row.node, step=step)
         return row
@@ -156,10 +155,10 @@ class ProgressStore:
         row's data, and the node's teardown change, in one transaction. Not shown in task
         bodies, so the tree is not touched; the step's output replaces them."""
         with self.sessions.begin() as s:
-            s.connection().execute(SAVE_STEP, {"task_id": step.id,
-                                               "data": {RETRY: retry, STATE: state}})
+            conn = s.connection()
+            conn.execute(SAVE_STEP, {"task_id": step.id, "data": {RETRY: retry, STATE: state}})
             if teardown is not None:
-                self._update_teardown(s, *teardown)
+                self._update_teardown(s, conn, *teardown)
 
     @staticmethod
     def saved_retry(step: TaskRow) -> JSONObject | None:
@@ -186,12 +185,11 @@ class ProgressStore:
 
     def update_teardown(self, update_: TeardownUpdate) -> None:
         with self.sessions.begin() as s:
-            self._update_teardown(s, *update_)
+            self._update_teardown(s, s.connection(), *update_)
 
-    def _update_teardown(self, s: Session, name: str,
+    def _update_teardown(self, s: Session, conn: Connection, name: str,
                          change: Callable[[JSONObject | None], JSONObject | None]) -> None:
         """Change the node's teardown record, reading only the audited fields."""
-        conn = s.connection()
         row = conn.execute(NODE_STATE, {"name": name}).first()
         fields = dict(row._mapping) if row is not None else None
         current = fields["teardown"] if fields and isinstance(fields["teardown"], dict) \
@@ -230,10 +228,10 @@ class ProgressStore:
             conn = s.connection()
             old = self._end_row(conn, task, values)
             # The tree's change counted; the task's stop asked in the same statement.
-            stop = touch_root(s, task.root_id)
-            self._add_messages(s, task, messages, now)
+            stop = touch_root(s, conn, task.root_id)
+            self._add_messages(conn, task, messages, now)
             if teardown is not None:
-                self._update_teardown(s, *teardown)
+                self._update_teardown(s, conn, *teardown)
             if old != status.value:  # the audit's head locks last (nodes', then tasks')
                 audit.task_changed(s, task.id, old, status.value, now, result=result.value,
                                    node=task.node, step=task.step)
@@ -243,7 +241,7 @@ class ProgressStore:
                 stop = _stopping(s, then.task_id)
             if stop:
                 return None
-            return self._start_step(s, then.node_task, then.step, touch=False)
+            return self._start_step(s, conn, then.node_task, then.step, touch=False)
 
     @staticmethod
     def _end_row(conn: Connection, task: TaskRow, values: dict[str, object]) -> str | None:
@@ -261,14 +259,14 @@ class ProgressStore:
 
     def add_messages(self, task: TaskRow, messages: Sequence[Message]) -> None:
         with self.sessions.begin() as s:
-            self._add_messages(s, task, messages, self.clock())
+            self._add_messages(s.connection(), task, messages, self.clock())
 
-    def _add_messages(self, s: Session, task: TaskRow, messages: Sequence[Message],
+    def _add_messages(self, conn: Connection, task: TaskRow, messages: Sequence[Message],
                       now: float) -> None:
         if not messages:
             return
         node_task_id = task.parent_id if task.step else (task.id if task.node else None)
-        s.connection().execute(ADD_MESSAGES, [
+        conn.execute(ADD_MESSAGES, [
             {"task_id": task.id, "node_task_id": node_task_id, "root_id": task.root_id,
              "node": m.get("node", task.node), "step": task.step, "ts": now,
              "error": bool(m.get("error")), "body": dict(m)} for m in messages])

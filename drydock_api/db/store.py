@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, event, func, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, event, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from ulid import ULID
@@ -153,11 +153,12 @@ _TOUCH_ROOT = update(_TASKS).where(_TASKS.c.id == bindparam("root")).values(
     changes=_TASKS.c.changes + 1).returning(_TASKS.c.status, _TASKS.c.terminate_requested)
 
 
-def touch_root(s: Session, root_id: str) -> bool:
+def touch_root(s: Session, conn: Connection, root_id: str) -> bool:
     """`touch_tree` as one Core statement on the transaction's connection (no session
     object of the top-level task is refreshed from it), answering whether that task is asked
-    to stop (terminate requested, or terminating) as it stands in this transaction."""
-    row = s.connection().execute(_TOUCH_ROOT, {"root": root_id}).first()
+    to stop (terminate requested, or terminating) as it stands in this transaction. `conn`:
+    the session's connection."""
+    row = conn.execute(_TOUCH_ROOT, {"root": root_id}).first()
     notify_in(s, CHANGES_CHANNEL, root_id)  # PostgreSQL: long-polls of other processes
     return row is not None and (bool(row[1]) or row[0] == TaskStatus.TERMINATING.value)
 
