@@ -266,6 +266,26 @@ def handovers(env: dict[str, str], view: dict[str, Any], start: float) -> None:
               f"{(marks[-1] - marks[0]) * 1000:.0f} ms")
 
 
+def decommission_phases(env: dict[str, str], node: str, start: float) -> None:
+    """Promenade's phases of the node's latest decommission run (s from the action's
+    creation), where the time before the kubelet shutdown goes."""
+    if "PROMENADE_URL" not in env:
+        return
+    resp = requests.get(f"{env['PROMENADE_URL']}/api/v1.0/nodes/{node}/decommission",
+                        headers={"X-Auth-Token": env["BERTH_TOKEN"]}, timeout=30)
+    if resp.status_code != 200:
+        return
+    run = resp.json()
+    print(f"Promenade decommission run (s from the action's creation): created "
+          f"{float(run.get('created_at') or start) - start:.2f}, ended "
+          f"{float(run.get('ended_at') or start) - start:.2f}")
+    for phase in run.get("phases") or []:
+        began, ended = phase.get("started_at"), phase.get("ended_at")
+        print(f"  {phase.get('name', '?'):<18} {phase.get('state', ''):<10}"
+              + (f"{float(began) - start:8.2f}" if began else "       -")
+              + (f"{float(ended) - start:8.2f}" if ended else "       -"))
+
+
 def one_run(env: dict[str, str], node: str, poll: float, target: float) -> float:
     """One redeploy of `node`, reported; its overhead (s)."""
     with KubeWatch(env, node) as kube:
@@ -282,6 +302,7 @@ def one_run(env: dict[str, str], node: str, poll: float, target: float) -> float
     print("gaps with no site work (Berth's overhead), largest first:")
     for seconds, where in sorted(gaps(ops, start, end), reverse=True):
         print(f"  {seconds:5.2f} s  {where}")
+    decommission_phases(env, node, start)
     handovers(env, view, start)
     print(f"wall time: {wall:.2f} s   site's own time on the critical path: {site:.2f} s   "
           f"overhead: {wall - site:.2f} s (target <= {target:g} s)")
