@@ -7,8 +7,9 @@ import mmap
 import os
 import sqlite3
 import threading
+import time
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 # SQLite's unix VFS keeps the WAL index in the database's "-shm" file, mapped by every
 # connection of every process (https://www.sqlite.org/walformat.html). It begins with two
@@ -19,6 +20,7 @@ HEADER_BYTES = 48
 MAPPED_BYTES = 2 * HEADER_BYTES
 WAL_INDEX_VERSION = 3007000  # the header's first field, little or big endian as the host
 IS_INIT_OFFSET = 12
+RETRY_SECONDS = 10.0
 
 
 class CommitWatch:
@@ -32,7 +34,9 @@ class CommitWatch:
         self._path = sqlite_file(engine)
         self._lock = threading.Lock()
         self._mapped: tuple[int, mmap.mmap, sqlite3.Connection] | None = None
-        self._unusable = self._path is None
+        self._retry_at = 0.0  # a file not (yet) in WAL mode is looked at again from then
+        if self._path is not None:  # let go with the engine's connections (mapped anew later)
+            event.listen(engine, "engine_disposed", self._release)
 
     def token(self) -> bytes | None:
         mapped = self._mapped
@@ -40,7 +44,10 @@ class CommitWatch:
             mapped = self._open()
             if mapped is None:
                 return None
-        header = mapped[1][:MAPPED_BYTES]
+        try:
+            header = mapped[1][:MAPPED_BYTES]
+        except ValueError:  # closed by a dispose of the engine meanwhile
+            return None
         first = header[:HEADER_BYTES]
         if first != header[HEADER_BYTES:] or not first[IS_INIT_OFFSET]:
             return None
@@ -48,13 +55,21 @@ class CommitWatch:
 
     def _open(self) -> tuple[int, mmap.mmap, sqlite3.Connection] | None:
         with self._lock:
-            if self._unusable or self._path is None:
+            if self._path is None or time.monotonic() < self._retry_at:
                 return None
             if self._mapped is not None and self._mapped[0] == os.getpid():
                 return self._mapped
             self._mapped = _map(self._path)
-            self._unusable = self._mapped is None
+            if self._mapped is None:
+                self._retry_at = time.monotonic() + RETRY_SECONDS
             return self._mapped
+
+    def _release(self, _engine: Engine | None = None) -> None:
+        with self._lock:
+            mapped, self._mapped = self._mapped, None
+        if mapped is not None and mapped[0] == os.getpid():
+            mapped[1].close()
+            mapped[2].close()
 
 
 def sqlite_file(engine: Engine) -> str | None:

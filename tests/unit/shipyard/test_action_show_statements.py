@@ -154,3 +154,22 @@ def test_the_watch_tells_nothing_for_other_databases(harness: Harness) -> None:
 
     assert CommitWatch(create_engine("sqlite://")).token() is None
     assert CommitWatch(create_engine("postgresql+psycopg://u@127.0.0.1:1/x")).token() is None
+
+
+def test_the_watch_lets_go_of_the_file_with_the_engine(harness: Harness,
+                                                       tmp_path: Path) -> None:
+    harness.commit(tag="site-action-success")
+    action_id = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
+    watch = CommitWatch(harness.engine_db)
+    first = watch.token()
+    assert first is not None
+
+    def open_files() -> int:
+        return sum(1 for fd in Path("/proc/self/fd").iterdir()
+                   if str(tmp_path) in str(fd.resolve(strict=False)))
+
+    held = open_files()
+    harness.engine_db.dispose()  # as at shutdown, and after every test
+    assert open_files() < held
+    _commit_elsewhere(tmp_path / "shipyard.db", action_id, "after")
+    assert watch.token() not in (None, first)  # mapped again on its next use
