@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import event
 
 from common.longpoll import ChangeWaiters, notify_on_commit
+from common.prepared import PreparedRead
 from shipyard_api import config
 from shipyard_api.app import create_app
 from shipyard_api.workflow.states import ActionState
@@ -173,3 +174,39 @@ def test_the_watch_lets_go_of_the_file_with_the_engine(harness: Harness,
     assert open_files() < held
     _commit_elsewhere(tmp_path / "shipyard.db", action_id, "after")
     assert watch.token() not in (None, first)  # mapped again on its next use
+
+
+def test_statements_per_request_on_either_database(any_harness: Harness, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLAlchemy's cursor events count the ORM's statements; the freshness reads run on a
+    raw connection (common.prepared), counted where they are made."""
+    harness = any_harness
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    write_conf(tmp_path / "shipyard.conf", {"auth": {"token_file": tmp_path / "tokens.yaml"}})
+    client = falcon.testing.TestClient(create_app(config.load(str(tmp_path / "shipyard.conf")),
+                                                  harness.deps()))
+    harness.commit(tag="site-action-success")
+    action_id = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
+    orm: list[str] = []
+    event.listen(harness.engine_db, "before_cursor_execute",
+                 lambda _c, _cur, sql, *_a: orm.append(sql))
+    raw: list[object] = []
+    real_one = PreparedRead.one
+
+    def counted(self: PreparedRead, **params: object) -> tuple[Any, ...] | None:
+        raw.append(params)
+        return real_one(self, **params)
+
+    monkeypatch.setattr(PreparedRead, "one", counted)
+
+    def get() -> tuple[int, int]:
+        before = len(orm), len(raw)
+        resp = client.simulate_get(f"{P}/{action_id}", headers={"X-Auth-Token": tokens["reader"]})
+        assert resp.status_code == 200
+        return len(orm) - before[0], len(raw) - before[1]
+
+    sqlite = harness.engine_db.dialect.name == "sqlite"
+    assert get() == (3, 0)  # the action, its steps, its audit trail
+    assert get() == ((0, 0) if sqlite else (0, 1))  # unchanged: its version at most
+    harness.store.transition(action_id, ActionState.RUNNING, harness.clock())
+    assert get() == (3, 1)  # changed: its version, then the view
