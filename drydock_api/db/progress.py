@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Select, Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import Session
@@ -274,14 +274,16 @@ class ProgressStore:
     def messages(self, task: TaskRow, *, errors_only: bool = False) -> list[Message]:
         """Messages of a task and everything below it, oldest first."""
         if task.parent_id is None:
-            cond = MessageRow.root_id == task.id
+            cond = MESSAGES.c.root_id == task.id
         else:
-            cond = or_(MessageRow.task_id == task.id, MessageRow.node_task_id == task.id)
-        query = select(MessageRow).where(cond)
+            cond = or_(MESSAGES.c.task_id == task.id, MESSAGES.c.node_task_id == task.id)
+        # Two columns on the connection: a large task's messages are never ORM objects.
+        query = select(MESSAGES.c.body, MESSAGES.c.ts).where(cond)
         if errors_only:
-            query = query.where(MessageRow.error.is_(True))
+            query = query.where(MESSAGES.c.error.is_(True))
         with self.reads() as s:
-            return [dict(r.body, ts=_iso(r.ts)) for r in s.scalars(query.order_by(MessageRow.id))]
+            rows = s.connection().execute(query.order_by(MESSAGES.c.id))
+            return [dict(body, ts=_iso(ts)) for body, ts in rows]
 
     def tree_messages(self, root_id: str) -> TreeMessages:
         """Every message of a task tree in one query, to list each level's own from."""
@@ -334,6 +336,4 @@ class TreeMessages:
 
 
 def _iso(ts: float) -> str:
-    from datetime import datetime
-
     return datetime.fromtimestamp(ts, tz=UTC).isoformat()
