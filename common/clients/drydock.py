@@ -126,12 +126,14 @@ class DrydockClient:
     def watch_task(self, task_id: str, *, since: str | None, wait: float,
                    ctx: RequestContext) -> TaskWatch:
         """The task once its version differs from `since` (Drydock's long-poll), or after
-        `wait` seconds unchanged; at once without `since`."""
-        params = {"subtaskerrors": "true"}
+        `wait` seconds unchanged; at once without `since`. Without its subtasks' errors
+        (`get_task` has them): Drydock reads every subtask's messages for those, which took
+        most of each answer's time."""
+        params: dict[str, str] = {}
         if since is not None and wait > 0:
             params.update(since=since, wait=f"{wait:g}")
-        response = self._client.raw("GET", f"{P}/tasks/{task_id}", ctx=ctx, params=params,
-                                    read_timeout=wait + READ_MARGIN)
+        response = self._client.raw("GET", f"{P}/tasks/{task_id}", ctx=ctx,
+                                    params=params or None, read_timeout=wait + READ_MARGIN)
         if response.status_code >= 400:
             raise self._client.error(response)
         return TaskWatch(response.json(), response.headers.get(VERSION_HEADER),

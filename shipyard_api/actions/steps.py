@@ -149,6 +149,8 @@ def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
     if outcome == ResultStatus.SUCCESS:
         return done({"task_id": task_id}, details=details,
                     note=f"Drydock {action} task {task_id} succeeded")
+    task = _with_errors(svc, str(task_id), task, rc)
+    details["task"] = task
     causes = task_errors(task)
     return failed("DrydockTaskFailed", f"Drydock {action} task {task_id} ended {status} "
                   f"with result {outcome or 'unknown'}" + (f": {causes}" if causes else ""),
@@ -165,6 +167,15 @@ def task_errors(task: Mapping[str, Any], limit: int = 3) -> str:
             found.append(f"{node}: {text}" if node and not text.startswith(str(node)) else text)
     more = f" (+{len(found) - limit} more)" if len(found) > limit else ""
     return "; ".join(found[:limit]) + more
+
+
+def _with_errors(svc: Services, task_id: str, task: Any, rc: RequestContext) -> Any:
+    """The ended task with its subtasks' errors (the follow's answers leave them out), read
+    once; as followed when Drydock cannot be read now."""
+    try:
+        return svc.drydock.get_task(task_id, ctx=rc)
+    except BerthError:
+        return task
 
 
 def terminate_task(ctx: StepContext) -> None:
