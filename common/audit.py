@@ -189,11 +189,14 @@ def append_many(session: Session | Connection, pending: list[Pending], *,
         rows.append({"stream": p.stream, "seq": seq, "at": p.at, "object": p.obj[:255],
                      "payload": payload, "prev_hash": prev, "hash": digest})
         heads[p.stream] = (seq, digest)
-    # executemany: one statement, compiled once per process (a multi-row VALUES is not cached)
-    session.execute(insert(ENTRIES), rows)
-    session.execute(_MOVE_HEAD, [{"s": n, "q": heads[n][0], "h": heads[n][1]} for n in names])
+    # executemany (one row: execute): one statement, compiled once per process (a multi-row
+    # VALUES is not cached)
+    session.execute(_ADD_ENTRIES, rows if len(rows) > 1 else rows[0])
+    moves = [{"s": n, "q": heads[n][0], "h": heads[n][1]} for n in names]
+    session.execute(_MOVE_HEAD, moves if len(moves) > 1 else moves[0])
 
 
+_ADD_ENTRIES = insert(ENTRIES)  # built once: no new statement's cache key per append
 _MOVE_HEAD = update(HEADS).where(HEADS.c.stream == bindparam("s")).values(
     seq=bindparam("q"), hash=bindparam("h"))
 
