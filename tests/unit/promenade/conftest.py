@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import falcon.testing
 import pytest
 import yaml
+from sqlalchemy import Engine
 
 from common.designref import DesignResolver, RefPolicy
-from promenade_api import config
+from promenade_api import config, db
 from promenade_api.app import Deps, create_app
 from promenade_api.etcd.fake import FakeEtcd
 from promenade_api.kube.drain import DrainSettings
@@ -117,3 +118,29 @@ def api(tmp_path: Path, svc: Promenade) -> tuple[falcon.testing.TestClient, dict
     conf = config.load(str(conf_path))
     app = create_app(conf, Deps(promenade=svc, health_checks=[]))
     return falcon.testing.TestClient(app), {"X-Auth-Token": tokens["admin"]}
+
+
+class StoreClock:
+    """The wall clock the decommission runs' store counts leases in (set by the test)."""
+
+    def __init__(self) -> None:
+        self.now = 5_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A migrated Promenade database on SQLite and on PostgreSQL."""
+    url = (f"sqlite:///{tmp_path}/promenade.db" if request.param == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    db.upgrade(url)
+    engine = db.make_engine(url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store_clock() -> StoreClock:
+    return StoreClock()

@@ -7,13 +7,11 @@ with the run named."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from promenade_api import db
 from promenade_api.db.models import DecommissionRun
 from promenade_api.db.runs import DecommissionBusy, RunStore
 from promenade_api.decommission import DecommissionParams
@@ -27,29 +25,6 @@ P = "/api/v1.0"
 
 class Died(BaseException):
     """The process stops right here (nothing below it is written)."""
-
-
-class StoreClock:
-    def __init__(self) -> None:
-        self.now = 5_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path):
-    url = (f"sqlite:///{tmp_path}/promenade.db" if request.param == "sqlite"
-           else request.getfixturevalue("postgres_url"))
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def store_clock() -> StoreClock:
-    return StoreClock()
 
 
 def store(engine, store_clock, owner: str) -> RunStore:

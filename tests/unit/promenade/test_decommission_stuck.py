@@ -11,69 +11,25 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from common.errors import BadGateway
 from common.workflow import Done, Retry, StepDef, StepPolicy
-from promenade_api import config, db
-from promenade_api.db.models import DecommissionRun
-from promenade_api.db.runs import FAILED, DecommissionBusy, RunStore
+from promenade_api import config
+from promenade_api.db.runs import FAILED, DecommissionBusy
 from promenade_api.decommission import DecommissionParams
 from promenade_api.decommission_run import DurableDecommission, RunRequest, fingerprint_of
 from promenade_api.errors import DisassociateStepFailure
-from promenade_api.etcd.design import load_clusters
 from promenade_api.metrics import PromenadeMetrics
 from promenade_api.phase_engine import Env, NoJournal, Phase, PhaseStuck, run_phases
 from promenade_api.service import settings_from_conf
 
-from .conftest import etcd_doc, kubernetes_cluster
-
-
-class Died(BaseException):
-    """The process stops right here."""
-
-
-class StoreClock:
-    def __init__(self) -> None:
-        self.now = 5_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path):
-    url = (f"sqlite:///{tmp_path}/promenade.db" if request.param == "sqlite"
-           else request.getfixturevalue("postgres_url"))
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def store_clock() -> StoreClock:
-    return StoreClock()
-
-
-def store(engine, store_clock, owner: str) -> RunStore:
-    return RunStore(engine, lease=30.0, owner=owner, clock=store_clock)
+from .test_decommission_durable import Died, inputs, runs_of, store
 
 
 def request(key: str | None = None) -> RunRequest:
     wire = {"query": {}, "keyed": key is not None}
     return RunRequest("node01", DecommissionParams(etcd_ready_timeout=0), wire,
                       fingerprint_of("node01", {}, {"href": "x"}, key), "admin", 5.0)
-
-
-def inputs():
-    return load_clusters([etcd_doc([kubernetes_cluster(2)])]), {"node01", "node02", "node03"}
-
-
-def runs_of(engine) -> int:
-    with Session(engine) as s:
-        return int(s.scalar(select(func.count()).select_from(DecommissionRun)) or 0)
 
 
 def wait_for(check, seconds: float = 10.0) -> None:
