@@ -19,6 +19,7 @@ from common.poll import NotYet, poll
 from sitesim.processes import terminate
 
 PR_SET_PDEATHSIG = 1
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -45,12 +46,23 @@ def find_script(name: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which(name)
 
 
+def child_env(name: str, config: Path) -> dict[str, str]:
+    """A service process's environment: its configuration file, and, when the launcher runs
+    from a source checkout, that checkout first on the import path, so the service runs the
+    same code as the launcher (not whichever checkout the environment was installed from)."""
+    env = {**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)}
+    if (SOURCE_ROOT / "pyproject.toml").exists():
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(SOURCE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return env
+
+
 def _spawn(argv: list[str], name: str, config: Path, log: Path,
            cwd: Path | None, with_parent: bool) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
-                                env={**os.environ, f"{name.upper()}_CONFIG_FILE": str(config)},
+                                env=child_env(name, config),
                                 preexec_fn=die_with_parent() if with_parent else None)
 
 
