@@ -198,12 +198,14 @@ def release(ctx: StepContext) -> Outcome:
 
 
 def finish(ctx: FinishContext) -> None:
-    """The action ended: give back every slot its nodes took (DELETE of a slot already
-    given back is a no-op; one that cannot be given back frees itself by its lease)."""
+    """The action ended: give back every slot its nodes took and did not give back in their
+    release step (that step's success already did: asking Drydock again would keep the
+    action's end waiting on it; one that cannot be given back frees itself by its lease)."""
     svc = services(ctx)
     for sid, output in sorted(ctx.outputs.items()):
         name = (output or {}).get("holder") if sid.startswith(TAKE + ".") else None
-        if not name:
+        released = RELEASE + sid[len(TAKE):]
+        if not name or ctx.step_states.get(released) == StepState.SUCCESS.value:
             continue
         try:
             marker = str(name).split(":")[1]  # the action's marker (see holder)
