@@ -12,7 +12,9 @@ it reports for the node at `GET $SITESIM_URL/operations` (BMC power changes and 
 MAAS release/erase/commission/deploy, the kubelet-shutdown pod) and of the Kubernetes control
 plane's own waits, read from the site's observation API every 0.1 s (the kubelet stopped while
 the Node is still Ready: the node monitor grace period; the kubelet started while the Node is
-not Ready yet) between the action's creation and its end: the time the redeploy would take
+not Ready yet), and of the kubelet-shutdown pod's life in Kubernetes, watched on the API
+itself (bench/kubepods.py: node labelled -> pod created -> bound -> Running -> Succeeded),
+between the action's creation and its end: the time the redeploy would take
 if every service reacted at once. Pods evicted by a drain and their replacements turning
 Ready elsewhere are not counted as the site's (the first redeploy of a node that runs the
 demo workloads shows them as a gap). Targets: overhead <= 0.5 s with SQLite, <= 1 s with
