@@ -7,9 +7,10 @@ import json
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from cachetools import LRUCache
+from sqlalchemy import bindparam, select
 
 from common.bodyschema import schema_problems
 from common.clients.drydock import Task
@@ -48,6 +49,19 @@ class TaskWithErrors(Task):
 
     subtask_errors: dict[str, SubtaskErrors]
 
+
+class _Sub(NamedTuple):
+    """What a task's body shows of each subtask (read as columns, not whole rows)."""
+
+    id: str
+    step: str | None
+    node: str | None
+    status: str
+    result: str
+
+
+SUBTASKS = select(TaskRow.id, TaskRow.step, TaskRow.node, TaskRow.status, TaskRow.result) \
+    .where(TaskRow.parent_id == bindparam("parent")).order_by(TaskRow.id)
 
 TaskTree = dict[str, Task | str]  # ?layers: each task of the tree by id, and `init_task_id`
 
@@ -156,7 +170,8 @@ class TaskService:
 
     def render(self, row: TaskRow, children: list[TaskRow] | None = None,
                tree: TreeMessages | None = None) -> Task:
-        subs = children if children is not None else self._store.children([row.id])
+        subs: list[TaskRow] | list[_Sub] = children if children is not None \
+            else self._subtasks(row.id)
         nodes = [s for s in subs if s.step is None]
         if row.parent_id is None and row.status not in FINAL:
             ok = sorted(str(s.node) for s in nodes if s.result == TaskResult.SUCCESS)
@@ -170,6 +185,10 @@ class TaskService:
         return task_body(row, messages=messages,
                          subtask_ids=[s.id for s in subs], successes=ok, failures=bad,
                          skipped=skipped)
+
+    def _subtasks(self, task_id: str) -> list[_Sub]:
+        with self._store.reads() as s:
+            return [_Sub(*r) for r in s.execute(SUBTASKS, {"parent": task_id})]
 
     def get(self, task_id: str, *, layers: int = 0,
             subtask_errors: bool = False) -> Task | TaskWithErrors | TaskTree:
