@@ -153,9 +153,9 @@ class ActionService:
 
     def get_json(self, action_id: str) -> tuple[int, bytes, bytes]:
         """The action's version, and `get()` as JSON and gzipped JSON, encoded again only
-        when the version moved (`ActionStore.version` decides: one primary-key read, none on
-        SQLite while nothing was committed; building the view reads the action, its steps
-        and its audit trail through the ORM: ~1 ms). A body is kept under the version read
+        when the version moved (`ActionStore.version` decides: one primary-key read;
+        building the view reads the action, its steps and its audit trail through the ORM:
+        ~1 ms). A body is kept under the version read
         with the action's row, before its steps and audit trail, so it is never older than
         its version; an action not kept yet is read once, without the version's query."""
         with self._listed_lock:

@@ -29,7 +29,6 @@ from shipyard_api.workflow.states import (
     check_step,
     sources_of,
 )
-from shipyard_api.workflow.walwatch import CommitWatch
 
 ConflictCheck = Callable[[Sequence[ActionRow]], None]
 # PostgreSQL: an action or its steps changed (payload: the action), for the long-polls of
@@ -57,7 +56,6 @@ class StepValues(TypedDict, total=False):
 LIST_KEY = select(func.count(), func.coalesce(func.sum(ActionRow.changes), 0))
 # Asked on every GET /actions/{id}: the action's version (None when there is no such action).
 VERSION = select(ActionRow.version).where(ActionRow.id == bindparam("action_id"))
-VERSIONS_KEPT = 4096  # action versions answered from memory between two commits
 
 
 class LeaseLost(Exception):
@@ -72,11 +70,6 @@ class ActionStore:
         self._list_key = PreparedRead(sessions.kw["bind"], LIST_KEY)
         self._version = PreparedRead(sessions.kw["bind"], VERSION)
         self._create_lock = threading.Lock()
-        # SQLite: the answers of list_key and version, kept while no commit was made since
-        # (each entry: the watch's token read before the query, and the query's answer).
-        self._commits = CommitWatch(sessions.kw["bind"])
-        self._listed: tuple[bytes, tuple[int, int]] | None = None
-        self._versions: tuple[bytes | None, dict[str, int | None]] = (None, {})
 
     @property
     def engine(self) -> Engine:
@@ -122,14 +115,11 @@ class ActionStore:
             return row
 
     def with_details(self, action_id: str) -> tuple[ActionRow, list[StepRow], list[AuditRow]]:
-        """The action, its steps and its audit trail, read in one session (the action's
-        version read with it is kept as `version`'s answer)."""
-        token = self._commits.token()
+        """The action, its steps and its audit trail, read in one session."""
         with self._sessions() as s:
             row = s.get(ActionRow, action_id)
             if row is None:
                 raise NotFound(f"No action {action_id}")
-            self._keep_version(token, action_id, row.version)
             steps = list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
                                    .options(defer(StepRow.memo))  # not shown; can be large
                                    .order_by(StepRow.position)).all())
@@ -174,43 +164,16 @@ class ActionStore:
         """(actions, sum of their `changes`): it changes whenever the list view does, since
         actions are never deleted and every write of a listed field goes through create,
         transition, control or a step's change of state, and all but the first bump
-        `changes`. On SQLite, answered from memory while no commit was made since the
-        last query."""
-        token = self._commits.token()
-        listed = self._listed
-        if token is not None and listed is not None and listed[0] == token:
-            return listed[1]
+        `changes`."""
         row = self._list_key.one()
         assert row is not None  # an aggregate without GROUP BY has one row
-        key = int(row[0]), int(row[1])
-        if token is not None:
-            self._listed = (token, key)
-        return key
+        return int(row[0]), int(row[1])
 
     def version(self, action_id: str) -> int | None:
         """The action's version: it changes with every write of its view (the action, its
-        steps, its audit trail); None when there is no such action. On SQLite, answered
-        from memory while no commit was made, by any process, since it was last read."""
-        token = self._commits.token()
-        seen_at, seen = self._versions
-        if token is not None and seen_at == token and action_id in seen:
-            return seen[action_id]
+        steps, its audit trail); None when there is no such action."""
         row = self._version.one(action_id=action_id)
-        version = None if row is None else int(row[0])
-        self._keep_version(token, action_id, version)
-        return version
-
-    def _keep_version(self, token: bytes | None, action_id: str, version: int | None) -> None:
-        """Keep `version`, read after the watch gave `token`, as the answer while no commit
-        follows."""
-        if token is None:
-            return
-        seen_at, seen = self._versions
-        if seen_at != token:  # a commit since: every kept answer may be out of date
-            seen = {}
-            self._versions = (token, seen)
-        if len(seen) < VERSIONS_KEPT:
-            seen[action_id] = version
+        return None if row is None else int(row[0])
 
     def steps(self, action_id: str) -> list[StepRow]:
         with self._sessions() as s:
