@@ -47,6 +47,21 @@ def runs_of(engine) -> int:
         return int(s.scalar(select(func.count()).select_from(DecommissionRun)) or 0)
 
 
+def die_after_removing_the_member(svc, engine, store_clock, etcd, req: RunRequest) -> None:
+    """Promenade "a" stops right after etcd removed node01's member: the member is gone, the
+    phase's outcome is never written."""
+    remove = etcd.remove_member
+
+    def remove_then_die(cluster, member):
+        remove(cluster, member)
+        raise Died()
+
+    etcd.remove_member = remove_then_die
+    with pytest.raises(Died):
+        DurableDecommission(svc, store(engine, store_clock, "a")).answer(req, inputs())
+    etcd.remove_member = remove
+
+
 def test_a_run_records_every_phase_start_and_outcome(svc, engine, store_clock, kube, etcd):
     kube.add_pod("web", "node01")
     code, body = DurableDecommission(svc, store(engine, store_clock, "a")).answer(
@@ -66,16 +81,7 @@ def test_a_run_records_every_phase_start_and_outcome(svc, engine, store_clock, k
 def test_a_takeover_resumes_at_the_unfinished_phase_and_repeats_no_effect(
         svc, engine, store_clock, kube, etcd):
     kube.add_pod("web", "node01")
-    remove = etcd.remove_member
-
-    def remove_then_die(cluster, member):  # the member goes, the outcome is never written
-        remove(cluster, member)
-        raise Died()
-
-    etcd.remove_member = remove_then_die
-    with pytest.raises(Died):
-        DurableDecommission(svc, store(engine, store_clock, "a")).answer(request(), inputs())
-    etcd.remove_member = remove
+    die_after_removing_the_member(svc, engine, store_clock, etcd, request())
     left = store(engine, store_clock, "b").latest("node01")
     assert left["state"] == "running" and left["phase"] == "remove-etcd"
     assert left["lease_owner"] == "a"

@@ -23,7 +23,7 @@ from promenade_api.metrics import PromenadeMetrics
 from promenade_api.phase_engine import Env, NoJournal, Phase, PhaseStuck, run_phases
 from promenade_api.service import settings_from_conf
 
-from .test_decommission_durable import Died, inputs, runs_of, store
+from .test_decommission_durable import die_after_removing_the_member, inputs, runs_of, store
 
 
 def request(key: str | None = None) -> RunRequest:
@@ -134,16 +134,7 @@ def test_a_stuck_run_whose_process_died_frees_its_node_after_the_lease(engine, s
 
 
 def test_a_takeover_resumes_a_phase_with_its_attempt_state(svc, engine, store_clock, etcd):
-    remove = etcd.remove_member
-
-    def remove_then_die(cluster, member):
-        remove(cluster, member)
-        raise Died()
-
-    etcd.remove_member = remove_then_die
-    with pytest.raises(Died):
-        DurableDecommission(svc, store(engine, store_clock, "a")).answer(request(), inputs())
-    etcd.remove_member = remove
+    die_after_removing_the_member(svc, engine, store_clock, etcd, request())
     first = store(engine, store_clock, "b").latest("node01")["phases"][-1]["attempt_state"]
     assert first["attempts"] == 1 and first["started"] == store_clock.now
     store_clock.now += 31
