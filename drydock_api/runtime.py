@@ -191,7 +191,7 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
     actions = build_actions()
     designs = DesignSource(loader.task_documents, loader.task_design)  # never fetched
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
-                                pool, StepEngine(clock=clock), clock,
+                                pool, StepEngine(), clock,
                                 None if sleep is time.sleep else sleep,
                                 attempt_timeout=conf.steps.attempt_timeout or None,
                                 on_stuck=metrics.count_stuck if metrics else None)

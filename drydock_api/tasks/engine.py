@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from common.engine import Attempts, begin
 from common.errors import BerthError
-from common.journal import Journal, Judged, Memory, Result, attempt, run_step
+from common.journal import Journal, Judged, Result, attempt, run_step
 from common.status import simple_message
 from common.workflow import Done, Failed, Retry, backoff_delay
 from drydock_api.db.models import TaskRow
@@ -42,9 +41,6 @@ def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float
 class StepEngine:
     """One attempt per call; steps themselves never loop and nothing here sleeps."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
-        self._clock = clock
-
     def cycle(self, step: NodeStep, ctx: NodeContext, journal: Journal[K], key: K, *,
               kept: Callable[[], bool] | None = None) -> Judged | None:
         """One attempt of the step through the common cycle, kept in `journal` under `key`
@@ -62,16 +58,6 @@ class StepEngine:
             return poll_delay(outcome.delay, now - state.noted_at, ctx.settings)
 
         return attempt(step, ctx, journal, key, poll=poll, run=run, kept=kept)
-
-    def attempt(self, step: NodeStep, ctx: NodeContext,
-                seen: Attempts) -> tuple[Done | Failed | Retry, Attempts]:
-        """Run the step once after `seen`, its state held in memory; the outcome (a Retry's
-        delay already follows the poll schedule or the retry policy) and the next state."""
-        judged = self.cycle(step, ctx, Memory(self._clock, {step.name: seen}), step.name)
-        if judged is None:
-            return Failed("Abandoned", f"{step.name}: abandoned, another worker holds the "
-                                       f"task now"), seen
-        return judged.outcome, judged.state
 
 
 def teardown_change(run: NodeRun, change: Callable[[dict[str, Any] | None],

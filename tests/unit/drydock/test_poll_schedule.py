@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from common.journal import Memory
 from common.workflow import Done, Outcome, Retry
 from drydock_api.drivers.maas.fake import FakeMaas
 from drydock_api.drivers.oob_fake import FakeOob
 from drydock_api.nodes.design import NodeDef
-from drydock_api.tasks.context import NodeContext, Ports, StepSettings, node_step
+from drydock_api.tasks.context import NodeContext, NodeStep, Ports, StepSettings, node_step
 from drydock_api.tasks.engine import Attempts, StepEngine, poll_delay
 from tests.unit.drydock.conftest import FakeClock
 
 SETTINGS = StepSettings(maas_poll=5.0, first_poll=0.1, poll_backoff=0.1, release_timeout=3600)
+
+
+def attempt(engine: StepEngine, step: NodeStep, ctx: NodeContext,
+            seen: Attempts) -> tuple[Outcome, Attempts]:
+    """Run the step once after `seen` through Drydock's attempt cycle, its state held in
+    memory: the outcome (a Retry's delay follows the poll schedule) and the next state."""
+    judged = engine.cycle(step, ctx, Memory(ctx.clock, {step.name: seen}), step.name)
+    assert judged is not None
+    return judged.outcome, judged.state
 
 
 def run(step_fn: object, clock: FakeClock) -> tuple[Outcome, list[float]]:
@@ -23,9 +33,9 @@ def run(step_fn: object, clock: FakeClock) -> tuple[Outcome, list[float]]:
     ctx = NodeContext(node=node, options={}, ports=Ports.of(FakeMaas(), FakeOob()),
                       settings=SETTINGS, request=None, clock=clock)  # type: ignore[arg-type]
     step = node_step("release", step_fn, lambda s: s.release_timeout)  # type: ignore[arg-type]
-    engine, seen = StepEngine(clock=clock), Attempts.first(clock())
+    engine, seen = StepEngine(), Attempts.first(clock())
     while True:
-        outcome, seen = engine.attempt(step, ctx, seen)
+        outcome, seen = attempt(engine, step, ctx, seen)
         if not isinstance(outcome, Retry):
             return outcome, waits
         assert seen.next_at is not None
@@ -109,22 +119,22 @@ def test_the_time_no_worker_ran_the_step_does_not_count_against_its_timeout() ->
         return Retry(0.5, f"request {len(asked)} sent")
 
     step = node_step("power_off", power, lambda s: 10.0)  # type: ignore[arg-type]
-    engine, seen = StepEngine(clock=clock), Attempts.first(clock())
-    outcome, seen = engine.attempt(step, ctx, seen)
+    engine, seen = StepEngine(), Attempts.first(clock())
+    outcome, seen = attempt(engine, step, ctx, seen)
     assert isinstance(outcome, Retry) and seen.next_at is not None
     clock.advance(60.0)  # the worker died; its successor runs the step a minute late
-    outcome, seen = engine.attempt(step, ctx, seen)
+    outcome, seen = attempt(engine, step, ctx, seen)
     assert isinstance(outcome, Retry), outcome
     while isinstance(outcome, Retry):
         assert seen.next_at is not None
         clock.advance(seen.next_at - clock())
-        outcome, seen = engine.attempt(step, ctx, seen)
+        outcome, seen = attempt(engine, step, ctx, seen)
     assert isinstance(outcome, Done)
 
     never = node_step("power_off", lambda c: Retry(0.5, "on"), lambda s: 10.0)  # type: ignore
-    outcome, seen = engine.attempt(never, ctx, Attempts.first(clock()))
+    outcome, seen = attempt(engine, never, ctx, Attempts.first(clock()))
     while isinstance(outcome, Retry):  # on time, the timeout still holds
         assert seen.next_at is not None
         clock.advance(seen.next_at - clock())
-        outcome, seen = engine.attempt(never, ctx, seen)
+        outcome, seen = attempt(engine, never, ctx, seen)
     assert "timed out after 10s" in outcome.message
