@@ -113,8 +113,14 @@ DECOMMISSION_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("run_lease", default=30.0, min=1.0,
                  help="Seconds a decommission run stays held by the Promenade process "
                       "running it without a heartbeat (renewed every third of it): after a "
-                      "crash or restart, a replay of the request takes the run over and "
-                      "resumes it once this has passed."),
+                      "crash or restart, another Promenade process (or a replay of the "
+                      "request) takes the run over and resumes it once this has passed."),
+    cfg.FloatOpt("resume_interval", default=10.0, min=0.0,
+                 help="Seconds between looks, in every Promenade process, for decommission "
+                      "runs whose process stopped (their run_lease lapsed): each found is "
+                      "taken over and run on at its first unfinished phase, as its request "
+                      "asked, and a replay of the request joins it. 0: only a replay takes a "
+                      "run over."),
     cfg.FloatOpt("attempt_timeout", default=0.0, min=0.0,
                  help="Seconds one attempt of a decommission phase (drain, clear-labels, "
                       "remove-etcd, ...) may run; one running longer while its Promenade "

@@ -9,6 +9,11 @@ again from what is true at the cluster (every phase is idempotent against it: se
 docs/guide/decommission-durable.md). A replay of the same request waits for the run's answer;
 once the run's lease lapses (its process died) the replay takes the run over.
 
+A run whose process stopped is also resumed with no request at hand: every Promenade process
+looks for running runs whose lease lapsed (`[decommission] resume_interval`) and takes each over
+as a replay would, with the parameters, design reference and caller kept with the run. A replay
+that arrives meanwhile joins it.
+
 A phase attempt found stuck (phase_engine) fails the run with StepStuck at once, but the node
 stays held, the lease renewed, until the attempt returns (its result discarded): no other
 decommission of the node runs beside it. A replay of the same request answers that StepStuck
@@ -29,9 +34,11 @@ from pathlib import Path
 
 from common.clients.generated.promenade import DecommissionPhase
 from common.clients.generated.promenade import DecommissionRun as RunView
+from common.context import RequestContext, current_marker
+from common.disruption import Leave
 from common.engine import STUCK, Attempts
-from common.errors import BerthError, InternalError
-from common.jsontypes import JSON, JSONObject, as_float
+from common.errors import BerthError, Conflict, InternalError
+from common.jsontypes import JSON, JSONObject, as_float, as_object
 from common.poll import NotYet, poll
 from common.runner import Hold, LeaseStore, heartbeat, renew_hold
 from common.status import Message, simple_message, status_body
@@ -78,6 +85,39 @@ def fingerprint_of(node: str, query: Mapping[str, object], design_ref: JSON,
     doc = json.dumps([node, sorted((k, str(v)) for k, v in query.items()), design_ref,
                       idempotency_key], sort_keys=True, default=str)
     return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def params_json(p: DecommissionParams) -> JSONObject:
+    """The parameters as kept with the run, so that a process resuming it runs it as asked."""
+    leave: JSON = None if p.leave is None else {"budgets": list(p.leave.budgets),
+                                                "after": p.leave.after}
+    return {"drain_timeout": p.drain_timeout, "drain_grace_period": p.drain_grace_period,
+            "clear_labels_timeout": p.clear_labels_timeout,
+            "remove_etcd_timeout": p.remove_etcd_timeout,
+            "etcd_ready_timeout": p.etcd_ready_timeout, "fenced": p.fenced, "leave": leave,
+            "operator": p.operator}
+
+
+def params_from(kept: JSONObject) -> DecommissionParams:
+    """The parameters kept by `params_json`."""
+    def whole(name: str) -> int | None:
+        value = kept.get(name)
+        return None if value is None else int(str(value))
+
+    leave = kept.get("leave")
+    budgets = leave.get("budgets") if isinstance(leave, dict) else None
+    return DecommissionParams(
+        whole("drain_timeout"), whole("drain_grace_period"), whole("clear_labels_timeout"),
+        whole("remove_etcd_timeout"), whole("etcd_ready_timeout"),
+        fenced=kept.get("fenced") is True,
+        leave=None if not isinstance(leave, dict) else Leave(
+            tuple(b for b in budgets if isinstance(b, str)) if isinstance(budgets, list) else (),
+            int(str(leave.get("after") or 0))),
+        operator=str(kept.get("operator") or ""))
+
+
+class RunNotResumable(Conflict):
+    reason = "RunNotResumable"
 
 
 def request_timeout(svc: Promenade, p: DecommissionParams) -> float:
@@ -194,7 +234,8 @@ class DurableDecommission:
             # the keyed request's run already ended, or the request's run is stuck (its
             # phase is not run again automatically: a new request is the operator's call)
             return int(last["status_code"] or 500), dict(last["result"] or {})
-        wire = {**req.wire, "started": self.svc.wall()}
+        wire = {**req.wire, "started": self.svc.wall(), "request": params_json(req.params),
+                "marker": current_marker.get()}
         admission = self.store.admit(req.node, req.fingerprint, wire, req.user)
         run, kind = admission.run, admission.kind
         while kind == JOIN:
@@ -257,6 +298,53 @@ class DurableDecommission:
                            extra={"node": node, "run": run_id})
         self.store.finish(run_id, SUCCEEDED, 200, body)
         return 200, body
+
+    def resume_lapsed(self, limit: int = 4) -> list[threading.Thread]:
+        """Take over up to `limit` running runs whose process stopped (their lease lapsed)
+        and run each on in a thread of its own, with nobody waiting for its answer: it is
+        kept with the run, for the replay that comes later."""
+        store = self.store
+        taken = store.claim_units(store.owner, store.clock(), store.lease, limit)
+        threads = [threading.Thread(target=self.resume, args=(run_id,), daemon=True,
+                                    name=f"decommission-{run_id[:8]}") for run_id in taken]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def resume(self, run_id: str) -> None:
+        """Run on a run this process has just taken over, as its request asked."""
+        run = self.store.get(run_id)
+        if run is None or run["state"] != RUNNING or run["lease_owner"] != self.store.owner:
+            return
+        wire = run["params"]
+        current_marker.set(str(wire.get("marker") or "-"))
+        kept = wire.get("request")
+        if not isinstance(kept, dict):
+            self._not_resumed(run, "its parameters were not kept with it (an earlier "
+                              "Promenade version admitted it)")
+            return
+        req = RunRequest(run["node"], params_from(as_object(kept)), wire, run["fingerprint"],
+                         run["created_by"], 0.0)
+        ctx = RequestContext(marker=current_marker.get(), end_user=run["created_by"])
+        try:
+            inputs = self.svc.decommission_inputs(wire.get("design_ref"), ctx)
+        except BerthError as exc:
+            self._not_resumed(run, f"its design could not be read: {exc.message}")
+            return
+        try:
+            self._execute(run, req, inputs, taken_over=True)
+        except Exception as exc:  # kept as the run's answer by _execute
+            LOG.warning("decommission of %s: resumed run %s ended with %s", run["node"],
+                        run_id, exc)
+
+    def _not_resumed(self, run: RunView, why: str) -> None:
+        exc = RunNotResumable(
+            f"The decommission of {run['node']} (run {run['id']}) stopped with its Promenade "
+            f"process at phase {run['phase']} and could not be resumed: {why}. Send the "
+            "request again: a new run starts from the cluster's state",
+            details={"node": run["node"], "run": run["id"], "phase": run["phase"]})
+        LOG.error("%s", exc.message)
+        self.store.finish(run["id"], FAILED, exc.code, exc.to_status())
 
     def _stuck(self, run_id: str, exc: PhaseStuck, beat: Heartbeat) -> None:
         """The run fails with StepStuck at once; its node stays held (the lease renewed)

@@ -3,6 +3,7 @@ its database (migrated at start; it keeps the Idempotency-Key entries)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -17,10 +18,13 @@ from common.idempotency_store import SqlIdempotencyStore
 from common.status import health_message
 from promenade_api import db
 from promenade_api.db.runs import RunStore
+from promenade_api.decommission_run import DurableDecommission
 from promenade_api.etcd.client import Etcd3Port
 from promenade_api.kube.client import KubeClient, load_api_client
 from promenade_api.metrics import PromenadeMetrics
 from promenade_api.service import Promenade, settings_from_conf
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,6 +34,7 @@ class Runtime:
     idempotency: SqlIdempotencyStore | None = None
     taint_sweep: threading.Event | None = None  # set it to stop the sweep
     runs: RunStore | None = None  # decommission runs
+    resumer: threading.Event | None = None  # set it to stop looking for runs to resume
 
 
 def build_kube(conf: cfg.ConfigOpts) -> KubeClient:
@@ -74,7 +79,26 @@ def build_runtime(conf: cfg.ConfigOpts, metrics: PromenadeMetrics) -> Runtime:
                     settings_from_conf(conf), observe=metrics.operation,
                     on_stuck=metrics.count_stuck)
     sweep = start_taint_sweep(svc) if kube.configured else None
-    return Runtime(svc, [database, kubernetes_check(kube)], store, sweep, runs)
+    resumer = start_resumer(DurableDecommission(svc, runs), conf.decommission.resume_interval)
+    return Runtime(svc, [database, kubernetes_check(kube)], store, sweep, runs, resumer)
+
+
+def start_resumer(runs: DurableDecommission, interval: float) -> threading.Event | None:
+    """Every `interval` seconds, resume the decommission runs whose process stopped, in a
+    daemon thread; the Event stops it. None when `interval` is 0."""
+    if interval <= 0:
+        return None
+    stopping = threading.Event()
+
+    def loop() -> None:
+        while not stopping.wait(interval):
+            try:
+                runs.resume_lapsed()
+            except Exception:  # the database away: the next look tries again
+                LOG.warning("Looking for decommission runs to resume failed", exc_info=True)
+
+    threading.Thread(target=loop, name="decommission-resumer", daemon=True).start()
+    return stopping
 
 
 def start_taint_sweep(svc: Promenade) -> threading.Event | None:

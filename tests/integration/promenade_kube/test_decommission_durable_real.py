@@ -1,8 +1,8 @@
 """Promenade itself SIGKILLed mid-decommission, on the real control plane and a real 3-member
-etcd cluster: the run survives in its database, the replayed request (two at once, on two
-gunicorn workers) takes the same run over and completes it, and the effects at the cluster
-happen once (a pod evicted before the kill is not evicted again, the etcd member is removed
-once)."""
+etcd cluster: the run survives in its database, the restarted Promenade takes the same run
+over by itself (no request at hand) and completes it, the replayed request (two at once, on
+two gunicorn workers) gets that run's answer, and the effects at the cluster happen once (a
+pod evicted before the kill is not evicted again, the etcd member is removed once)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def etcd_cluster(tmp_path: Path) -> Iterator[EtcdCluster]:
 
 @pytest.fixture
 def durable(promenade: Promenade, tmp_path: Path) -> Iterator[ServiceProcess]:
-    """A promenade-api of its own (two gunicorn workers, a 3 s run lease) to kill."""
+    """A promenade-api of its own (two gunicorn workers, a 3 s run lease, looking for runs to
+    resume every 0.5 s) to kill."""
     who = promenade.who
     work = tmp_path / "promenade"
     work.mkdir()
@@ -54,7 +55,7 @@ def durable(promenade: Promenade, tmp_path: Path) -> Iterator[ServiceProcess]:
         "clear_labels": {"poll_interval": 0.1},
         "etcd": {"poll_interval": 0.2, "join_poll_interval": 0.2},
         "kubelet": {"shutdown_timeout": 1, "poll_interval": 0.1},
-        "decommission": {"run_lease": 3},
+        "decommission": {"run_lease": 3, "resume_interval": 0.5},
         "logging": {"json": "false", "level": "INFO"},
         "database": {"connection": f"sqlite:///{work / 'promenade.db'}"},
     }, workers=2)
@@ -138,8 +139,10 @@ def test_a_killed_promenade_resumes_the_same_decommission_and_repeats_no_effect(
 
     admin.call("DELETE", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/rheld")
     durable.start()
-    left = run_of(durable, promenade.token)
-    assert left is not None and left["id"] == before["id"] and left["state"] == "running"
+    # Nobody asks again: the restarted Promenade resumes the run once its lease lapsed.
+    done = wait_for("the run resumed and completed", lambda: (
+        run := run_of(durable, promenade.token)) and run["state"] != "running" and run, 120)
+    assert done["id"] == before["id"] and done["state"] == "succeeded", done
 
     answers: list[requests.Response] = []
     replays = [threading.Thread(target=lambda: answers.append(post())) for _ in range(2)]
@@ -148,7 +151,7 @@ def test_a_killed_promenade_resumes_the_same_decommission_and_repeats_no_effect(
     for t in replays:
         t.join(180)
     assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
-    assert answers[0].json() == answers[1].json()
+    assert answers[0].json() == answers[1].json() == done["result"]
     body = answers[0].json()
     assert body["details"]["run"] == before["id"]
 

@@ -1,8 +1,8 @@
 """A decommission as a durable run (fakes for Kubernetes and etcd, the runs in SQLite and
 PostgreSQL): each phase's start and outcome are recorded; a run whose process died is taken
-over by a replay and resumed from its first unfinished phase without repeating a recorded
-effect; a replay while it runs joins it; another decommission of the busy node is refused
-with the run named."""
+over by a replay, or with no request by another process looking for such runs, and resumed
+from its first unfinished phase without repeating a recorded effect; a replay while it runs
+joins it; another decommission of the busy node is refused with the run named."""
 
 from __future__ import annotations
 
@@ -12,10 +12,18 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from common.disruption import Leave
+from common.errors import NotFound
 from promenade_api.db.models import DecommissionRun
 from promenade_api.db.runs import DecommissionBusy, RunStore
 from promenade_api.decommission import DecommissionParams
-from promenade_api.decommission_run import DurableDecommission, RunRequest, fingerprint_of
+from promenade_api.decommission_run import (
+    DurableDecommission,
+    RunRequest,
+    fingerprint_of,
+    params_from,
+    params_json,
+)
 from promenade_api.etcd.design import load_clusters
 
 from .conftest import etcd_doc, kubernetes_cluster
@@ -209,3 +217,82 @@ def test_api_get_shows_the_run_and_a_keyed_replay_joins(api, kube, etcd, design)
     done = client.simulate_get(f"{P}/nodes/node01/decommission", headers=h).json
     assert done["state"] == "succeeded" and done["id"] == running["id"]
     assert etcd.removed == ["node01"]
+
+
+def keyed(wait: float = 5.0) -> RunRequest:
+    """A request with an Idempotency-Key (its run's answer is kept for its replays)."""
+    params = DecommissionParams(drain_timeout=77, drain_grace_period=7, etcd_ready_timeout=0,
+                                leave=Leave(("ns/web",), 30), operator="op")
+    return RunRequest("node01", params, {"query": {}, "keyed": True},
+                      fingerprint_of("node01", {}, {"href": "x"}, "admin\0k"), "admin", wait)
+
+
+def test_the_parameters_kept_with_a_run_are_the_requests():
+    params = keyed().params
+    assert params_from(params_json(params)) == params
+    assert params_from(params_json(DecommissionParams(fenced=True))) == DecommissionParams(
+        fenced=True)
+
+
+def test_a_run_whose_process_stopped_is_resumed_with_no_request_and_a_replay_gets_its_answer(
+        svc, engine, store_clock, kube, etcd, monkeypatch):
+    kube.add_pod("web", "node01")
+    monkeypatch.setattr(svc, "decommission_inputs", lambda ref, ctx: inputs())
+    die_after_removing_the_member(svc, engine, store_clock, etcd, keyed())
+    left = store(engine, store_clock, "b").latest("node01")
+    assert left["params"]["request"]["drain_timeout"] == 77
+
+    other = DurableDecommission(svc, store(engine, store_clock, "b"))
+    assert other.resume_lapsed() == []  # "a"'s lease still runs: nothing is taken
+    assert store(engine, store_clock, "b").latest("node01")["lease_owner"] == "a"
+
+    store_clock.now += 31  # the lease lapsed
+    for thread in other.resume_lapsed():
+        thread.join(10)
+    run = store(engine, store_clock, "b").latest("node01")
+    assert run["id"] == left["id"] and run["state"] == "succeeded" and run["takeovers"] == 1
+    assert run["lease_owner"] is None
+    attempts = {p["name"]: p["attempts"] for p in run["phases"]}
+    assert attempts["drain"] == 1 and attempts["remove-etcd"] == 2
+    assert kube.evictions == ["web"] and etcd.removed == ["node01"]  # each effect once
+    assert other.resume_lapsed() == []
+
+    code, body = DurableDecommission(svc, store(engine, store_clock, "c")).answer(
+        keyed(), inputs())
+    assert (code, body) == (200, run["result"]) and body["details"]["run"] == left["id"]
+    assert runs_of(engine) == 1 and etcd.removed == ["node01"]
+
+
+def test_a_run_that_cannot_be_resumed_fails_naming_why_and_frees_the_node(
+        svc, engine, store_clock, etcd, monkeypatch):
+    def unreadable(ref, ctx):
+        raise NotFound("Design file:///gone.yaml not found")
+
+    monkeypatch.setattr(svc, "decommission_inputs", unreadable)
+    die_after_removing_the_member(svc, engine, store_clock, etcd, keyed())
+    store_clock.now += 31
+    for thread in DurableDecommission(svc, store(engine, store_clock, "b")).resume_lapsed():
+        thread.join(10)
+    run = store(engine, store_clock, "b").latest("node01")
+    assert run["state"] == "failed" and run["status_code"] == 409
+    assert run["result"]["reason"] == "RunNotResumable"
+    assert "its design could not be read: Design file:///gone.yaml not found" in \
+        run["result"]["message"] and "phase remove-etcd" in run["result"]["message"]
+    monkeypatch.setattr(svc, "decommission_inputs", lambda ref, ctx: inputs())
+    code, _ = DurableDecommission(svc, store(engine, store_clock, "c")).answer(
+        keyed(), inputs())
+    assert code == 200 and runs_of(engine) == 2  # the node was free: a new run
+
+
+def test_a_run_admitted_without_its_parameters_is_not_resumed_with_defaults(
+        svc, engine, store_clock):
+    s = store(engine, store_clock, "a")
+    old = s.admit("node01", "f" * 64, {"query": {"fenced": "true"}}, "admin").run
+    s.phase_started(old["id"], "fence")
+    store_clock.now += 31
+    for thread in DurableDecommission(svc, store(engine, store_clock, "b")).resume_lapsed():
+        thread.join(10)
+    run = store(engine, store_clock, "b").get(old["id"])
+    assert run["state"] == "failed" and run["result"]["reason"] == "RunNotResumable"
+    assert "its parameters were not kept with it" in run["result"]["message"]
+    assert [p["attempts"] for p in run["phases"]] == [1]  # nothing was run again
