@@ -121,6 +121,11 @@ DECOMMISSION_OPTS: list[cfg.Opt] = [
                       "taken over and run on at its first unfinished phase, as its request "
                       "asked, and a replay of the request joins it. 0: only a replay takes a "
                       "run over."),
+    cfg.IntOpt("max_resumes", default=3, min=0,
+               help="How many times a decommission run is taken over with nobody asking "
+                    "(see resume_interval) before it is failed with RunNotResumable instead: "
+                    "a phase that ends its Promenade process each time is not run forever. "
+                    "A replay of the request may still take the run over."),
     cfg.FloatOpt("attempt_timeout", default=0.0, min=0.0,
                  help="Seconds one attempt of a decommission phase (drain, clear-labels, "
                       "remove-etcd, ...) may run; one running longer while its Promenade "

@@ -220,8 +220,10 @@ class Heartbeat:
 class DurableDecommission:
     """Admits, joins, takes over and executes decommission runs."""
 
-    def __init__(self, svc: Promenade, store: RunStore, poll: float = 0.25) -> None:
+    def __init__(self, svc: Promenade, store: RunStore, poll: float = 0.25,
+                 max_takeovers: int = 3) -> None:
         self.svc, self.store, self.poll = svc, store, poll
+        self.max_takeovers = max_takeovers  # resumed with nobody asking at most this often
 
     def answer(self, req: RunRequest, inputs: Inputs) -> tuple[int, JSONObject]:
         """The run's answer (status code, status body): executed here, or the one of the
@@ -302,7 +304,8 @@ class DurableDecommission:
     def resume_lapsed(self, limit: int = 4) -> list[threading.Thread]:
         """Take over up to `limit` running runs whose process stopped (their lease lapsed)
         and run each on in a thread of its own, with nobody waiting for its answer: it is
-        kept with the run, for the replay that comes later."""
+        kept with the run, for the replay that comes later. A run whose processes stopped
+        more than `max_takeovers` times is failed instead (a replay may still take it over)."""
         store = self.store
         taken = store.claim_units(store.owner, store.clock(), store.lease, limit)
         threads = [threading.Thread(target=self.resume, args=(run_id,), daemon=True,
@@ -319,6 +322,10 @@ class DurableDecommission:
         wire = run["params"]
         current_marker.set(str(wire.get("marker") or "-"))
         kept = wire.get("request")
+        if run["takeovers"] > self.max_takeovers:  # e.g. a phase that ends its process
+            self._not_resumed(run, f"its Promenade process stopped {run['takeovers']} times "
+                              "while running it")
+            return
         if not isinstance(kept, dict):
             self._not_resumed(run, "its parameters were not kept with it (an earlier "
                               "Promenade version admitted it)")

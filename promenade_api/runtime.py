@@ -79,7 +79,9 @@ def build_runtime(conf: cfg.ConfigOpts, metrics: PromenadeMetrics) -> Runtime:
                     settings_from_conf(conf), observe=metrics.operation,
                     on_stuck=metrics.count_stuck)
     sweep = start_taint_sweep(svc) if kube.configured else None
-    resumer = start_resumer(DurableDecommission(svc, runs), conf.decommission.resume_interval)
+    resumer = start_resumer(DurableDecommission(svc, runs,
+                                                max_takeovers=conf.decommission.max_resumes),
+                            conf.decommission.resume_interval)
     return Runtime(svc, [database, kubernetes_check(kube)], store, sweep, runs, resumer)
 
 

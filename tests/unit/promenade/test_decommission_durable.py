@@ -296,3 +296,26 @@ def test_a_run_admitted_without_its_parameters_is_not_resumed_with_defaults(
     assert run["state"] == "failed" and run["result"]["reason"] == "RunNotResumable"
     assert "its parameters were not kept with it" in run["result"]["message"]
     assert [p["attempts"] for p in run["phases"]] == [1]  # nothing was run again
+
+
+def test_a_run_whose_process_keeps_stopping_is_not_resumed_forever(
+        svc, engine, store_clock, etcd, monkeypatch):
+    monkeypatch.setattr(svc, "decommission_inputs", lambda ref, ctx: inputs())
+    die_after_removing_the_member(svc, engine, store_clock, etcd, keyed())
+
+    def die(cluster):
+        raise Died()  # remove-etcd's first read ends its process every time
+
+    monkeypatch.setattr(etcd, "members", die)
+    resumer = DurableDecommission(svc, store(engine, store_clock, "b"), max_takeovers=2)
+    died = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_type))
+    for _ in range(3):
+        store_clock.now += 31
+        for thread in resumer.resume_lapsed():
+            thread.join(10)
+    run = store(engine, store_clock, "b").latest("node01")
+    assert died == [Died, Died] and run["takeovers"] == 3
+    assert run["state"] == "failed" and run["result"]["reason"] == "RunNotResumable"
+    assert "its Promenade process stopped 3 times while running it" in run["result"]["message"]
+    assert [p["attempts"] for p in run["phases"] if p["name"] == "remove-etcd"] == [3]
