@@ -321,11 +321,11 @@ class DurableDecommission:
             return
         wire = run["params"]
         current_marker.set(str(wire.get("marker") or "-"))
-        kept = wire.get("request")
         if run["takeovers"] > self.max_takeovers:  # e.g. a phase that ends its process
             self._not_resumed(run, f"its Promenade process stopped {run['takeovers']} times "
                               "while running it")
             return
+        kept = wire.get("request")
         if not isinstance(kept, dict):
             self._not_resumed(run, "its parameters were not kept with it (an earlier "
                               "Promenade version admitted it)")
@@ -335,8 +335,9 @@ class DurableDecommission:
         ctx = RequestContext(marker=current_marker.get(), end_user=run["created_by"])
         try:
             inputs = self.svc.decommission_inputs(wire.get("design_ref"), ctx)
-        except BerthError as exc:
-            self._not_resumed(run, f"its design could not be read: {exc.message}")
+        except Exception as exc:
+            why = exc.message if isinstance(exc, BerthError) else str(exc)
+            self._not_resumed(run, f"its design could not be read: {why}")
             return
         try:
             self._execute(run, req, inputs, taken_over=True)
