@@ -2,7 +2,8 @@
 (sitesim.kube.yaook) locks a node while each dependent agent runs and keeps the L2 agent while
 any lock is left; Promenade, as its ServiceAccount, decommissions such a node in that order,
 never evicting an agent, and fails naming a lock that is never released instead of waiting
-for ever."""
+for ever; a dead compute node's fenced decommission completes once the pod garbage collector
+has removed its agents and the operator has released their locks."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from sitesim.kube.controlplane import ControlPlane
+from sitesim.kube.controlplane import KWOK_LABEL, ControlPlane
 from sitesim.kube.yaook import L2, LOCK_PREFIX, MAINTENANCE_LABEL, YaookOperator
 from tests.support.kube import Admin, wait_for
 
@@ -268,3 +269,35 @@ def test_a_drain_alone_signals_maintenance_evicts_the_rest_and_leaves_the_agents
     assert running(agent_pods(admin, "yk-r1")[L2])
     assert not [e for e in operator.history()
                 if e.node == "yk-r1" and e.what == "deleted-by-other"]
+
+
+def test_a_fenced_decommission_of_a_dead_compute_node_completes_once_its_locks_are_released(
+        admin: Admin, operator: YaookOperator, yaook_promenade: Promenade) -> None:
+    """Powered off, the node's agents never stop by themselves: the out-of-service taint
+    lets the real pod garbage collector remove them (and the ordinary pod), the operator
+    releases each lock once its agent is gone, and agent-locks then passes."""
+    admin.ready_node("yk-x1", **{HYPERVISOR: "true"})
+    ordinary_pod(admin, "yk-x1-web", "yk-x1")
+    wait_for("the agents on yk-x1 under their locks", lambda: serving(admin, "yk-x1"), 30)
+    patch_node(admin, "yk-x1", {"labels": {KWOK_LABEL: None}})  # powered off: no kubelet
+    wait_for("yk-x1 not Ready", lambda: next(
+        (c["status"] for c in admin.node("yk-x1")["status"]["conditions"]
+         if c["type"] == "Ready"), "True") != "True", 120)
+    assert locks(admin, "yk-x1") == sorted(LOCK_PREFIX + a for a in AGENTS)
+
+    reply = decommission(yaook_promenade, "yk-x1", fenced="true", **{
+        "drain-node-timeout": 90, "drain-node-grace-period": 1, "clear-labels-timeout": 10})
+    assert reply.status_code == 200, reply.text
+    messages = reply.json()["details"]["messageList"]
+    done = [m["step"] for m in messages if m["message"].endswith(": succeeded")]
+    assert done[:3] == ["fence", "clear-labels", "agent-locks"], messages
+    [report] = [m["report"] for m in messages if m["step"] == "fence" and "report" in m]
+    assert sorted(report["removed"]) == sorted(
+        [f"{NS}/yk-x1-web", *(f"{YNS}/{a}-yk-x1" for a in (L2, *AGENTS))]), report
+    assert admin.pods_on("yk-x1") == [] and agent_pods(admin, "yk-x1") == {}
+    assert locks(admin, "yk-x1") == []  # each released by the operator, none by Promenade
+    ours = [e for e in operator.history() if e.node == "yk-x1"]
+    assert {e.agent for e in ours if e.what == "lock-released"} == set(AGENTS)
+    # The L2 agent of a dead node goes with the rest (the pod GC), not after the locks.
+    assert [e.agent for e in ours if e.what == "deleted-by-other"] == [L2]
+    assert admin.node("yk-x1")["metadata"]["labels"][MAINTENANCE_LABEL] == "True"
