@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 import requests
 
-from sitesim.kube.controlplane import KWOK_LABEL, ControlPlane
+from sitesim.kube.controlplane import ControlPlane
 from sitesim.kube.yaook import L2, LOCK_PREFIX, MAINTENANCE_LABEL, YaookOperator
 from tests.support.kube import Admin, wait_for
 
 from .conftest import NS, Promenade, promenade_process
+from .test_taint_cleanup import kubelet, ready
 
 pytestmark = pytest.mark.slow
 HYPERVISOR = "compute.yaook.cloud/hypervisor"
@@ -279,10 +280,8 @@ def test_a_fenced_decommission_of_a_dead_compute_node_completes_once_its_locks_a
     admin.ready_node("yk-x1", **{HYPERVISOR: "true"})
     ordinary_pod(admin, "yk-x1-web", "yk-x1")
     wait_for("the agents on yk-x1 under their locks", lambda: serving(admin, "yk-x1"), 30)
-    patch_node(admin, "yk-x1", {"labels": {KWOK_LABEL: None}})  # powered off: no kubelet
-    wait_for("yk-x1 not Ready", lambda: next(
-        (c["status"] for c in admin.node("yk-x1")["status"]["conditions"]
-         if c["type"] == "Ready"), "True") != "True", 120)
+    kubelet(admin, "yk-x1", False)  # powered off
+    wait_for("yk-x1 not Ready", lambda: ready(admin, "yk-x1") != "True", 120)
     assert locks(admin, "yk-x1") == sorted(LOCK_PREFIX + a for a in AGENTS)
 
     reply = decommission(yaook_promenade, "yk-x1", fenced="true", **{
