@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.orm import Session, sessionmaker
 
-from common import migrate
+from common import migrate, sqlite
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Execution option of the sessions that only read.
@@ -22,17 +21,9 @@ def make_engine(url: str) -> Engine:
     snapshot that waits for no writer and no other reader."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=70)
-    engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False},
-                           pool_size=8, max_overflow=72, pool_timeout=120)
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_conn: DBAPIConnection, _record: object) -> None:
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA busy_timeout=60000")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
+    engine = sqlite.tune(create_engine(
+        url, connect_args={"timeout": 60, "check_same_thread": False}, pool_size=8,
+        max_overflow=72, pool_timeout=120), busy_timeout=60, autocommit=True)
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:

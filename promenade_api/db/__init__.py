@@ -5,30 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy import Engine, create_engine
 
-from common import migrate
+from common import migrate, sqlite
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 DEFAULT_DB = "sqlite:///promenade.db"
 
 
 def make_engine(url: str) -> Engine:
-    """An engine; SQLite gets WAL and a busy timeout so the API processes share the file."""
+    """An engine; SQLite gets WAL and a busy timeout so the API processes share the file
+    (common.sqlite)."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
-    engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.close()
-
-    return engine
+    return sqlite.tune(create_engine(
+        url, connect_args={"timeout": 30, "check_same_thread": False}), busy_timeout=30)
 
 
 def upgrade(url: str, revision: str = "head") -> None:

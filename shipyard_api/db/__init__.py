@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy import Engine, MetaData, create_engine
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
-from common import migrate
+from common import migrate, sqlite
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -23,18 +23,11 @@ class Base(DeclarativeBase):
 
 
 def make_engine(url: str) -> Engine:
-    """An engine; SQLite gets WAL and a busy timeout so API and workers can share the file."""
+    """An engine; SQLite gets WAL and a busy timeout so API and workers can share the file
+    (common.sqlite)."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.close()
-
-        return engine
+        return sqlite.tune(create_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}), busy_timeout=30)
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
