@@ -154,13 +154,13 @@ class _Run:
         self.begun: dict[str, tuple[StepAttempt, StepPolicy, Attempts]] = {}
         self.cancelled: set[str] = set()  # steps whose remote work was asked to stop
         self.steps: list[StepRow] = []  # as the last turn read them
+        self.renewed_at: float | None = None  # when this run last renewed the lease
         self.out = StepRecorder(engine.store, engine.owner, action_id, clock=engine.clock,
                                 cap=engine.cap, ended=engine.step_ended, cancel=self._cancel)
 
     def due(self, now: float, running: Collection[str]) -> list[Start[str, Result]] | None:
         e = self.e
-        if self.hold.lost.is_set() or not e.store.renew(self.action_id, e.owner, now,
-                                                        e.settings.lease_seconds):
+        if self.hold.lost.is_set() or not self._renew(now):
             raise LeaseLost(self.action_id)
         action = e.store.get(self.action_id)
         steps = self.steps = e.store.steps(self.action_id)
@@ -180,6 +180,19 @@ class _Run:
             return None
         return [self._start(action, step, steps, policy, keys, now)
                 for step, policy, keys in self._due(action, steps, set(running), now)]
+
+    def _renew(self, now: float) -> bool:
+        """Renew the action's lease at most every third of it (a turn comes each time an
+        attempt ends: a write per turn was most of the engine's own time between steps).
+        Between renewals a step's every write still checks that this worker holds the
+        action (ActionStore.save_step), and a runner's heartbeat renews it too."""
+        lease = self.e.settings.lease_seconds
+        if self.renewed_at is not None and now - self.renewed_at < lease / 3:
+            return True
+        if not self.e.store.renew(self.action_id, self.e.owner, now, lease):
+            return False
+        self.renewed_at = now
+        return True
 
     def next_due(self) -> float | None:
         return None  # a waiting step is looked at again when an attempt ends or each slice

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -208,3 +209,28 @@ def test_engine_hands_back_an_action_waiting_longer_than_hold(harness: Harness) 
     assert row.lease_owner is None
     assert 5 < row.next_run_at - harness.clock.now <= 60
     assert harness.step(action["id"], "destroy_nodes.node01")["step_state"] == "waiting"
+
+
+def test_a_run_renews_the_lease_once_per_third_of_it_not_on_every_turn(
+        harness: Harness) -> None:
+    """Each turn of a run (one per attempt ended) used to renew the action's lease, a write
+    per turn; a run renews it when a third of the lease passed since its last renewal, and
+    every step's write still checks the holder (ActionStore.save_step)."""
+    harness.drydock.polls_to_finish = 40  # each Drydock task waits: the run's clock moves
+    action = _redeploy(harness)
+    renewals: list[float] = []
+    renew = harness.store.renew
+
+    def counted(action_id: str, owner: str, now: float, ttl: float) -> bool:
+        renewals.append(now)
+        return renew(action_id, owner, now, ttl)
+
+    harness.store.renew = counted  # type: ignore[method-assign]
+    started = harness.clock.now
+    view = harness.drive(action["id"], harness.engine("w1", lease=30))
+    assert view["state"] == "complete"
+    turns = sum(s["attempts"] for s in view["steps"])
+    elapsed = harness.clock.now - started
+    assert elapsed > 60 and turns > 20
+    assert len(renewals) < turns / 10  # 135 turns, 10 renewals over 95 s
+    assert all(b - a >= 10 for a, b in pairwise(renewals))
