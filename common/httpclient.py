@@ -110,10 +110,12 @@ CLI_RETRY = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.2,
                   allowed_methods=frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}))
 
 
-def retrying_session(retry: Retry) -> requests.Session:
-    """A session whose HTTP and HTTPS connections retry as `retry` says."""
+def retrying_session(retry: Retry, *, pool_maxsize: int = 10) -> requests.Session:
+    """A session whose HTTP and HTTPS connections retry as `retry` says, keeping up to
+    `pool_maxsize` idle connections per host (requests' default is 10: a connection
+    returned beyond that is closed, and the next call opens a new one)."""
     session = requests.Session()
-    adapter = HTTPAdapter(max_retries=retry)
+    adapter = HTTPAdapter(max_retries=retry, pool_maxsize=pool_maxsize)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

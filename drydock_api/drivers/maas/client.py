@@ -86,6 +86,11 @@ def to_block_device(body: JSONObject) -> BlockDevice:
                        partitions=parts)
 
 
+# Idle connections kept to the region API: every node of a task waiting on MAAS polls it
+# from its own thread, and with requests' 10 the rest opened a connection per call.
+MAAS_CONNECTIONS = 64
+
+
 class MaasClient:
     """Talks to MAAS at `url` (e.g. http://maas:5240/MAAS); errors become MaasError."""
 
@@ -99,7 +104,8 @@ class MaasClient:
         # a session given by the caller retries as the caller set it up
         self._session = session or retrying_session(PeerRetry(
             total=retries, allowed_methods=SAFE, status_forcelist=RETRY_CODES,
-            backoff_factor=backoff, raise_on_status=False, redirect=False, pause=sleep))
+            backoff_factor=backoff, raise_on_status=False, redirect=False, pause=sleep),
+            pool_maxsize=MAAS_CONNECTIONS)
 
     def _call(self, method: str, path: str, *, params: dict[str, str] | None = None,
               data: dict[str, str] | None = None, stream: bool = False) -> requests.Response:
