@@ -7,13 +7,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from drydock_api.drivers.maas.client import MAAS_CONNECTIONS, MaasClient
-from sitesim.ports import free_port
+from tests.support.httpserver import serving
 
 CALLERS = 30  # nodes waiting on MAAS at the same time, beyond requests' default 10
 
@@ -51,14 +51,8 @@ def maas() -> Iterator[tuple[str, Seen]]:
         def log_message(self, *_: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/MAAS", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as address:
+        yield f"http://{address}/MAAS", seen
 
 
 def test_concurrent_pollers_reuse_their_connections(maas: tuple[str, Seen]) -> None:

@@ -3,9 +3,8 @@ connections (Retry-After honoured), POST never; the same MaasError whatever the 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from drydock_api.drivers.maas.client import MaasClient
 from drydock_api.drivers.ports import MaasError
 from sitesim.ports import free_port
+from tests.support.httpserver import serving
 
 
 class Script:
@@ -44,13 +44,8 @@ def maas() -> Iterator[tuple[str, Script]]:
         def log_message(self, *_: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/MAAS", script
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as address:
+        yield f"http://{address}/MAAS", script
 
 
 def client(url: str, sleeps: list[float], retries: int = 3) -> MaasClient:
