@@ -184,8 +184,10 @@ class _Run:
     def _renew(self, now: float) -> bool:
         """Renew the action's lease at most every third of it (a turn comes each time an
         attempt ends: a write per turn was most of the engine's own time between steps).
-        Between renewals a step's every write still checks that this worker holds the
-        action (ActionStore.save_step), and a runner's heartbeat renews it too."""
+        A lease renewed less than a third of it ago still has two thirds to run, and a claim
+        takes only an expired lease, so no other worker can hold the action meanwhile; a
+        step's every write checks the holder anyway (ActionStore.save_step), and a runner's
+        heartbeat renews the lease too."""
         lease = self.e.settings.lease_seconds
         if self.renewed_at is not None and now - self.renewed_at < lease / 3:
             return True
