@@ -13,7 +13,7 @@ import requests
 import yaml
 
 from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
-from sitesim.kube.controlplane import ControlPlane, kwok_node
+from sitesim.kube.controlplane import KWOK_LABEL, KWOK_VALUE, ControlPlane, kwok_node
 from sitesim.kube.sitekube import DEPLOY_BASE, RBAC_KINDS
 
 
@@ -80,6 +80,18 @@ class Admin:
 
     def node(self, name: str) -> dict[str, Any]:
         return self.get(f"/api/v1/nodes/{name}")
+
+    def ready(self, name: str) -> str:
+        """The status of the Node's Ready condition (Unknown when it has none)."""
+        conditions = self.node(name).get("status", {}).get("conditions", [])
+        return next((c["status"] for c in conditions if c["type"] == "Ready"), "Unknown")
+
+    def kubelet(self, name: str, running: bool) -> None:
+        """Start or stop kwok's heartbeats for the Node (its kubelet)."""
+        reply = self.call("PATCH", f"/api/v1/nodes/{name}",
+                          {"metadata": {"labels": {KWOK_LABEL: KWOK_VALUE if running else None}}},
+                          content_type="application/merge-patch+json")
+        assert reply.status_code == 200, reply.text
 
     def ready_node(self, name: str, **labels: str) -> dict[str, Any]:
         """A Node kwok runs (its label, kwok:// providerID), once it is Ready."""

@@ -13,7 +13,6 @@ import pytest
 from promenade_api.kube.client import KubeClient, load_api_client
 from promenade_api.kube.fence import OUT_OF_SERVICE, Fencer
 from promenade_api.kube.taints import TAINT_ANNOTATION
-from sitesim.kube.controlplane import KWOK_LABEL, KWOK_VALUE
 from tests.support.kube import Admin, wait_for
 
 from .conftest import Promenade, promenade_process
@@ -35,19 +34,6 @@ def kube_of(promenade: Promenade) -> KubeClient:
                       poll_interval=0.1)
 
 
-def kubelet(admin: Admin, node: str, running: bool) -> None:
-    """Start or stop kwok's heartbeats for the node (its kubelet)."""
-    reply = admin.call("PATCH", f"/api/v1/nodes/{node}",
-                       {"metadata": {"labels": {KWOK_LABEL: KWOK_VALUE if running else None}}},
-                       content_type="application/merge-patch+json")
-    assert reply.status_code == 200, reply.text
-
-
-def ready(admin: Admin, node: str) -> str:
-    conditions = admin.node(node).get("status", {}).get("conditions", [])
-    return next((c["status"] for c in conditions if c["type"] == "Ready"), "Unknown")
-
-
 def out_of_service(admin: Admin, node: str) -> bool:
     return any(t["key"] == OUT_OF_SERVICE["key"]
                for t in admin.node(node).get("spec", {}).get("taints") or [])
@@ -62,9 +48,9 @@ def fence(promenade: Promenade, node: str, deadline: float) -> None:
 def down(admin: Admin, *nodes: str) -> None:
     for node in nodes:
         admin.ready_node(node)
-        kubelet(admin, node, False)
+        admin.kubelet(node, False)
     for node in nodes:
-        wait_for(f"{node} not Ready", lambda n=node: ready(admin, n) != "True")
+        wait_for(f"{node} not Ready", lambda n=node: admin.ready(n) != "True")
 
 
 def status(promenade: Promenade, node: str) -> dict[str, Any]:
@@ -88,8 +74,8 @@ def test_berths_taints_go_when_the_node_is_ready_or_at_their_deadline(
     assert any(t["key"] == OUT_OF_SERVICE["key"]
                for t in status(promenade, "pk-oos-ready")["taints"])
 
-    kubelet(admin, "pk-oos-ready", True)  # the node is back
-    wait_for("pk-oos-ready Ready", lambda: ready(admin, "pk-oos-ready") == "True")
+    admin.kubelet("pk-oos-ready", True)  # the node is back
+    wait_for("pk-oos-ready Ready", lambda: admin.ready("pk-oos-ready") == "True")
     wait_for("the taint gone from pk-oos-ready",
              lambda: not out_of_service(admin, "pk-oos-ready"), timeout=30)
     assert TAINT_ANNOTATION not in admin.node("pk-oos-ready")["metadata"].get(
@@ -97,7 +83,7 @@ def test_berths_taints_go_when_the_node_is_ready_or_at_their_deadline(
 
     wait_for("the taint of pk-oos-deadline gone at its deadline",
              lambda: not out_of_service(admin, "pk-oos-deadline"), timeout=30)
-    assert ready(admin, "pk-oos-deadline") != "True"  # gone by the deadline, not by health
+    assert admin.ready("pk-oos-deadline") != "True"  # gone by the deadline, not by health
 
 
 def test_a_ready_node_read_through_promenade_loses_a_leftover_berth_taint(

@@ -21,7 +21,6 @@ from sitesim.kube.yaook import L2, LOCK_PREFIX, MAINTENANCE_LABEL, YaookOperator
 from tests.support.kube import Admin, wait_for
 
 from .conftest import NS, Promenade, promenade_process
-from .test_taint_cleanup import kubelet, ready
 
 pytestmark = pytest.mark.slow
 HYPERVISOR = "compute.yaook.cloud/hypervisor"
@@ -280,8 +279,8 @@ def test_a_fenced_decommission_of_a_dead_compute_node_completes_once_its_locks_a
     admin.ready_node("yk-x1", **{HYPERVISOR: "true"})
     ordinary_pod(admin, "yk-x1-web", "yk-x1")
     wait_for("the agents on yk-x1 under their locks", lambda: serving(admin, "yk-x1"), 30)
-    kubelet(admin, "yk-x1", False)  # powered off
-    wait_for("yk-x1 not Ready", lambda: ready(admin, "yk-x1") != "True", 120)
+    admin.kubelet("yk-x1", False)  # powered off
+    wait_for("yk-x1 not Ready", lambda: admin.ready("yk-x1") != "True", 120)
     assert locks(admin, "yk-x1") == sorted(LOCK_PREFIX + a for a in AGENTS)
 
     reply = decommission(yaook_promenade, "yk-x1", fenced="true", **{
