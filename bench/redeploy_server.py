@@ -247,7 +247,9 @@ def task_times(env: dict[str, str], action_id: str, step: dict[str, Any]) -> dic
             "step_end": epoch(step.get("end")), "created": epoch(root.get("created")),
             "completed": epoch(root.get("completed")),
             "first_step": min((t for t in starts if t), default=None),
-            "last_step": max((t for t in ends if t), default=None)}
+            "last_step": max((t for t in ends if t), default=None),
+            "steps": sorted((epoch(t.get("created")) or 0.0, epoch(t.get("completed")),
+                             str(t.get("step"))) for t in subs)}
 
 
 def handovers(env: dict[str, str], view: dict[str, Any], start: float) -> None:
@@ -262,6 +264,9 @@ def handovers(env: dict[str, str], view: dict[str, Any], start: float) -> None:
     for r in rows:
         print(f"  {r['name']:<16}" + "".join(
             f"{r[k] - start:8.2f}" if r[k] else "       -" for k in keys))
+        print("    node steps: " + ", ".join(
+            f"{name} {began - start:.2f}..{ended - start:.2f}" if ended else f"{name} -"
+            for began, ended, name in r["steps"]))
     print("hand-overs (s): last node step done -> task complete -> step end -> next step "
           "start -> next task created -> its first node step; total")
     for a, b in pairwise(rows):

@@ -86,6 +86,12 @@ STEP_OPTS: list[cfg.Opt] = [
                  help="Once past first_poll_interval, each poll waits this fraction of the "
                       "time the step has seen no change (a geometric backoff: a change is "
                       "noticed at most that fraction of its duration late)."),
+    cfg.BoolOpt("expected_waits", default=True,
+                help="A wait a step saw end lately (the same step and status) is polled "
+                     "around when it ended: not before 80% of the shortest of its last 8 "
+                     "durations, then every 5% of it up to 125%, then backing off as usual; "
+                     "no poll waits longer than the interval. False: every wait is polled "
+                     "from its start."),
     cfg.FloatOpt("step_retry_delay", default=1.0, min=0.0,
                  help="First delay before retrying a step after a transient error (s)."),
     cfg.IntOpt("step_retries", default=3, min=0,

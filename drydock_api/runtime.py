@@ -51,6 +51,7 @@ from drydock_api.tasks.context import Labeller, Ports, StepSettings
 from drydock_api.tasks.engine import StepEngine
 from drydock_api.tasks.orchestrator import DesignSource, Orchestrator
 from drydock_api.tasks.service import TaskService
+from drydock_api.tasks.waits import ExpectedWaits
 from drydock_api.tasks.worker import Worker, WorkerSettings, default_owner
 
 DEFAULT_DB = "sqlite:///drydock.db"
@@ -190,8 +191,9 @@ def build_runtime(conf: cfg.ConfigOpts, *, maas: Provisioner | None = None,
                               thread_name_prefix="drydock-node")
     actions = build_actions()
     designs = DesignSource(loader.task_documents, loader.task_design)  # never fetched
+    engine = StepEngine(ExpectedWaits() if conf.steps.expected_waits else None)
     orchestrator = Orchestrator(store, progress, actions, designs, ports, step_settings(conf),
-                                pool, StepEngine(), clock,
+                                pool, engine, clock,
                                 None if sleep is time.sleep else sleep,
                                 attempt_timeout=conf.steps.attempt_timeout or None,
                                 on_stuck=metrics.count_stuck if metrics else None)

@@ -16,7 +16,7 @@ from common.engine import Attempts, begin
 from common.errors import BerthError
 from common.journal import Journal, Judged, Result, attempt, run_step
 from common.status import simple_message
-from common.workflow import Done, Failed, Retry, backoff_delay
+from common.workflow import Done, Failed, Retry
 from drydock_api.db.models import TaskRow
 from drydock_api.db.progress import NextStep, ProgressStore, TeardownUpdate
 from drydock_api.db.states import TaskResult, TaskStatus
@@ -24,6 +24,7 @@ from drydock_api.drivers.ports import BmcAccess, EraseInterface, EraseStatus
 from drydock_api.tasks import teardown as td
 from drydock_api.tasks.chains import NodeRun
 from drydock_api.tasks.context import NodeContext, NodeStep, StepSettings
+from drydock_api.tasks.waits import ExpectedWaits, poll_after
 
 LOG = logging.getLogger(__name__)
 K = TypeVar("K")  # what a journal knows a node's step by
@@ -31,15 +32,22 @@ MESSAGE_FIELDS = ("power",)  # a step's details its message carries (what power-
 SAVE_EVERY = 5.0  # a waiting step's unchanged retry is saved at least this often (s)
 
 
-def poll_delay(interval: float, elapsed: float, settings: StepSettings) -> float:
+def poll_delay(interval: float, elapsed: float, settings: StepSettings,
+               expected: float | None = None) -> float:
     """The step's poll schedule: `first_poll`, backing off by `poll_backoff` to `interval`,
-    the step's configured poll interval (see common.workflow.backoff_delay)."""
-    return backoff_delay(interval, elapsed, first=settings.first_poll,
-                         fraction=settings.poll_backoff)
+    the step's configured poll interval; around `expected` when the same wait ended lately
+    (tasks.waits)."""
+    return poll_after(interval, elapsed, first=settings.first_poll,
+                      fraction=settings.poll_backoff, expected=expected)
 
 
 class StepEngine:
-    """One attempt per call; steps themselves never loop and nothing here sleeps."""
+    """One attempt per call; steps themselves never loop and nothing here sleeps. With
+    `waits`, a step done after waiting tells how long its last wait lasted, and the same wait
+    is polled around that next time (tasks.waits)."""
+
+    def __init__(self, waits: ExpectedWaits | None = None) -> None:
+        self.waits = waits
 
     def cycle(self, step: NodeStep, ctx: NodeContext, journal: Journal[K], key: K, *,
               kept: Callable[[], bool] | None = None) -> Judged | None:
@@ -55,9 +63,14 @@ class StepEngine:
             return result
 
         def poll(outcome: Retry, state: Attempts, now: float) -> float:
-            return poll_delay(outcome.delay, now - state.noted_at, ctx.settings)
+            expected = self.waits.expected(step.name, outcome.note) if self.waits else None
+            return poll_delay(outcome.delay, now - state.noted_at, ctx.settings, expected)
 
-        return attempt(step, ctx, journal, key, poll=poll, run=run, kept=kept)
+        judged = attempt(step, ctx, journal, key, poll=poll, run=run, kept=kept)
+        if (self.waits is not None and judged is not None and judged.error is None
+                and isinstance(judged.outcome, Done)):  # its last wait (if any) ended
+            self.waits.ended(step.name, judged.state.note, judged.at - judged.state.noted_at)
+        return judged
 
 
 def teardown_change(run: NodeRun, change: Callable[[dict[str, Any] | None],

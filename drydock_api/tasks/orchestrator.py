@@ -65,7 +65,7 @@ class Orchestrator:
         self._ports = ports
         self._settings = settings
         self.pool = pool
-        self._engine = engine
+        self.engine = engine
         self.clock = clock
         self.sleep = sleep  # None: wait for due attempts in real time
         self.attempt_timeout = attempt_timeout  # for steps whose policy sets none
@@ -166,7 +166,7 @@ class Orchestrator:
             policy = self._attempt_policy(run)
             if not watch.begin(self.clock(), policy.attempt_timeout if policy else None):
                 return None
-            judged = self._engine.cycle(  # discarded when found stuck meanwhile, or held elsewhere
+            judged = self.engine.cycle(  # discarded when found stuck meanwhile, or held elsewhere
                 run.step, run.ctx, self._journal(row), run,
                 kept=lambda: watch.end() and not lease.lost.is_set())
             if judged is None:
