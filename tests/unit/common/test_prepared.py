@@ -42,3 +42,33 @@ def test_no_row_is_none(engine):
     assert read.one(id=3) == ("b",)
     assert read.one(id=99) is None
     assert engine.pool.checkedout() == 0
+
+
+def test_on_a_sqlite_file_each_thread_reads_the_last_commit_on_its_own_connection(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from common.sqlite import tune
+
+    engine = tune(create_engine(f"sqlite:///{tmp_path}/items.db"), busy_timeout=2.5)
+    METADATA.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(ITEMS.insert(), [{"id": 1, "owner": "a", "weight": 3}])
+    read = PreparedRead(engine, sa_select(ITEMS.c.weight).where(ITEMS.c.id == bindparam("id")))
+    assert read.one(id=1) == (3,)
+    with engine.begin() as conn:  # committed elsewhere: seen at the next read
+        conn.execute(ITEMS.update().where(ITEMS.c.id == 1).values(weight=4))
+    assert read.one(id=1) == (4,)
+    writer = engine.raw_connection()  # a writer in the middle of its transaction
+    try:
+        writer.isolation_level = None
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE items SET weight = 5 WHERE id = 1")
+        with ThreadPoolExecutor(4) as pool:  # neither waits for it nor sees its change
+            assert list(pool.map(lambda _: read.one(id=1), range(8))) == [(4,)] * 8
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert read.one(id=1) == (5,)
+    assert read._thread_connection().execute("PRAGMA busy_timeout").fetchone() == (2500,)
+    assert engine.pool.checkedout() == 0
+    engine.dispose()
