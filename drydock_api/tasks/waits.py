@@ -37,7 +37,7 @@ def poll_after(interval: float, elapsed: float, *, first: float, fraction: float
     most `interval`: the usual backoff, or around `expected` (the shortest recent duration
     of the same wait) when known."""
     usual = backoff_delay(interval, elapsed, first=first, fraction=fraction)
-    if not expected or expected <= 0 or elapsed >= OVERSHOOT * expected:
+    if expected is None or elapsed >= OVERSHOOT * expected:
         return usual
     close = max(first / 4, CLOSE * expected)
     until_lead = LEAD * expected - elapsed

@@ -148,7 +148,8 @@ def releasing(clock: FakeClock, seconds: float, status: str = "Releasing") -> ob
     start: list[float] = []
 
     def release(ctx: NodeContext) -> Outcome:
-        start.append(start[0] if start else ctx.clock())
+        if not start:
+            start.append(ctx.clock())
         if ctx.clock() - start[0] >= seconds:
             return Done("released")
         return Retry(ctx.settings.maas_poll, f"MAAS status {status}")
