@@ -205,9 +205,10 @@ class NodeContext:
         return entry
 
     def ask(self, key: str, asked: str, send: Callable[[], T], **what: JSON) -> T:
-        """Write the intent, send, and save the acceptance (`job`: what `send` returned when
-        it names something to follow). A failure is saved with the intent before it is
-        raised: the worker saw it, so the request was refused or may not have arrived."""
+        """Write the intent, send, and note the acceptance (`job`: what `send` returned when
+        it names something to follow; see `accepted`). A failure is saved with the intent
+        before it is raised: the worker saw it, so the request was refused or may not have
+        arrived."""
         entry = self.intend(key, asked, **what)
         try:
             answer = send()
@@ -225,12 +226,14 @@ class NodeContext:
         return isinstance(entry, dict) and "accepted_at" not in entry and "error" not in entry
 
     def accepted(self, key: str, **info: JSON) -> JSONObject:
-        """The request of intent `key` was accepted (with the job to follow): saved at once."""
+        """The request of intent `key` was accepted (with the job to follow). Saved with the
+        step's next write: the next intent's, or the attempt's own as it is judged, which
+        follows at once. A worker that dies before it finds the intent unanswered, as when
+        it dies during the request, and finds out at the target (`unanswered`)."""
         entry = self.state[key]
         if not isinstance(entry, dict):
             raise TypeError(f"no intent {key!r} was recorded")
         entry.update(info, accepted_at=self.clock())
-        self.checkpoint()
         return entry
 
 

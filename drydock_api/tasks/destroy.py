@@ -278,7 +278,6 @@ def release(ctx: NodeContext) -> Outcome:
                      machine=machine.system_id, erase=erase)
     if answer.status_name in NOTHING_TO_RELEASE:  # MAAS answers a Ready machine, does nothing
         state["requested"] = False
-        ctx.checkpoint()
     return Retry(ctx.settings.maas_poll, "release requested")
 
 

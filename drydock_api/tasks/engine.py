@@ -113,7 +113,8 @@ class NodeJournal:
 
     def save(self, run: NodeRun, *, poll: bool = False) -> None:
         """The running step's retry and progress, and what it attested, in one transaction.
-        A checkpoint (a write-ahead intent, an answer) is always saved at once. A `poll` that
+        A checkpoint (a write-ahead intent, a failed request) is always saved at once; an
+        accepted request with the next checkpoint or the attempt's own save. A `poll` that
         changed nothing but the attempt count and when to look again is not saved, up to
         SAVE_EVERY seconds after the last save: a worker taking the step over then resumes
         from that save, its next attempt due at once and the step's timeout counted from the

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
+import requests
 import sushy
 from sushy import auth as sushy_auth
 from sushy import connector as sushy_connector
@@ -215,19 +216,36 @@ class RedfishDriver:
         return chosen[-1] if chosen else None
 
     def erase_status(self, bmc: BmcAccess, task: str) -> EraseStatus:
-        """The erase's task through sushy's TaskMonitor: still processing (202), its Task
-        read from the monitor's answer; done, the Task read again (as Ironic does)."""
+        """The erase's task through sushy's TaskMonitor, one GET: still processing (202),
+        its Task read from the monitor's answer; otherwise the Task the answer carries (the
+        URI a BMC names is often the Task resource itself, which answers 200 while it runs),
+        else the Task read again (as Ironic does)."""
         if task.startswith(SYNC_PREFIX):
             return EraseStatus("completed", f"the BMC answered {task[len(SYNC_PREFIX):]} "
                                             "once the erase was done")
+        known = self._bmc(bmc)
         with translated(bmc, f"erase task {task}"):
-            monitor = self._root(bmc).get_task_monitor(task)
+            monitor = known.root.get_task_monitor(task)
             if monitor.is_processing:
                 running = monitor.task
                 state = running.task_state if running is not None else None
                 return EraseStatus("running", _words(running) or (state or TaskState.RUNNING).value)
-            current = monitor.get_task()
+            doc = _task_document(monitor.response)
+            current = monitor.get_task() if doc is None else sushy_task.Task(
+                known.conn, task, redfish_version=known.root.redfish_version,
+                registries=known.root.lazy_registries, json_doc=doc, root=known.root)
         return _outcome(current)
+
+
+def _task_document(response: requests.Response) -> dict[str, object] | None:
+    """The Task a 200 answer carries (its `Id` and `TaskState`), else None."""
+    if response.status_code != 200 or not response.content:
+        return None
+    try:
+        doc = response.json()
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) and doc.get("Id") and doc.get("TaskState") else None
 
 
 def _outcome(task: sushy_task.Task) -> EraseStatus:
