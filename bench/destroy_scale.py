@@ -11,11 +11,12 @@ process with its default settings (SQLite, one worker in the API process; only t
 MAAS endpoint and auth are set; `--pool` overrides `[worker] node_pool_size`) against the
 site's MAAS simulator, Redfish emulator and pyghmi IPMI BMCs; the site keeps its default
 timings (graceful shutdown 1 s, power 0.5 s, release 0.5 s, MAAS erase 1 s). Drydock parses
-the design once before anything is timed. The lone node is the site's first (Redfish) node. The site runs without Kubernetes, which Drydock never
-calls (`--kubernetes` runs it too). A node's own time runs from its first step starting to
-its last step ending (queueing left out); a task's wall time from its POST to its completion
-as Drydock records it (the client looks every 0.5 s, so its looks add little to the work).
-CPU is the Drydock process group's user + system time over the task.
+the design once before anything is timed. The lone node is the site's first (Redfish) node.
+The site runs without Kubernetes, which Drydock never calls (`--kubernetes` runs it too). A
+node's own time runs from its first step starting to its last step ending (queueing left
+out); a task's wall time from its POST to its completion as Drydock records it (the client
+looks every 0.5 s, so its looks add little to the work). CPU is the Drydock process group's
+user + system time over the task.
 """
 
 from __future__ import annotations
