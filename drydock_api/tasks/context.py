@@ -228,8 +228,9 @@ class NodeContext:
     def accepted(self, key: str, **info: JSON) -> JSONObject:
         """The request of intent `key` was accepted (with the job to follow). Saved with the
         step's next write: the next intent's, or the attempt's own as it is judged, which
-        follows at once. A worker that dies before it finds the intent unanswered, as when
-        it dies during the request, and finds out at the target (`unanswered`)."""
+        follows at once. If the worker dies before that write, the worker taking over finds
+        the intent unanswered, as after a death during the request, and asks the target
+        (`unanswered`)."""
         entry = self.state[key]
         if not isinstance(entry, dict):
             raise TypeError(f"no intent {key!r} was recorded")
