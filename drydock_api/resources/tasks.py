@@ -121,16 +121,17 @@ class TaskResource:
         layers = req.get_param_as_int("layers", min_value=-1) or 0
         errors = req.get_param_as_bool("subtaskerrors") or False
         wait, since = wait_params(req.get_param("wait"), req.get_param("since"), self._max_wait)
-        version = self._service.version(task_id)
-        if since == version and wait > 0 and self._waiters is not None:
+        if since is not None and wait > 0 and self._waiters is not None \
+                and self._service.version(task_id) == since:
             woken = self._waiters.wait(lambda: self._service.version(task_id) != since, wait)
             resp.set_header(WAITED_HEADER, woken.value)
-            version = self._service.version(task_id)
-        resp.set_header(VERSION_HEADER, version)
         if req.get_param_as_bool("builddata") and self._builddata is not None:
+            resp.set_header(VERSION_HEADER, self._service.version(task_id))
             resp.media = self._with_build_data(task_id, layers, errors)
             return
-        data, packed = self._service.get_json(task_id, layers=layers, subtask_errors=errors)
+        version, data, packed = self._service.get_json(task_id, layers=layers,
+                                                       subtask_errors=errors)
+        resp.set_header(VERSION_HEADER, version)
         send_json(req, resp, data, packed)
 
 

@@ -66,6 +66,11 @@ SUBTASKS = select(TaskRow.id, TaskRow.step, TaskRow.node, TaskRow.status, TaskRo
 TaskTree = dict[str, Task | str]  # ?layers: each task of the tree by id, and `init_task_id`
 
 
+def _version(key: tuple[int, int | None]) -> str:
+    changes, last_message = key
+    return f"{changes}.{last_message or 0}"
+
+
 def _encode(body: object) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode()
 
@@ -229,26 +234,26 @@ class TaskService:
     def version(self, task_id: str) -> str:
         """What changes whenever the task or any task of its tree, or their messages, change
         (404: no such task); long-polls compare it with the caller's `since`."""
-        changes, last_message = self._progress.tree_key(task_id)
-        return f"{changes}.{last_message or 0}"
+        return _version(self._progress.tree_key(task_id))
 
     def get_json(self, task_id: str, *, layers: int = 0,
-                 subtask_errors: bool = False) -> tuple[bytes, bytes | None]:
-        """`get()` as JSON (and gzipped JSON for trees), encoded again only once a task of
-        its tree or their messages changed: a body depends on nothing else, and its key
-        (`tree_key`) is one small query. A 200-node task's own body is 0.6 MB and takes
-        ~40 ms to load and encode (with subtaskerrors ~1 s); its tree 3.7 MB."""
+                 subtask_errors: bool = False) -> tuple[str, bytes, bytes | None]:
+        """`get()` as JSON (and gzipped JSON for trees) with the version it is of, encoded
+        again only once a task of its tree or their messages changed: a body depends on
+        nothing else, and its key (`tree_key`) is one small query, read once per call. A
+        200-node task's own body is 0.6 MB and takes ~40 ms to load and encode (with
+        subtaskerrors ~1 s); its tree 3.7 MB."""
         key = self._progress.tree_key(task_id)
         form = (task_id, layers, subtask_errors)
         with self._trees_lock:
             hit = self._trees.get(form)
             if hit is not None and hit[0] == key:
-                return hit[1], hit[2]
+                return _version(key), hit[1], hit[2]
         data = _encode(self.get(task_id, layers=layers, subtask_errors=subtask_errors))
         packed = gzip.compress(data, compresslevel=6, mtime=0) if layers else None
         with self._trees_lock:
             self._trees[form] = (key, data, packed)
-        return data, packed
+        return _version(key), data, packed
 
     def _subtask_errors(self, row: TaskRow) -> dict[str, SubtaskErrors]:
         """Each subtask's error messages, from one read of the tree's messages (not one

@@ -109,3 +109,23 @@ def test_a_created_task_wakes_the_worker_of_this_process(api):
     worker.stop()
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_get_reads_the_tree_key_once_and_its_version_is_the_body_s(api, monkeypatch):
+    """The version header and the body come from one read of the tree's key: a request costs
+    one freshness query, and a write between two reads cannot give a body a later or an
+    earlier version than its own."""
+    client, site = api
+    task_id, _ = created(client, site)
+    reads: list[tuple[int, int | None]] = []
+    tree_key = site.runtime.progress.tree_key
+
+    def counted(tid: str) -> tuple[int, int | None]:
+        reads.append(tree_key(tid))
+        return reads[-1]
+
+    monkeypatch.setattr(site.runtime.progress, "tree_key", counted)
+    resp = client.simulate_get(f"{T}/{task_id}", params={"layers": "-1"}, headers=ADMIN)
+    assert resp.status_code == 200 and len(reads) == 1
+    changes, last_message = reads[0]
+    assert resp.headers["X-Task-Version"] == f"{changes}.{last_message or 0}"

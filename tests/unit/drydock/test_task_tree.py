@@ -46,22 +46,22 @@ def test_encoded_tree_follows_the_task_and_is_reused_while_unchanged(
                           "node_filter": None, "options": {"all_nodes": True}},
                           RequestContext(user="admin"), None)
     root = body["task_id"]
-    queued, packed = svc.get_json(root, layers=-1)
+    _, queued, packed = svc.get_json(root, layers=-1)
     assert json.loads(queued) == svc.get(root, layers=-1)
     assert packed is not None and gzip.decompress(packed) == queued
     assert json.loads(queued)[root]["status"] == "queued"
-    assert svc.get_json(root, layers=-1)[0] is queued
+    assert svc.get_json(root, layers=-1)[1] is queued
     worker = site.runtime.new_worker("w1")
     assert worker.poll_once() == 1
     worker.join(30)
-    done = json.loads(svc.get_json(root, layers=-1)[0])
+    done = json.loads(svc.get_json(root, layers=-1)[1])
     assert done == svc.get(root, layers=-1)
     assert done[root]["status"] == "complete" and len(done) > 3
     site.runtime.progress.add_messages(site.runtime.store.get(root),
                                        [{"message": "late note", "error": False}])
-    again = json.loads(svc.get_json(root, layers=-1)[0])
+    again = json.loads(svc.get_json(root, layers=-1)[1])
     assert again[root]["result"]["details"]["messageList"][-1]["message"] == "late note"
-    assert json.loads(svc.get_json(root)[0]) == svc.get(root)
+    assert json.loads(svc.get_json(root)[1]) == svc.get(root)
 
 
 def test_tree_is_gzipped_only_for_clients_that_accept_it(make_site: SiteFactory,
@@ -98,7 +98,7 @@ def test_every_write_to_a_tree_refreshes_its_encoded_body(make_site: SiteFactory
     root_id = body["task_id"]
 
     def tree() -> dict[str, Any]:
-        cached: dict[str, Any] = json.loads(svc.get_json(root_id, layers=-1)[0])
+        cached: dict[str, Any] = json.loads(svc.get_json(root_id, layers=-1)[1])
         assert cached == svc.get(root_id, layers=-1)
         return cached
 
