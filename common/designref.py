@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import requests
@@ -97,6 +98,12 @@ class RefPolicy:
         return cls(allowed_urls=tuple(allowed), file_root=conf.design.file_root or None,
                    token_url=shipyard + "/", private=private_files(conf))
 
+    @cached_property
+    def real_root(self) -> str:
+        """`file_root`'s real path, resolved once: the root is the operator's setting, and
+        each request's own path is still resolved on every check."""
+        return os.path.realpath(self.file_root or "/")
+
     def rule(self) -> str:
         urls = ", ".join(self.allowed_urls) or "none"
         files = f"files under {self.file_root}" if self.file_root else "no file:// references"
@@ -130,8 +137,7 @@ class RefPolicy:
         path = unquote(parts.path)
         if not path.startswith("/"):
             raise self.refuse(href, "file reference without an absolute path")
-        root = os.path.realpath(self.file_root)
-        real = os.path.realpath(path)
+        root, real = self.real_root, os.path.realpath(path)
         if (os.path.commonpath([root, real]) != root or real in self.private
                 or not real.lower().endswith(DESIGN_SUFFIXES)
                 or not path.lower().endswith(DESIGN_SUFFIXES)):
@@ -266,11 +272,14 @@ class DesignResolver:
         return "url", self.policy.check_url(href, parts)
 
     def resolve(self, ref: object, ctx: RequestContext | None = None) -> list[Document]:
+        """The documents of `ref`. The policy is checked on every read of the reference; a
+        cached answer was allowed when it was read and is served as read until it expires
+        (a file that leads out of the allowed places since is refused at its next read)."""
         href = href_of(ref)
-        kind, target = self._target(href)
         cached = self._cached(href)
         if cached is not None:
             return cached
+        kind, target = self._target(href)
         if self._cache is None:
             return self._load(href, kind, target, ctx)
         with self._lock:

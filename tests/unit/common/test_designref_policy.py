@@ -100,6 +100,29 @@ def test_files_outside_the_root_are_refused_even_through_dot_dot_and_symlinks(tm
     refused(resolver, "file://otherhost/etc/passwd")
 
 
+def test_a_file_turned_into_a_symlink_out_of_the_root_is_refused_at_the_next_read(tmp_path):
+    """The root is resolved once, the named file on every read: a design read before is
+    refused once its path leads out of the root."""
+    root, outside = tmp_path / "designs", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "site.yaml").write_bytes(DOC)
+    design = root / "site.yaml"
+    design.write_bytes(DOC)
+    resolver = DesignResolver.from_conf(conf(root=str(root)))
+    assert resolver.resolve(f"file://{design}")[0]["metadata"]["name"] == "s"
+    now = [0.0]
+    cached = DesignResolver(RefPolicy(file_root=str(root)), cache_ttl=30.0, clock=lambda: now[0])
+    kept = cached.resolve(f"file://{design}")
+    design.unlink()
+    design.symlink_to(outside / "site.yaml")
+    refused(resolver, f"file://{design}")
+    # a cached answer is the file as it was read, served until it expires; then refused
+    assert cached.resolve(f"file://{design}") is kept
+    now[0] = 31.0
+    refused(cached, f"file://{design}")
+
+
 def test_a_fifo_under_the_root_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(BadRequest, match="is not a design document this service may read"):
