@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +28,7 @@ from common.context import (
     RequestContext,
     acting_user,
     current_marker,
+    new_id,
     valid_uuid,
 )
 from common.errors import (
@@ -97,7 +97,7 @@ class ContextMiddleware:
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         marker = req.get_header(MARKER_HEADER)
-        ctx = RequestContext(marker=marker if marker and valid_uuid(marker) else str(uuid.uuid4()))
+        ctx = RequestContext(marker=marker if marker and valid_uuid(marker) else new_id())
         ctx.token = req.get_header("X-Auth-Token")
         identity = self._spec.authenticator.authenticate(req.headers)
         if identity is not None:

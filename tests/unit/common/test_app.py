@@ -1,6 +1,7 @@
 """The app factory: status bodies for every failure, context marker, auth and policy."""
 
 import json
+import os
 import uuid
 
 import falcon
@@ -12,6 +13,7 @@ from common import config
 from common.app import create_service_app, service_spec
 from common.auth import Identity, TokenAuthenticator
 from common.body import read_json_object
+from common.context import new_id
 from common.errors import Conflict
 from common.policy import ADMIN, READER, Policy, authorize, rule
 
@@ -126,6 +128,24 @@ def test_context_marker_generated_when_absent():
     marker = result.headers["x-context-marker"]
     assert uuid.UUID(marker)
     assert uuid.UUID(result.headers["x-request-id"])
+
+
+def test_generated_ids_are_version_4_uuids_unique_and_new_in_a_forked_worker():
+    ids = [new_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(uuid.UUID(i).version == 4 and uuid.UUID(i).variant == uuid.RFC_4122
+               for i in ids[:100])
+    read, write = os.pipe()
+    before = new_id()  # the parent's next id: a child must not repeat the parent's sequence
+    pid = os.fork()
+    if pid == 0:  # a gunicorn worker forked from the master
+        os.write(write, new_id().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.close(write)
+    assert uuid.UUID(child).version == 4 and child not in (before, new_id())
 
 
 def test_context_marker_kept_when_valid_and_replaced_when_invalid():
