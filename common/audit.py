@@ -121,26 +121,7 @@ def append(session: Session | Connection, stream: str, obj: str, change: str, ol
            detail: Mapping[str, object] | None = None) -> int:
     """Append one entry to `stream` in the caller's transaction; its seq."""
     who = actor or current_actor.get() or SYSTEM
-    dialect = session.get_bind().dialect.name if isinstance(session, Session) \
-        else session.dialect.name
-    ins = (postgresql.insert(HEADS) if dialect == "postgresql" else sqlite.insert(HEADS))
-    # A write first: on SQLite it takes the write lock before the head is read.
-    session.execute(ins.values(stream=stream, seq=0, hash=GENESIS)
-                    .on_conflict_do_nothing(index_elements=["stream"]))
-    seq, prev = session.execute(select(HEADS.c.seq, HEADS.c.hash)
-                                .where(HEADS.c.stream == stream).with_for_update()).one()
-    seq = int(seq) + 1
-    entry: dict[str, object] = {"stream": stream, "seq": seq, "at": at, "user": who.user,
-                                "on_behalf_of": who.on_behalf_of, "object": obj,
-                                "change": change, "old": old, "new": new}
-    if detail:
-        entry["detail"] = detail
-    payload = canonical(entry)
-    digest = link_hash(str(prev), payload)
-    session.execute(insert(ENTRIES).values(stream=stream, seq=seq, at=at, object=obj[:255],
-                                           payload=payload, prev_hash=prev, hash=digest))
-    session.execute(update(HEADS).where(HEADS.c.stream == stream).values(seq=seq, hash=digest))
-    return seq
+    return append_many(session, [Pending(stream, obj, change, old, new, at, who, detail)])[0]
 
 
 @dataclass(frozen=True)
@@ -158,13 +139,14 @@ class Pending:
 
 
 def append_many(session: Session | Connection, pending: list[Pending], *,
-                write_locked: bool = False) -> None:
+                write_locked: bool = False) -> list[int]:
     """Append `pending` in order, in the caller's transaction: the same chain as one `append`
     each, in four statements whatever their number (heads created if missing, heads read and
     locked, entries inserted, heads moved), or three when `write_locked` (the transaction
-    already holds SQLite's write lock: BEGIN IMMEDIATE) and every head exists."""
+    already holds SQLite's write lock: BEGIN IMMEDIATE) and every head exists. The seq of
+    each entry, in order."""
     if not pending:
-        return
+        return []
     dialect = session.get_bind().dialect.name if isinstance(session, Session) \
         else session.dialect.name
     ins = postgresql.insert(HEADS) if dialect == "postgresql" else sqlite.insert(HEADS)
@@ -175,9 +157,11 @@ def append_many(session: Session | Connection, pending: list[Pending], *,
                         [{"stream": n, "seq": 0, "hash": GENESIS} for n in names])
         heads = _heads(session, names)
     rows: list[dict[str, object]] = []
+    seqs: list[int] = []
     for p in pending:
         seq, prev = heads[p.stream]
         seq += 1
+        seqs.append(seq)
         entry: dict[str, object] = {"stream": p.stream, "seq": seq, "at": p.at,
                                     "user": p.actor.user, "on_behalf_of": p.actor.on_behalf_of,
                                     "object": p.obj, "change": p.change, "old": p.old,
@@ -194,6 +178,7 @@ def append_many(session: Session | Connection, pending: list[Pending], *,
     session.execute(_ADD_ENTRIES, rows if len(rows) > 1 else rows[0])
     moves = [{"s": n, "q": heads[n][0], "h": heads[n][1]} for n in names]
     session.execute(_MOVE_HEAD, moves if len(moves) > 1 else moves[0])
+    return seqs
 
 
 _ADD_ENTRIES = insert(ENTRIES)  # built once: no new statement's cache key per append

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict, Unpack
 
-from sqlalchemy import Engine, bindparam, func, select, text, update
+from sqlalchemy import Engine, Table, bindparam, func, select, text, update
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
@@ -35,6 +35,18 @@ ConflictCheck = Callable[[Sequence[ActionRow]], None]
 # GET /actions/{id} in other processes.
 CHANGES_CHANNEL = "berth_shipyard_changes"
 
+
+ACTIONS: Table = ActionRow.__table__  # type: ignore[assignment]
+STEPS: Table = StepRow.__table__  # type: ignore[assignment]
+# The statements of every step's start and end (save_step), built once as Core statements:
+# built and run through the ORM, they were most of the engine's own time between steps.
+HOLDER = select(ACTIONS.c.lease_owner).where(ACTIONS.c.id == bindparam("action_id"))
+STEP_STATE = select(STEPS.c.id, STEPS.c.state, STEPS.c.node).where(
+    STEPS.c.action_id == bindparam("action_id"), STEPS.c.step_id == bindparam("sid"))
+SET_STEP = update(STEPS).where(STEPS.c.id == bindparam("row_id"))  # SET: the columns given
+BUMP = update(ACTIONS).where(ACTIONS.c.id == bindparam("action_id")).values(
+    version=ACTIONS.c.version + 1)
+BUMP_LISTED = BUMP.values(changes=ACTIONS.c.changes + 1)
 
 # Asked on every list request (see PreparedRead).
 LEASE = Lease(ActionRow.lease_owner, ActionRow.lease_expires)
@@ -306,21 +318,17 @@ class ActionStore:
                   **values: Unpack[StepValues]) -> None:
         """Persist one step's new state, only while `owner` still holds the action's lease."""
         with self._sessions.begin() as s:
-            holder = s.scalar(select(ActionRow.lease_owner).where(ActionRow.id == action_id))
-            if holder != owner:
+            if s.scalar(HOLDER, {"action_id": action_id}) != owner:
                 raise LeaseLost(action_id)
-            step = s.scalars(select(StepRow).where(StepRow.action_id == action_id,
-                                                   StepRow.step_id == sid)).one()
-            old = step.state
+            row_id, old, node = s.execute(STEP_STATE, {"action_id": action_id,
+                                                       "sid": sid}).one()
             check_step(StepState(old), target)
-            step.state = target.value
-            for key, value in values.items():
-                setattr(step, key, value)
-            _bump(s, action_id, listed=old != target.value)  # flushes the step first
+            s.execute(SET_STEP, {"row_id": row_id, "state": target.value, **values})
+            _bump(s, action_id, listed=old != target.value)
             if old != target.value:
                 audit.step_changed(s, action_id, sid, old, target.value,
                                    values.get("ended_at") or time.time(),
-                                   reason=values.get("reason"), node=step.node)
+                                   reason=values.get("reason"), node=node)
             notify_in(s, CHANGES_CHANNEL, action_id)
 
     def report_progress(self, action_id: str, owner: str, sid: str,
@@ -350,7 +358,4 @@ class ActionStore:
 def _bump(s: Session, action_id: str, *, listed: bool = False) -> None:
     """The action's view changed (a step or an audit entry): a new version; `listed`: a
     step's state changed, which the action list shows too (its steps' summary)."""
-    values: dict[str, object] = {"version": ActionRow.version + 1}
-    if listed:
-        values["changes"] = ActionRow.changes + 1
-    s.execute(update(ActionRow).where(ActionRow.id == action_id).values(**values))
+    s.execute(BUMP_LISTED if listed else BUMP, {"action_id": action_id})
