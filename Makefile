@@ -21,7 +21,7 @@ TEST_WORKERS ?= 4
 # The site's Kubernetes is built first (cold: about 7 minutes on 2 cores; warm: reused), so
 # the tests of the real control plane never skip here.
 
-test: venv debs keystone kube ironic lint typecheck
+test: venv debs keystone kube ironic image lint typecheck
 	BERTH_KUBE_REQUIRED=1 BERTH_IRONIC_REQUIRED=1 $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
 	    --dist loadscope --no-loadscope-reorder --durations=25 tests
 
