@@ -35,7 +35,7 @@ def driver_fields(node: NodeSpec, bmc: Mapping[str, Any]) -> dict[str, Any]:
 class IronicEnroller:
     """Plain REST calls (sitesim reaches Drydock's side only over HTTP, never its code)."""
 
-    def __init__(self, url: str, boot_files: Mapping[str, str], timeout: float = 120.0) -> None:
+    def __init__(self, url: str, boot_files: Mapping[str, str], timeout: float = 300.0) -> None:
         self.url, self.boot_files, self.timeout = f"{url}/v1", dict(boot_files), timeout
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:

@@ -103,7 +103,7 @@ def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
         text = " ".join(m for _, m in _blockers(plan))
         return plan if "etcd cluster kubernetes" in text else None
 
-    plan = wait_for(blocked, 60, "etcd member on node03 to be seen down")
+    plan = wait_for(blocked, 180, "etcd member on node03 to be seen down")
     assert plan["verdict"] == "blocked"
     found = _blockers(plan)
     assert any(n == "node01" and "below the quorum" in m for n, m in found), found
@@ -118,7 +118,7 @@ def test_plan_blockers_pdb_at_zero_lost_quorum_and_ipmi_keeping_storage(
     assert refused.status_code in (400, 409)
     faults.clear()
     wait_for(lambda: not [m for _, m in _blockers(make_plan(
-        berth, "redeploy_server", target_nodes="node01")) if "etcd" in m], 60,
+        berth, "redeploy_server", target_nodes="node01")) if "etcd" in m], 180,
         "etcd to recover")
 
 

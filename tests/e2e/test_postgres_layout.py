@@ -220,7 +220,7 @@ def test_killed_workers_leave_no_claim_and_every_node_is_redeployed_once(
 
     dry = wait_for(lambda: holder(layout, "drydock", "SELECT lease_owner FROM tasks WHERE "
                                   "id = :id AND status = 'running'", "drydock", id=destroy),
-                   60, "a drydock-worker to hold the destroy task")
+                   180, "a drydock-worker to hold the destroy task")
     dry.kill()
     ship = wait_for(lambda: holder(layout, "shipyard", "SELECT lease_owner FROM actions "
                                    "WHERE id = :id", "shipyard", id=action_id),

@@ -142,7 +142,7 @@ def test_killed_worker_is_replaced_and_no_destructive_call_is_repeated(
     action = create(berth, "redeploy_server", target_nodes="node05")
     wait_for(lambda: any("created" in n["message"] for n in berth.api(
         "GET", f"/actions/{action['id']}/steps/destroy_nodes.node05").json()["notes"]),
-        60, "Shipyard following the destroy task")
+        180, "Shipyard following the destroy task")
     berth.worker.kill()  # SIGKILL: no chance to release the lease
     berth.worker.start()
     faults.clear()
@@ -161,8 +161,7 @@ def test_worker_killed_during_decommission_resumes_it(berth: Berth, successful_r
     counts = effects(berth, "node06")
     faults("node06", "kube.kubelet_shutdown")  # decommission hangs in its last phase
     action = create(berth, "redeploy_server", target_nodes="node06")
-    wait_for(lambda: berth.sim("/nodes/node06")["kubernetes"]["unschedulable"], 60,
-             "the drain of node06 to begin")
+    berth.wait_drain(action["id"], "node06")
     time.sleep(0.5)
     berth.worker.kill()
     berth.worker.start()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import create, steps_of
 from tests.e2e.test_redeploy_server import COMPUTE, assert_redeployed, effects
-from tests.fixtures.services import Berth, wait_for
+from tests.fixtures.services import Berth
 
 pytestmark = pytest.mark.slow
 
@@ -24,8 +24,7 @@ def test_promenade_killed_during_decommission_and_restarted_the_action_completes
     promenade = berth.procs["promenade"]
     faults(node, "kube.kubelet_shutdown")  # the decommission hangs in its last phase
     action = create(berth, "redeploy_server", target_nodes=node)
-    wait_for(lambda: berth.sim(f"/nodes/{node}")["kubernetes"]["unschedulable"], 60,
-             f"the drain of {node} to begin")
+    berth.wait_drain(action["id"], node)
     time.sleep(1.0)  # into the kubelet shutdown, where it hangs
     killed = promenade.proc.pid
     promenade.proc.kill()  # SIGKILL to the gunicorn process group we started

@@ -164,8 +164,7 @@ def test_bmc_killed_during_teardown_fails_naming_it_and_the_rerun_completes(
     counts = effects(berth, "node03")
     faults("node03", "kube.kubelet_shutdown")  # hold decommission in its last phase
     action = create(berth, "redeploy_server", target_nodes="node03")
-    wait_for(lambda: berth.sim("/nodes/node03")["kubernetes"]["unschedulable"], 60,
-             "the drain of node03 to begin")
+    berth.wait_drain(action["id"], "node03")
     set_bmc(berth, "node03", False)  # the ipmi_sim process is killed
     faults.clear()
     try:
@@ -196,7 +195,7 @@ def test_drydock_stopped_for_ten_seconds_during_destroy_is_ridden_out(
     faults("node04", "maas.release")  # keep the destroy task busy in MAAS
     action = create(berth, "redeploy_server", target_nodes="node04")
     wait_for(lambda: following(berth, f"/actions/{action['id']}/steps/destroy_nodes.node04"),
-             60, "Shipyard following the destroy task")
+             180, "Shipyard following the destroy task")
     drydock = berth.procs["drydock"]
     drydock.stop()
     time.sleep(10)
@@ -259,7 +258,7 @@ def test_stop_during_a_long_drain_cancels_it_and_terminates_the_drydock_task(
     action = create(berth, "redeploy_server", target_nodes=["node05", "node06"])
     url = f"/actions/{action['id']}/steps"
     wait_for(lambda: following(berth, f"{url}/destroy_nodes.node06") and berth.api(
-        "GET", f"{url}/decommission.node05").json()["state"] == "running", 60,
+        "GET", f"{url}/decommission.node05").json()["state"] == "running", 180,
         "node06 in destroy while node05 drains")
     task_id = berth.api("GET", f"{url}/destroy_nodes.node06").json()["details"]["task"][
         "task_id"]
