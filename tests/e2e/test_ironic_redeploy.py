@@ -29,8 +29,7 @@ IRONIC_SECTIONS = {"drydock": {
     "oob": {"poll_interval": 0.2, "graceful_timeout": 30, "power_timeout": 60,
             "request_timeout": 5.0, "retries": 1},
     # Ironic's own release (undeploy, then cleaning) ran past 30 s on a loaded 2-core machine
-    "steps": {"maas_poll_interval": 0.02, "step_retry_delay": 0.05, "release_timeout": 180,
-              "step_retries": 1, "outage_window": 3},
+    "steps": {"release_timeout": 180},
     "ironic": {"poll_interval": 0.2}}}
 HEADERS = {"X-OpenStack-Ironic-API-Version": "1.81"}  # 1.81: the node's inventory
 

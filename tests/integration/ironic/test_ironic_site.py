@@ -4,14 +4,15 @@ Ironic reaches the BMC and so the site's Kubernetes, as power through MAAS does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
 
 from sitesim.ironic.server import API_VERSION
 from sitesim.site import Site
+from tests.fixtures.services import wait_for
 from tests.fixtures.site import start_test_site, stop_site
 
 HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
@@ -46,16 +47,16 @@ def test_power_off_through_ironic_stops_the_nodes_kubelet(ironic_site: Site) -> 
     assert requests.get(f"{admin}/nodes/node04", timeout=5).json()["kubernetes"]["ready"]
     requests.put(f"{ironic_site.urls['ironic']}/v1/nodes/node04/states/power", headers=HEADERS,
                  json={"target": "power off"}, timeout=10).raise_for_status()
-    deadline = time.monotonic() + 120
-    seen: dict[str, object] = {}
-    recorded: dict[str, object] = {}
-    while time.monotonic() < deadline:
+
+    def off_everywhere() -> tuple[dict[str, Any], dict[str, object]] | None:
         seen = requests.get(f"{admin}/nodes/node04", timeout=5).json()
         recorded = node(ironic_site, "node04")  # the conductor records it once it confirmed
-        if (seen["power"] == "off" and not seen["kubernetes"]["ready"]  # type: ignore[index]
-                and recorded["power_state"] == "power off"):
-            break
-        time.sleep(0.3)
+        done = (seen["power"] == "off" and not seen["kubernetes"]["ready"]
+                and recorded["power_state"] == "power off")
+        return (seen, recorded) if done else None
+
+    seen, recorded = wait_for(off_everywhere, 120, "node04 off at its BMC, in Kubernetes "
+                              "and in Ironic")
     assert seen["power"] == "off"
-    assert not seen["kubernetes"]["ready"]  # type: ignore[index]
+    assert not seen["kubernetes"]["ready"]
     assert recorded["power_state"] == "power off" and recorded["target_power_state"] is None
