@@ -133,8 +133,18 @@ class NodeStore:
 
     def reboots(self, name: str) -> list[RebootRow]:
         with self.sessions() as s:
-            return list(s.scalars(select(RebootRow).where(RebootRow.node == name)
-                                  .order_by(RebootRow.created, RebootRow.key)))
+            return self._reboots(s, name)
+
+    def reboot_state(self, name: str) -> tuple[NodeRecord | None, list[RebootRow]]:
+        """The node and its reboot requests as of one commit: the node's row is read with a
+        share lock, so a write of both (record_reboot_power) is seen whole or not at all."""
+        with self.sessions() as s:
+            return s.get(NodeRecord, name, with_for_update={"read": True}), self._reboots(s, name)
+
+    @staticmethod
+    def _reboots(s: Session, name: str) -> list[RebootRow]:
+        return list(s.scalars(select(RebootRow).where(RebootRow.node == name)
+                              .order_by(RebootRow.created, RebootRow.key)))
 
     def delete_reboot(self, name: str, key: str) -> bool:
         with self.sessions.begin() as s:

@@ -140,10 +140,10 @@ class NodeService:
                 check: bool = True) -> JSONObject:
         if check:
             self._inventory.require(ctx, name, design_ref)
-        record = self._nodes.get(name)
+        record, requests = self._nodes.reboot_state(name)
         return {
             "node": name,
-            "requests": [_request(r) for r in self._nodes.reboots(name)],
+            "requests": [_request(r) for r in requests],
             "power_state": record.power_state if record else None,
             "pending_reboot_since": iso(record.pending_reboot_since) if record else None,
             "last_powered_on": iso(record.last_powered_on) if record else None,

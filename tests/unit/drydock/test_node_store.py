@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import select
 
 from drydock_api import db
+from drydock_api.db.models import NodeRecord, RebootRow
 from drydock_api.db.nodes import NodeStore
 from drydock_api.db.store import TaskStore
 from tests.unit.drydock.conftest import FakeClock
@@ -56,6 +60,32 @@ def test_what_a_power_off_got_is_on_the_requests_and_the_node_at_once(nodes):
     assert [(r.key, r.power) for r in store.reboots("n1")] == [("a", got), ("b", None)]
     record = store.get("n1")
     assert record is not None and record.last_power_off == got
+
+
+def test_a_reboot_view_read_during_that_write_sees_all_of_it(nodes):
+    """The power record's writer holds the node's row; a reader of the node and its requests
+    waits for the commit and sees both written, never the node's old record beside the
+    requests' new one (or the reverse)."""
+    store, _ = nodes
+    store.add_reboot("n1", "a", "soft", None, "admin", None)
+    store.update("n1", last_power_off={"outcome": "in-progress"})
+    got = {"outcome": "forced", "forced_after": 0.4}
+    seen: list[tuple[object, list[object]]] = []
+
+    def read() -> None:
+        record, requests = store.reboot_state("n1")
+        seen.append((record and record.last_power_off, [r.power for r in requests]))
+
+    reader = threading.Thread(target=read)
+    with store.sessions.begin() as s:
+        s.get(NodeRecord, "n1", with_for_update=True).last_power_off = got
+        s.flush()
+        reader.start()
+        time.sleep(0.3)  # the reader has begun; on the old two reads it had read both
+        for row in s.scalars(select(RebootRow).where(RebootRow.node == "n1")):
+            row.power = got
+    reader.join(timeout=30)
+    assert seen == [(got, [got])]
 
 
 def test_a_pending_reboot_is_reconciled_until_powered_on_again(nodes, clock):  # noqa: F811
