@@ -20,8 +20,12 @@ class PreparedRead:
 
     On a SQLite file each thread reads on a connection of its own, made once by the engine
     (its settings: WAL, busy timeout) and detached from its pool, in autocommit: each read
-    sees the last commit and, in WAL mode, never waits for a writer. On other databases each
-    read borrows a pooled connection (one held per thread would pin the pool's)."""
+    sees the last commit and, in WAL mode, never waits for a writer. There a read first asks
+    the connection's `PRAGMA data_version`, which changes when any other connection, of any
+    process, has committed since: unchanged, the row this thread read last with the same
+    parameters is the answer, and the query (a scan, for an aggregate) is not run again. On
+    other databases each read borrows a pooled connection (one held per thread would pin the
+    pool's)."""
 
     def __init__(self, engine: Engine, statement: ClauseElement) -> None:
         self._engine = engine
@@ -39,7 +43,7 @@ class PreparedRead:
         if self._compiled.positional:
             args = tuple(bound[name] for name in self._compiled.positiontup or ())
         if self._own is not None:
-            return self._read(self._thread_connection(), args)
+            return self._unless_unchanged(args)
         conn = self._engine.raw_connection()
         try:
             return self._read(conn, args)
@@ -55,6 +59,25 @@ class PreparedRead:
         finally:
             cursor.close()
         return None if row is None else tuple(row)
+
+    def _unless_unchanged(self, args: Mapping[str, object] | tuple[object, ...]
+                          ) -> tuple[Any, ...] | None:
+        """This thread's last row for `args` while nothing was committed since it was read
+        (this connection never writes, so each commit changes its data_version); else a read."""
+        assert self._own is not None
+        conn = self._thread_connection()
+        cursor = conn.cursor()
+        try:
+            version = cursor.execute("PRAGMA data_version").fetchone()[0]
+        finally:
+            cursor.close()
+        last: tuple[object, object, tuple[Any, ...] | None] | None = getattr(
+            self._own, "last", None)
+        if last is not None and last[0] == version and last[1] == args:
+            return last[2]
+        row = self._read(conn, args)
+        self._own.last = (version, args, row)
+        return row
 
     def _thread_connection(self) -> DBAPIConnection:
         """This thread's connection: made by the engine's pool (its connect settings applied)

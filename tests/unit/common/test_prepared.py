@@ -72,3 +72,37 @@ def test_on_a_sqlite_file_each_thread_reads_the_last_commit_on_its_own_connectio
     assert read._thread_connection().execute("PRAGMA busy_timeout").fetchone() == (2500,)
     assert engine.pool.checkedout() == 0
     engine.dispose()
+
+
+def test_on_a_sqlite_file_a_read_runs_again_only_after_a_commit_of_any_process(tmp_path):
+    """Unchanged data: the thread's last row for the same parameters, the query not run.
+    A commit elsewhere (another process here), or other parameters: the query again."""
+    import subprocess
+    import sys
+
+    from common.sqlite import tune
+
+    path = tmp_path / "items.db"
+    engine = tune(create_engine(f"sqlite:///{path}"), busy_timeout=2.5)
+    METADATA.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(ITEMS.insert(), [{"id": 1, "owner": "a", "weight": 3}])
+    read = PreparedRead(engine, sa_select(func.count(), func.sum(ITEMS.c.weight))
+                        .where(ITEMS.c.owner == bindparam("owner")))
+    queries: list[str] = []
+    read._thread_connection().set_trace_callback(queries.append)
+
+    def counted() -> int:
+        return sum(1 for q in queries if not q.startswith("PRAGMA"))
+
+    assert [read.one(owner="a") for _ in range(3)] == [(1, 3)] * 3 and counted() == 1
+    assert read.one(owner="b") == (0, None) and counted() == 2
+    code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute(\"INSERT INTO items VALUES (2, 'b', 4)\"); c.commit()")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
+    assert read.one(owner="b") == (1, 4) and counted() == 3
+    assert read.one(owner="b") == (1, 4) and counted() == 3
+    with engine.begin() as conn:  # this process, another connection
+        conn.execute(ITEMS.update().where(ITEMS.c.id == 2).values(weight=6))
+    assert read.one(owner="b") == (1, 6) and counted() == 4
+    engine.dispose()
