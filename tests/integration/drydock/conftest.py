@@ -77,7 +77,8 @@ class Env:
         return requests.get(f"{self.url}/api/v1.0/tasks/{task_id}", headers=self.headers,
                             params=params, timeout=30).json()
 
-    def wait(self, task_id: str, timeout: float = 60) -> Any:
+    def wait(self, task_id: str, timeout: float = 180) -> Any:
+        """Until the task is complete or terminated; the timeout only guards against hangs."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             task = self.task(task_id)
