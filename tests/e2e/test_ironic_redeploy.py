@@ -20,7 +20,9 @@ from tests.e2e.conftest import create, steps_of
 from tests.fixtures.services import Berth, run_berth
 from tests.fixtures.site import start_test_site, stop_site
 
-pytestmark = pytest.mark.slow
+# The timeout counts the module's set-up (the site, Ironic, its enrolment: 200-270 s on a
+# loaded 2-core machine) with the redeploy (about 225 s): a guard against hangs only.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 NODE = "node04"  # redfish BMC, compute
 # Power goes through Ironic, which runs a soft power off to its end (polling the BMC) before
 # it takes another power request: Drydock waits for it longer than on the MAAS test site.
