@@ -131,7 +131,7 @@ class IronicServer:
 
     workdir: Path
     port: int = 0
-    startup_timeout: float = 60.0
+    startup_timeout: float = 180.0  # a guard against hangs: a loaded machine starts it slowly
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property

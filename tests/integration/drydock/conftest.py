@@ -27,8 +27,9 @@ def drydock_sections(site: Site, work: Path, **over: dict[str, Any]) -> dict[str
         "logging": {"json": "false", "level": "INFO"},
         "maas": {"url": site.urls["maas"], "api_key": site.spec.maas_api_key,
                  "timeout": 5, "retries": 1, "backoff": 0.01},
+        # 5 s per BMC request: an IPMI BMC of a loaded machine took over 1 s to answer
         "oob": {"poll_interval": 0.02, "graceful_timeout": 2.0, "power_timeout": 10,
-                "request_timeout": 1.0, "retries": 0},
+                "request_timeout": 5.0, "retries": 0},
         "steps": {"maas_poll_interval": 0.02, "step_retry_delay": 0.01,
                   "release_timeout": 15, "step_retries": 1, "outage_window": 0},
         "worker": {"threads": 1, "lease_seconds": 2.0, "poll_interval": 0.05},

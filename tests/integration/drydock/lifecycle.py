@@ -67,9 +67,7 @@ def lc_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LifecycleEnv]:
                                     steps={"enlist_timeout": 20,
                                            "commission_timeout": 20, "deploy_timeout": 20},
                                     reboot={"interval": 0.05, "lease_seconds": 2,
-                                            "soft_timeout": 0.5},
-                                    # the BMCs are healthy here: a loaded machine is no fault
-                                    oob={"request_timeout": 5.0})
+                                            "soft_timeout": 0.5})
         drydock = ServiceProcess("drydock", work, sections)
         yield LifecycleEnv(site, drydock.url, tokens["admin"], f"file://{work}/design.yaml",
                            work)
