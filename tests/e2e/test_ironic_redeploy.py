@@ -28,8 +28,7 @@ NODE = "node04"  # redfish BMC, compute
 # it takes another power request: Drydock waits for it longer than on the MAAS test site.
 # Drydock reads Ironic's states every 0.2 s (0.5 s in `berth up`'s configuration).
 IRONIC_SECTIONS = {"drydock": {
-    "oob": {"poll_interval": 0.2, "graceful_timeout": 30, "power_timeout": 60,
-            "request_timeout": 5.0, "retries": 1},
+    "oob": {"poll_interval": 0.2, "graceful_timeout": 30, "power_timeout": 60},
     # Ironic's own release (undeploy, then cleaning) ran past 30 s on a loaded 2-core machine
     "steps": {"release_timeout": 180},
     "ironic": {"poll_interval": 0.2}}}

@@ -62,7 +62,7 @@ def kill_and_take_over(env: Env, first: Proc, task_id: str) -> tuple[Proc, dict[
     first.kill(signal.SIGKILL)
     assert env.task(task_id)["status"] == "running"
     second = start_worker(env, "worker-2")
-    return second, env.wait(task_id, timeout=180)
+    return second, env.wait(task_id)
 
 
 def test_a_secure_erase_running_when_its_worker_is_killed_is_sent_once_per_disk(
@@ -80,7 +80,7 @@ def test_a_secure_erase_running_when_its_worker_is_killed_is_sent_once_per_disk(
                    what="the second worker to take the task over")
         time.sleep(0.5)  # it polls the BMC tasks still running
         env.clear_faults()
-        task = env.wait(task_id, timeout=180)
+        task = env.wait(task_id)
     finally:
         env.clear_faults()
         first.stop()
@@ -179,7 +179,7 @@ def test_maas_down_twice_the_outage_window_leaves_a_partial_teardown_a_rerun_res
         maas_up(env, False)
         down_at = time.monotonic()
         env.clear_faults()  # the erases end; release finds MAAS down
-        first = env.wait(first_id, timeout=180)
+        first = env.wait(first_id)
         time.sleep(max(0.0, down_at + 2 * OUTAGE_WINDOW - time.monotonic()))
     finally:
         env.clear_faults()
