@@ -16,6 +16,7 @@ from sitesim.siteconfig import NodeSpec
 
 HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
 TARGETS = {"deployed": "active", "ready": "available", "new": "manageable"}
+VERIFY_ATTEMPTS = 3
 
 
 def driver_fields(node: NodeSpec, bmc: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,13 +63,27 @@ class IronicEnroller:
             self._provision(node.name, "adopt", "active")  # running already: no deploy
 
     def _provision(self, name: str, verb: str, reach: str) -> None:
-        self._call("PUT", f"/nodes/{name}/states/provision", {"target": verb})
+        # A failed `manage` (Ironic could not read the BMC's power, as when ipmitool times out
+        # on a loaded machine) returns the node to `enroll`: asked again, a bounded number of
+        # times.
+        for attempt in range(1, VERIFY_ATTEMPTS + 1):
+            self._call("PUT", f"/nodes/{name}/states/provision", {"target": verb})
+            node = self._wait(name, verb, reach)
+            if node["provision_state"] == reach:
+                return
+            if verb != "manage" or attempt == VERIFY_ATTEMPTS:
+                break
+        raise RuntimeError(f"Ironic: {name} {verb} failed ({attempt} attempts), "
+                           f"{node['provision_state']}: {node['last_error']}")
+
+    def _wait(self, name: str, verb: str, reach: str) -> Any:
+        """The node once it rests: in `reach`, a failure state or back where it was."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             node = self._call("GET", f"/nodes/{name}")
-            if node["provision_state"] == reach and not node["target_provision_state"]:
-                return
-            if node["provision_state"].endswith("failed"):
-                raise RuntimeError(f"Ironic: {name} {verb} failed: {node['last_error']}")
+            state = node["provision_state"]
+            if not node["target_provision_state"] and (
+                    state in (reach, "enroll") or state.endswith("failed")):
+                return node
             time.sleep(0.3)
         raise RuntimeError(f"Ironic: {name} did not reach {reach} in {self.timeout:.0f}s")

@@ -338,6 +338,7 @@ class IronicClient:
         """Poll until the provision state is one of `reach` with no target left; a failure
         state, maintenance or the deadline ends the wait with Ironic's last_error."""
         limit = timeout if timeout is not None else self.settings.timeout
+        fallback = {st.FALLS_BACK_TO[state] for state in reach if state in st.FALLS_BACK_TO}
 
         def reached() -> IronicNode | NotYet[IronicNode]:
             node = self.get(name)
@@ -346,6 +347,10 @@ class IronicClient:
             if node.failed or node.maintenance:
                 raise IronicStateError(f"{name}: {doing or 'transition'} stopped: "
                                        f"{node.cause()}")
+            if fallback and node.provision_state in fallback and not node.target_provision_state:
+                # a BMC that did not answer in time fails it too: asking again may pass
+                raise IronicStateError(f"{name}: {doing or 'transition'} failed, back in "
+                                       f"{node.cause()}", transient=True)
             return NotYet(node)
 
         def late(node: IronicNode) -> IronicNode:

@@ -19,6 +19,10 @@ INSPECT_FAILED, ERROR = "inspect failed", "error"
 # Failure states: Ironic stopped, `last_error` says why; nothing moves without an operator.
 FAILED = frozenset({DEPLOY_FAILED, CLEAN_FAILED, INSPECT_FAILED, ERROR, "rescue failed",
                     "unrescue failed", "adopt failed", "service failed"})
+# A failed verification (`manage`: Ironic checks the BMC's credentials and reads its power)
+# returns the node to `enroll` with last_error, not to a failure state
+# (ironic/common/state_machine.py: verifying --fail--> enroll).
+FALLS_BACK_TO = {MANAGEABLE: ENROLL}
 # `*-wait` states: Ironic waits for something outside it (an agent call-back, a BMC job).
 WAITING = frozenset({DEPLOY_WAIT, CLEAN_WAIT, "inspect wait", "rescue wait", "service wait"})
 POWER_ON, POWER_OFF, SOFT_POWER_OFF = "power on", "power off", "soft power off"

@@ -6,6 +6,7 @@ surfaced with Ironic's last_error."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 
 import pytest
@@ -15,8 +16,18 @@ from drydock_api.drivers.ironic.client import (
     IronicRefused,
     IronicStateError,
 )
+from sitesim.ironic.enroll import VERIFY_ATTEMPTS, IronicEnroller
+from sitesim.ironic.server import IronicServer
 from sitesim.site import Site
-from tests.integration.ironic.conftest import bmc_calls, clear_faults, enroll, fault, site_power
+from sitesim.siteconfig import BmcSpec, NodeSpec
+from tests.integration.ironic.conftest import (
+    bmc_calls,
+    clear_faults,
+    design_node,
+    enroll,
+    fault,
+    site_power,
+)
 
 # openstacksdk warns of its own deprecations on every attribute read
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -150,3 +161,28 @@ def _wait_locked(client: IronicClient, name: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"{name} was never locked by Ironic")
+
+
+def test_a_bmc_refusing_the_credentials_fails_manage_at_once_with_ironics_reason(
+        client: IronicClient, ironic_server: IronicServer, site: Site) -> None:
+    # Ironic returns a node it could not verify to `enroll` (not a failure state): the wait
+    # ends there, not at its deadline, and says why
+    real = design_node(site, "node01").bmc
+    assert real is not None
+    wrong = dataclasses.replace(real, credential="not-the-password")
+    client.enroll("badcred01", wrong)
+    with pytest.raises(IronicStateError) as err:
+        client.manage("badcred01")
+    assert err.value.transient
+    assert "badcred01: manage failed, back in provision_state 'enroll'" in err.value.message
+    assert "Authentication required" in err.value.message  # Ironic's last_error, from the BMC
+    assert client.get("badcred01").provision_state == "enroll"
+
+    # the site's own enrolment asks again a bounded number of times, then names the cause
+    spec = NodeSpec(name="badcred02", rack="r1", tags=(), labels={}, control_plane=False,
+                    profile="", bmc=BmcSpec("redfish", "sushy", wrong.account, wrong.credential),
+                    disks=(), state="new", mac="52:54:00:ba:dc:02", address="127.0.0.1")
+    enroller = IronicEnroller(ironic_server.url, {}, timeout=60)
+    with pytest.raises(RuntimeError) as failed:
+        enroller.enroll(spec, {"port": wrong.port, "system_id": wrong.system_id})
+    assert f"badcred02 manage failed ({VERIFY_ATTEMPTS} attempts), enroll:" in str(failed.value)

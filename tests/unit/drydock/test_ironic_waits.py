@@ -162,3 +162,26 @@ def test_a_power_wait_ends_on_the_state_or_on_ironics_error_or_at_the_deadline()
         client(Proxy(states=[moving]), clock, poll=1.5).wait_power("node01", "power off", 4)
     assert clock.slept == [1.5, 1.5, 1.0] and err.value.transient
     assert err.value.message == "node01: power 'power off' not reached in 4s (power on)"
+
+
+def test_a_failed_verification_ends_the_manage_wait_at_once_with_ironics_reason() -> None:
+    # Ironic returns a node whose verification failed to `enroll`, not to a failure state
+    clock = Clock()
+    proxy = Proxy(states=[
+        sdk_node(provision_state="verifying", target_provision_state="manageable"),
+        sdk_node(provision_state="enroll", last_error="Failed to get power state for node")])
+    with pytest.raises(IronicStateError) as err:
+        client(proxy, clock, poll=2.0).wait_provision("node01", {"manageable"}, doing="manage")
+    assert clock.slept == [2.0]
+    assert err.value.transient  # a BMC slow to answer fails it too
+    assert err.value.message == ("node01: manage failed, back in provision_state 'enroll', "
+                                 "last_error: Failed to get power state for node")
+
+
+def test_enroll_is_not_a_fall_back_for_other_waits() -> None:
+    clock = Clock()
+    proxy = Proxy(states=[sdk_node(provision_state="enroll")])
+    with pytest.raises(IronicStateError) as err:
+        client(proxy, clock, poll=2.0).wait_provision("node01", {"available"},
+                                                      doing="provide", timeout=3)
+    assert "did not reach available in 3s" in err.value.message
