@@ -7,6 +7,7 @@ import os
 import pytest
 
 from sitesim.ports import RANGE_ENV
+from tests.support import lanes
 
 pytest_plugins = ["tests.support.ci_skips"] + [
     name for name in ("tests.fixtures.site", "tests.fixtures.postgres", "tests.fixtures.keystone",
@@ -14,19 +15,23 @@ pytest_plugins = ["tests.support.ci_skips"] + [
     if importlib.util.find_spec(name) is not None
 ]
 
-# Path prefixes of the longest-running modules, longest first: `make test` runs the suite on
-# several workers (pytest-xdist, one module per worker at a time), and a long module handed out
-# last would leave the other workers idle at the end.
+# Path prefixes of the longest-running modules, longest first (as measured in a full run):
+# `make test` runs the suite on several workers (pytest-xdist, one module per worker at a time,
+# at most two of the site modules at once: tests/support/lanes.py), and a long module handed
+# out last would leave the other workers idle at the end.
 LONG_FIRST = (
-    "tests/image/",
-    "tests/integration/services/test_schemathesis.py",
-    "tests/e2e/test_replace_failed_server.py",
-    "tests/e2e/test_watch.py",
-    "tests/e2e/test_redeploy_server.py",
-    "tests/e2e/test_postgres_layout.py",
     "tests/e2e/test_deploy_site.py",
-    "tests/e2e/",
+    "tests/e2e/test_ironic_redeploy.py",
+    "tests/e2e/test_replace_failed_server.py",
+    "tests/integration/services/test_schemathesis.py",
+    "tests/e2e/test_redeploy_server.py",
+    "tests/integration/ironic/test_ironic_client.py",
+    "tests/e2e/test_postgres_layout.py",
+    "tests/image/",
     "tests/integration/sitesim/test_up.py",
+    "tests/e2e/test_failure_domain_budgets.py",
+    "tests/e2e/",
+    "tests/integration/ironic/",
     "tests/integration/",
 )
 
@@ -39,6 +44,10 @@ def _rank(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_rank)  # stable: the order inside a module stays as written
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    return lanes.make_scheduler(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -26,6 +26,15 @@ def site() -> Iterator[Site]:
 
 
 @pytest.fixture(scope="package")
+def ironic_server(ironic_installed: None,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[IronicServer]:
+    """One Ironic for these tests, stopped when the worker leaves them (its conductor syncs
+    every node's power with its BMC every few seconds while it runs)."""
+    with IronicServer(tmp_path_factory.mktemp("ironic")) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
 def client(ironic_server: IronicServer) -> IronicClient:
     images = ironic_server.images
     return IronicClient(connect(ironic_server.url), IronicSettings(
