@@ -11,7 +11,7 @@ import time
 import pytest
 
 from promenade_api.kube.client import KubeClient, load_api_client
-from tests.e2e.conftest import create
+from tests.e2e.conftest import create, web_node
 from tests.fixtures.services import Berth
 from tests.support.services import BIN
 
@@ -21,10 +21,13 @@ LOCK = "eviction-lock.berth.io/e2e-watch"
 
 def test_watch_emits_a_json_object_per_change_with_the_drain_progress(
         berth: Berth, successful_revision: int) -> None:
+    # a node with a pod to drain now: other modules on this worker's site may have redeployed
+    # any node before (a redeployed node comes back without the bare pods it had)
+    node = web_node(berth)
     kube = KubeClient(load_api_client(str(berth.site.kubeconfig)), request_timeout=10,
                       poll_interval=0.1)
-    kube.patch_node("node04", annotations={LOCK: "watch-holder"})
-    action = create(berth, "redeploy_server", target_nodes=["node04"])
+    kube.patch_node(node, annotations={LOCK: "watch-holder"})
+    action = create(berth, "redeploy_server", target_nodes=[node])
     env = {**os.environ, "SHIPYARD_URL": berth.shipyard,
            "SHIPYARD_TOKEN": berth.tokens["reader"]}
     proc = subprocess.Popen(
@@ -37,15 +40,15 @@ def test_watch_emits_a_json_object_per_change_with_the_drain_progress(
         deadline = time.monotonic() + 120
         for line in proc.stdout:
             views.append(json.loads(line))
-            step = {s["id"]: s for s in views[-1]["steps"]}["decommission.node04"]
+            step = {s["id"]: s for s in views[-1]["steps"]}[f"decommission.{node}"]
             drain = (step.get("details") or {}).get("drain") or {}
             reasons = [g["reason"] for g in drain.get("groups") or []]
             if f"eviction lock {LOCK} held by watch-holder" in reasons:
                 assert step["state"] == "running" and drain["pods_left"] >= 1
                 break
-            assert time.monotonic() < deadline, "the lock never showed"
+            assert time.monotonic() < deadline, f"the lock never showed; last: {step}"
     finally:
-        kube.patch_node("node04", annotations={LOCK: None})
+        kube.patch_node(node, annotations={LOCK: None})
     out, err = proc.communicate(timeout=300)
     views += [json.loads(line) for line in out.splitlines()]
     assert proc.returncode == 0, err
