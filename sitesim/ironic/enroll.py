@@ -66,17 +66,16 @@ class IronicEnroller:
         # A failed `manage` (Ironic could not read the BMC's power, as when ipmitool times out
         # on a loaded machine) returns the node to `enroll`: asked again, a bounded number of
         # times.
-        for attempt in range(1, VERIFY_ATTEMPTS + 1):
+        attempts = VERIFY_ATTEMPTS if verb == "manage" else 1
+        for _ in range(attempts):
             self._call("PUT", f"/nodes/{name}/states/provision", {"target": verb})
-            node = self._wait(name, verb, reach)
+            node = self._wait(name, reach)
             if node["provision_state"] == reach:
                 return
-            if verb != "manage" or attempt == VERIFY_ATTEMPTS:
-                break
-        raise RuntimeError(f"Ironic: {name} {verb} failed ({attempt} attempts), "
+        raise RuntimeError(f"Ironic: {name} {verb} failed ({attempts} attempts), "
                            f"{node['provision_state']}: {node['last_error']}")
 
-    def _wait(self, name: str, verb: str, reach: str) -> Any:
+    def _wait(self, name: str, reach: str) -> Any:
         """The node once it rests: in `reach`, a failure state or back where it was."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
