@@ -90,7 +90,9 @@ def test_deploy_overwrites_the_laid_out_disks_and_mounts_a_kept_one(model, fresh
     fresh.format(part, machine, "ext4", "/")
     user_data = _cloud_config("#cloud-config\nmounts:\n- [/dev/sdb1, /var/lib/data, xfs]\n")
     fresh.deploy(machine.system_id, "jammy", user_data)
-    until(lambda: machine.status == Status.DEPLOYED)
+    # the status turns Deployed just before the layout is written: wait for both
+    until(lambda: machine.status == Status.DEPLOYED
+          and model.node("node05").disks["sda"].marker not in (None, os_before))
     disks = model.node("node05").disks
     assert disks["sda"].marker not in (None, os_before)  # overwritten by the install
     assert disks["sdb"].marker == data                   # not in the layout: untouched
