@@ -47,6 +47,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.pool import StaticPool
 
 from common.errors import Conflict, UnprocessableEntity
+from common.failurelog import FailureLog
 
 LOG = logging.getLogger(__name__)
 HEADER = "Idempotency-Key"
@@ -242,12 +243,15 @@ class SqlIdempotencyStore:
         return renewed
 
     def _renew_forever(self) -> None:
+        failures = FailureLog(LOG, "Renewing Idempotency-Key leases")
         while True:
             time.sleep(max(0.05, self.lease / 3))
             try:
                 self.renew()
-            except Exception:  # the database is away: the next pass tries again
-                LOG.warning("Renewing Idempotency-Key leases failed", exc_info=True)
+            except Exception as exc:  # the database is away: the next pass tries again
+                failures.failed(exc)
+            else:
+                failures.ok()
 
     def _purge(self, now: float) -> None:
         if now < self._next_purge:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from common.failurelog import FailureLog
+
 LOG = logging.getLogger(__name__)
 
 U = TypeVar("U")  # what a claim hands over: an id, or a row
@@ -45,15 +47,17 @@ def heartbeat(renew: Callable[[], None], lease_seconds: float,
 
 
 def renew_hold(store: LeaseStore[object], hold: Hold, owner: str, now: float,
-               lease_seconds: float, what: str) -> bool:
+               lease_seconds: float, what: str, failures: FailureLog) -> bool:
     """Renew `owner`'s lease on the hold's unit; a refusal (another process took the unit)
     marks the hold lost. False when it was lost; a failing store (the database away) is
-    logged and left to the next renewal."""
+    logged to `failures` and left to the next renewal."""
     try:
-        if store.renew_unit(hold.unit_id, owner, now, lease_seconds):
-            return True
-    except Exception:
-        LOG.warning("Renewing the lease on %s %s failed", what, hold.unit_id, exc_info=True)
+        renewed = store.renew_unit(hold.unit_id, owner, now, lease_seconds)
+    except Exception as exc:
+        failures.failed(exc)
+        return True
+    failures.ok()
+    if renewed:
         return True
     LOG.warning("Lost the lease on %s %s", what, hold.unit_id)
     hold.lose()
@@ -110,6 +114,8 @@ class Runner(Generic[U]):
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self.stopping = threading.Event()
+        self._poll_failures = FailureLog(LOG, f"Polling for {name}s")
+        self._renew_failures = FailureLog(LOG, f"Renewing the leases of {name}s")
 
     def wake(self) -> None:
         """Look for due units now (one was created in this process, or a unit ended)."""
@@ -169,7 +175,7 @@ class Runner(Generic[U]):
             holds = list(self._holds.values())
         for hold in holds:
             renew_hold(self.store, hold, self.owner, self._clock(), self.settings.lease_seconds,
-                       self._name)
+                       self._name, self._renew_failures)
         if self._renewed is not None:
             try:
                 self._renewed([h.unit_id for h in holds if not h.lost.is_set()])
@@ -185,9 +191,11 @@ class Runner(Generic[U]):
             self._wake.clear()
             try:
                 claimed = self.poll_once()
-            except Exception:
-                LOG.exception("Polling for %s failed", self._name)
+            except Exception as exc:
+                self._poll_failures.failed(exc)
                 claimed = 0
+            else:
+                self._poll_failures.ok()
             if not claimed:
                 self._wake.wait(self.settings.poll_interval)
 

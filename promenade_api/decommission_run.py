@@ -38,6 +38,7 @@ from common.context import RequestContext, current_marker
 from common.disruption import Leave
 from common.engine import STUCK, Attempts
 from common.errors import BerthError, Conflict, InternalError
+from common.failurelog import FailureLog
 from common.jsontypes import JSON, JSONObject, as_float, as_object
 from common.poll import NotYet, poll
 from common.runner import Hold, LeaseStore, heartbeat, renew_hold
@@ -181,6 +182,7 @@ class Heartbeat:
         self._owner, self._lease, self._clock = owner, lease, clock
         self._stop = threading.Event()
         self._kept = False
+        self._failures = FailureLog(LOG, f"Renewing the lease of decommission run {run_id}")
         self._thread = threading.Thread(
             target=heartbeat, args=(self._renew, lease, self._stop), daemon=True,
             name=f"decommission-{run_id[:8]}")
@@ -213,7 +215,7 @@ class Heartbeat:
 
     def _renew(self) -> None:
         if not renew_hold(self._store, self.hold, self._owner, self._clock(), self._lease,
-                          "decommission run"):
+                          "decommission run", self._failures):
             self._stop.set()
 
 

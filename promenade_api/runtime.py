@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from common.app import HealthCheck
 from common.designref import DesignResolver
+from common.failurelog import FailureLog
 from common.health import callable_check
 from common.idempotency_store import SqlIdempotencyStore
 from common.status import health_message
@@ -93,11 +94,14 @@ def start_resumer(runs: DurableDecommission, interval: float) -> threading.Event
     stopping = threading.Event()
 
     def loop() -> None:
+        failures = FailureLog(LOG, "Looking for decommission runs to resume")
         while not stopping.wait(interval):
             try:
                 runs.resume_lapsed()
-            except Exception:  # the database away: the next look tries again
-                LOG.warning("Looking for decommission runs to resume failed", exc_info=True)
+            except Exception as exc:  # the database away: the next look tries again
+                failures.failed(exc)
+            else:
+                failures.ok()
 
     threading.Thread(target=loop, name="decommission-resumer", daemon=True).start()
     return stopping

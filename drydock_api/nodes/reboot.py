@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from common.audit import current_actor, worker_actor
 from common.context import RequestContext
 from common.errors import BerthError
+from common.failurelog import FailureLog
 from common.jsontypes import JSON, as_float
 from common.workflow import IllegalTransition, transition
 from drydock_api.budgets.slots import Claim, SlotStore
@@ -308,11 +309,14 @@ class RebootReconciler:
         return True
 
     def run(self) -> None:
+        failures = FailureLog(LOG, "Reboot reconciler pass")
         while not self.stopping.is_set():
             try:
                 self.pass_once()
-            except Exception:
-                LOG.exception("Reboot reconciler pass failed")
+            except Exception as exc:
+                failures.failed(exc)
+            else:
+                failures.ok()
             self.stopping.wait(self.settings.interval)
 
 

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from common.failurelog import FailureLog
 from common.jsontypes import JSONObject
 from promenade_api.kube.model import Node
 from promenade_api.kube.port import KubeApiError, KubeNotFound, KubePort
@@ -99,10 +100,11 @@ class TaintSweeper:
         return removed
 
     def run(self, interval: float, stopping: threading.Event) -> None:
+        failures = FailureLog(LOG, "Out-of-service taint sweep")
         while not stopping.wait(interval):
             try:
                 self.sweep()
-            except KubeApiError as exc:
-                LOG.warning("Out-of-service taint sweep failed: %s", exc.message)
-            except Exception:
-                LOG.exception("Out-of-service taint sweep failed")
+            except Exception as exc:  # Kubernetes away: its message says enough
+                failures.failed(exc, trace=not isinstance(exc, KubeApiError))
+            else:
+                failures.ok()

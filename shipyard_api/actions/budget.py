@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from common.clients.drydock import BudgetSlots
 from common.context import RequestContext
 from common.errors import BerthError, Conflict, NotFound
+from common.failurelog import FailureLog
 from common.jsontypes import JSONObject, as_list, as_object
 from common.status import simple_message
 from common.workflow import Outcome, done, failed, retry_after
@@ -257,8 +258,11 @@ class SlotRenewer:
         return renewed
 
     def run(self, stop: threading.Event) -> None:
+        failures = FailureLog(LOG, "Renewing failure-domain slots")
         while not stop.wait(self.svc.settings.budget_lease / 4):
             try:
                 self.renew_once()
-            except Exception:  # keep renewing; the next round tries again
-                LOG.exception("Renewing failure-domain slots failed")
+            except Exception as exc:  # keep renewing; the next round tries again
+                failures.failed(exc)
+            else:
+                failures.ok()
