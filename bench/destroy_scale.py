@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -95,6 +96,7 @@ class Measured:
     cpu: float
     machine: float  # busy CPU of the whole machine over the task (Drydock and the site)
     times: list[tuple[float, str]]  # each node's own time, sorted
+    calls: dict[str, float]  # Drydock's driver calls over the task, by driver.operation
 
     @property
     def median(self) -> float:
@@ -105,9 +107,21 @@ class Measured:
         return self.times[-1][0]
 
 
+def driver_calls(url: str) -> dict[str, float]:
+    """Drydock's driver calls so far (its metrics), by driver.operation."""
+    calls: dict[str, float] = {}
+    for line in requests.get(f"{url}/metrics", timeout=60).text.splitlines():
+        if line.startswith("berth_drydock_driver_call_seconds_count{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+            key = f"{labels.get('driver')}.{labels.get('operation')}"
+            calls[key] = calls.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return calls
+
+
 def destroy(api: ServiceProcess, token: str, href: str, names: list[str]) -> Measured:
     headers = {"X-Auth-Token": token}
     url = api.url
+    calls = driver_calls(url)
     cpu, machine = group_cpu(api.proc.pid), machine_cpu()
     started = datetime.now(UTC)
     resp = requests.post(f"{url}/api/v1.0/tasks", headers=headers, timeout=60, json={
@@ -123,6 +137,8 @@ def destroy(api: ServiceProcess, token: str, href: str, names: list[str]) -> Mea
             break
         time.sleep(POLL)
     cpu, machine = group_cpu(api.proc.pid) - cpu, machine_cpu() - machine
+    calls = {k: v - calls.get(k, 0.0) for k, v in driver_calls(url).items()
+             if v > calls.get(k, 0.0)}
     wall = (datetime.fromisoformat(task["completed"]) - started).total_seconds()
     tree = requests.get(f"{url}/api/v1.0/tasks/{task_id}", params={"layers": -1},
                         headers=headers, timeout=120).json()
@@ -136,7 +152,7 @@ def destroy(api: ServiceProcess, token: str, href: str, names: list[str]) -> Mea
     times = sorted((seconds(first_step[t["node"]], t["completed"]), t["node"])
                    for t in subs if t.get("completed") and t["node"] in first_step)
     return Measured(len(subs), top["result"]["status"], len(top["result"]["failures"]),
-                    wall, cpu, machine, times)
+                    wall, cpu, machine, times, calls)
 
 
 def warm(api: ServiceProcess, token: str, href: str, names: list[str]) -> None:
@@ -196,7 +212,10 @@ def report(nodes: int, run: int, alone: Measured, many: Measured, target: float)
           f"({many.cpu / many.nodes:.3f} s/node), the whole machine {many.machine:.1f} s "
           f"({many.machine / many.wall:.2f} of its {os.cpu_count()} cores)")
     print(f"  ratio to one node alone: {many.wall / alone.wall:.2f}x (target <= {target:g}x)"
-          f"   ratio to its slowest node: {many.wall / many.slowest:.2f}x", flush=True)
+          f"   ratio to its slowest node: {many.wall / many.slowest:.2f}x")
+    print("  Drydock's driver calls per node, alone / in the large task: " + ", ".join(
+        f"{k} {alone.calls.get(k, 0) / alone.nodes:.1f}/{many.calls.get(k, 0) / many.nodes:.1f}"
+        for k in sorted(set(alone.calls) | set(many.calls))), flush=True)
 
 
 def main() -> None:
