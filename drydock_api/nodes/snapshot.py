@@ -3,7 +3,9 @@
 Listing every machine of a 10,000-machine MAAS returns tens of MB and takes seconds, so a
 GET /nodes over a large site reads the last listing instead: one younger than `max_age` is
 used as it is; an older one is still used while one background refresh runs (so no request
-waits for MAAS once a listing exists); only the very first listing is waited for.
+waits for MAAS once a listing exists); only the very first listing is waited for. A refresh
+that finds what the last listing held keeps that listing (the same object), so what was built
+from it (the encoded node lists) stays valid and is not built again every `max_age`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ LOG = logging.getLogger(__name__)
 class Listing:
     machines: dict[str, Machine]
     error: str | None
-    taken: float
 
 
 class MachineSnapshot:
@@ -35,6 +36,7 @@ class MachineSnapshot:
         self._max_age = max_age
         self._clock = clock
         self._last: Listing | None = None
+        self._taken = 0.0  # when MAAS was last listed
         self._refreshing = False
         self._lock = threading.Lock()
 
@@ -42,7 +44,7 @@ class MachineSnapshot:
         """The last listing (refreshed in the background when older than max_age)."""
         with self._lock:
             last, stale = self._last, self._last is None or \
-                self._clock() - self._last.taken >= self._max_age
+                self._clock() - self._taken >= self._max_age
             start = stale and last is not None and not self._refreshing
             if start:
                 self._refreshing = True
@@ -54,25 +56,31 @@ class MachineSnapshot:
         return last
 
     def refresh(self) -> Listing:
-        """List MAAS now (a failure is kept as the listing's error, with no machines)."""
+        """List MAAS now (a failure is kept as the listing's error, with no machines); the
+        last listing itself when MAAS answered the same."""
         taken = self._clock()
         try:
-            listing = Listing({m.hostname: m for m in self._list()}, None, taken)
+            listing = Listing({m.hostname: m for m in self._list()}, None)
         except BerthError as exc:
-            listing = Listing({}, exc.message, taken)
+            listing = Listing({}, exc.message)
         with self._lock:
-            self._last = listing
+            if self._last is not None and listing == self._last:
+                listing = self._last
+            self._last, self._taken = listing, taken
         return listing
 
     def _refresh_in_background(self) -> None:
+        with self._lock:
+            before = self._last
         try:
-            self.refresh()
+            changed = self.refresh() is not before
         except Exception:
             LOG.exception("Listing the MAAS machines failed")
+            changed = False
         finally:
             with self._lock:
                 self._refreshing = False
-        if self._on_refresh is not None:
+        if changed and self._on_refresh is not None:
             try:
                 self._on_refresh()
             except Exception:

@@ -90,3 +90,35 @@ def test_a_long_node_list_is_encoded_again_as_soon_as_a_background_listing_lands
     assert len(encoded) == 2  # encoded again in the listing's thread
     assert b'"Releasing"' in inventory.nodes_json(RequestContext(), "ref")[0]
     assert len(encoded) == 2  # the request did not encode
+
+
+def test_a_refresh_finding_the_same_machines_keeps_the_listing_and_its_encoded_lists(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quiet site's listing every max_age seconds rebuilds nothing; a change still does."""
+    maas, now = Maas(), [100.0]
+    design = parse_design(designs.simple_site(["n1", "n2"]))
+    inventory = Inventory(cast(MachineLookup, maas), cast(PowerInterface, None), records=dict,
+                          last_design_ref=lambda: "ref", designs=lambda ref, ctx: design,
+                          live_limit=1, listing_max_age=10.0, clock=lambda: now[0],
+                          records_key=lambda: 0)
+    encoded: list[int] = []
+    real = inventory_module._encode
+    monkeypatch.setattr(inventory_module, "_encode",
+                        lambda value: encoded.append(1) or real(value))
+    first, _ = inventory.nodes_json(RequestContext(), "ref")
+    for _ in range(3):  # MAAS answers the same each time
+        now[0] += 11
+        calls = maas.calls
+        inventory.nodes_json(RequestContext(), "ref")
+        for _ in range(1000):
+            if maas.calls > calls:
+                break
+            threading.Event().wait(0.01)
+        assert maas.calls == calls + 1  # listed again in the background
+    threading.Event().wait(0.05)
+    assert inventory.nodes_json(RequestContext(), "ref")[0] == first and len(encoded) == 1
+    snap = MachineSnapshot(maas.list_machines, 10.0, lambda: now[0])
+    kept = snap.refresh()
+    assert snap.refresh() is kept
+    maas.status = "Releasing"
+    assert snap.refresh() is not kept and snap.get().machines["n1"].status_name == "Releasing"
