@@ -64,61 +64,63 @@ def test_a_failed_listing_carries_the_maas_error() -> None:
     assert listing.machines == {} and listing.error == "MAAS unreachable"
 
 
+class Counted:
+    """An inventory over `Maas` with long lists from one node up, its clock, and how many
+    times it encoded a node list."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.maas, self.now = Maas(), [100.0]
+        design = parse_design(designs.simple_site(["n1", "n2"]))
+        self.inventory = Inventory(
+            cast(MachineLookup, self.maas), cast(PowerInterface, None), records=dict,
+            last_design_ref=lambda: "ref", designs=lambda ref, ctx: design, live_limit=1,
+            listing_max_age=10.0, clock=lambda: self.now[0], records_key=lambda: 0)
+        self.encoded: list[int] = []
+        real = inventory_module._encode
+        monkeypatch.setattr(inventory_module, "_encode",
+                            lambda value: self.encoded.append(1) or real(value))
+
+    def nodes(self) -> bytes:
+        return self.inventory.nodes_json(RequestContext(), "ref")[0]
+
+
 def test_a_long_node_list_is_encoded_again_as_soon_as_a_background_listing_lands(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The request after a background MAAS listing finds the new list encoded already."""
-    maas, now = Maas(), [100.0]
-    design = parse_design(designs.simple_site(["n1", "n2"]))
-    inventory = Inventory(cast(MachineLookup, maas), cast(PowerInterface, None), records=dict,
-                          last_design_ref=lambda: "ref", designs=lambda ref, ctx: design,
-                          live_limit=1, listing_max_age=10.0, clock=lambda: now[0],
-                          records_key=lambda: 0)
-    encoded: list[int] = []
-    real = inventory_module._encode
-    monkeypatch.setattr(inventory_module, "_encode",
-                        lambda value: encoded.append(1) or real(value))
-    first, _ = inventory.nodes_json(RequestContext(), "ref")
-    assert b'"Deployed"' in first and len(encoded) == 1
-    maas.status, now[0] = "Releasing", now[0] + 11
-    maas.gate.clear()
-    assert inventory.nodes_json(RequestContext(), "ref")[0] == first  # the old one, at once
-    maas.gate.set()
+    site = Counted(monkeypatch)
+    first = site.nodes()
+    assert b'"Deployed"' in first and len(site.encoded) == 1
+    site.maas.status, site.now[0] = "Releasing", site.now[0] + 11
+    site.maas.gate.clear()
+    assert site.nodes() == first  # the old one, at once
+    site.maas.gate.set()
     for _ in range(1000):
-        if len(encoded) == 2:
+        if len(site.encoded) == 2:
             break
         threading.Event().wait(0.01)
-    assert len(encoded) == 2  # encoded again in the listing's thread
-    assert b'"Releasing"' in inventory.nodes_json(RequestContext(), "ref")[0]
-    assert len(encoded) == 2  # the request did not encode
+    assert len(site.encoded) == 2  # encoded again in the listing's thread
+    assert b'"Releasing"' in site.nodes()
+    assert len(site.encoded) == 2  # the request did not encode
 
 
 def test_a_refresh_finding_the_same_machines_keeps_the_listing_and_its_encoded_lists(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A quiet site's listing every max_age seconds rebuilds nothing; a change still does."""
-    maas, now = Maas(), [100.0]
-    design = parse_design(designs.simple_site(["n1", "n2"]))
-    inventory = Inventory(cast(MachineLookup, maas), cast(PowerInterface, None), records=dict,
-                          last_design_ref=lambda: "ref", designs=lambda ref, ctx: design,
-                          live_limit=1, listing_max_age=10.0, clock=lambda: now[0],
-                          records_key=lambda: 0)
-    encoded: list[int] = []
-    real = inventory_module._encode
-    monkeypatch.setattr(inventory_module, "_encode",
-                        lambda value: encoded.append(1) or real(value))
-    first, _ = inventory.nodes_json(RequestContext(), "ref")
+    site = Counted(monkeypatch)
+    first = site.nodes()
     for _ in range(3):  # MAAS answers the same each time
-        now[0] += 11
-        calls = maas.calls
-        inventory.nodes_json(RequestContext(), "ref")
-        for _ in range(1000):
-            if maas.calls > calls:
+        site.now[0] += 11
+        calls = site.maas.calls
+        for _ in range(1000):  # asked until a refresh (once the last one ended) has listed
+            site.nodes()
+            if site.maas.calls > calls:
                 break
             threading.Event().wait(0.01)
-        assert maas.calls == calls + 1  # listed again in the background
+        assert site.maas.calls == calls + 1  # listed again in the background
     threading.Event().wait(0.05)
-    assert inventory.nodes_json(RequestContext(), "ref")[0] == first and len(encoded) == 1
-    snap = MachineSnapshot(maas.list_machines, 10.0, lambda: now[0])
+    assert site.nodes() == first and len(site.encoded) == 1
+    snap = MachineSnapshot(site.maas.list_machines, 10.0, lambda: site.now[0])
     kept = snap.refresh()
     assert snap.refresh() is kept
-    maas.status = "Releasing"
+    site.maas.status = "Releasing"
     assert snap.refresh() is not kept and snap.get().machines["n1"].status_name == "Releasing"
