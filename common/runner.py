@@ -116,6 +116,7 @@ class Runner(Generic[U]):
         self.stopping = threading.Event()
         self._poll_failures = FailureLog(LOG, f"Polling for {name}s")
         self._renew_failures = FailureLog(LOG, f"Renewing the leases of {name}s")
+        self._after_renew_failures = FailureLog(LOG, f"Renewing what the {name}s hold")
 
     def wake(self) -> None:
         """Look for due units now (one was created in this process, or a unit ended)."""
@@ -179,8 +180,10 @@ class Runner(Generic[U]):
         if self._renewed is not None:
             try:
                 self._renewed([h.unit_id for h in holds if not h.lost.is_set()])
-            except Exception:
-                LOG.exception("After renewing the leases of %s", self.owner)
+            except Exception as exc:
+                self._after_renew_failures.failed(exc)
+            else:
+                self._after_renew_failures.ok()
 
     def run(self) -> None:
         """Poll for work and renew leases until `stopping` is set."""

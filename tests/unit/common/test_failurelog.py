@@ -101,3 +101,26 @@ def test_a_runner_whose_database_is_away_logs_one_traceback_and_its_return(
                                   "database", True)
     assert [(level, text.split(" in ")[0]) for level, text, _ in said[1:]] == [
         ("INFO", "Polling for actions works again after 40 failures")]
+
+
+def test_what_a_runner_renews_beside_its_leases_failing_at_each_heartbeat_is_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    store = AwayThenBack(away=0)
+    calls: list[list[str]] = []
+
+    def renewed(ids: list[str]) -> None:  # e.g. Drydock's failure-domain slots, Drydock away
+        calls.append(ids)
+        if len(calls) <= 5:
+            raise ConnectionError("Drydock unreachable")
+
+    runner = Runner(store, lambda unit, hold: None, RunnerSettings(), "me", key=str,
+                    renewed=renewed, name="task")
+    caplog.set_level(logging.INFO, logger="common.runner")
+    for _ in range(7):
+        runner.heartbeat_once()
+    said = [(r.levelname, r.getMessage().split(" in ")[0], r.exc_info is not None)
+            for r in caplog.records if r.name == "common.runner"]
+    assert said == [("WARNING", "Renewing what the tasks hold failed: Drydock unreachable",
+                     True),
+                    ("INFO", "Renewing what the tasks hold works again after 5 failures",
+                     False)]
