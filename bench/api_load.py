@@ -314,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-ratio", type=float, default=1.5,
                         help="Target: a service's p99 at most this many times the bare app's "
                              "for the same bytes.")
+    parser.add_argument("--listing-max-age", type=float, default=None,
+                        help="Drydock's [inventory] listing_max_age (default: the service's, "
+                             "10 s): how often a GET /nodes has MAAS listed again; a large "
+                             "value keeps the simulated MAAS's listing out of the rounds")
     parser.add_argument("--keep", action="store_true", help="Keep the work directory.")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="berth-api-load-"))
@@ -345,7 +349,10 @@ def run_all(args: argparse.Namespace, work: Path, procs: list[Proc], site: Any) 
                                        "maas": {"url": site.urls["maas"],
                                                 "api_key": site.spec.maas_api_key},
                                        "site_design": {"source": "tasks"},
-                                       "logging": {"level": "WARNING"}})
+                                       "logging": {"level": "WARNING"},
+                                       **({} if args.listing_max_age is None else {
+                                           "inventory": {
+                                               "listing_max_age": args.listing_max_age}})})
     reader = {"X-Auth-Token": tokens["reader"], "Accept-Encoding": args.accept_encoding}
     bodies = work / "bodies"
     bodies.mkdir()
