@@ -15,12 +15,15 @@ SUMMARY_EVERY = 60.0  # s between the lines of a failure that lasts
 
 
 class FailureLog:
-    """The failures of one loop (`what` names it in every line). Call `failed(exc)` from
-    its `except` block and `ok()` after each pass that worked."""
+    """The failures of one loop (`what` names it in every line): `run` one pass, or call
+    `failed(exc)` from its `except` block and `ok()` after each pass that worked. Failures of
+    the `quiet` types explain themselves and are logged without a traceback."""
 
     def __init__(self, log: logging.Logger, what: str, *, every: float = SUMMARY_EVERY,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 quiet: tuple[type[BaseException], ...] = ()) -> None:
         self._log, self._what, self._every, self._clock = log, what, every, clock
+        self._quiet = quiet
         self._lock = threading.Lock()
         self._kind: str | None = None  # the failing kind (exception type), None when working
         self._since = self._said = 0.0
@@ -30,8 +33,17 @@ class FailureLog:
     def failing(self) -> bool:
         return self._kind is not None
 
-    def failed(self, exc: BaseException, *, trace: bool = True) -> None:
-        """Log `exc` (with its traceback when `trace`, the first time of its kind)."""
+    def run(self, work: Callable[[], object]) -> None:
+        """One pass of the loop: `work()`, its failure logged here."""
+        try:
+            work()
+        except Exception as exc:
+            self.failed(exc)
+        else:
+            self.ok()
+
+    def failed(self, exc: BaseException) -> None:
+        """Log `exc` (with its traceback the first time of its kind, unless quiet)."""
         now, kind = self._clock(), type(exc).__name__
         with self._lock:
             if kind != self._kind:
@@ -45,7 +57,8 @@ class FailureLog:
                 self._said = now
             count, lasted = self._count, now - self._since
         if whole:
-            self._log.warning("%s failed: %s", self._what, exc, exc_info=exc if trace else None)
+            trace = None if isinstance(exc, self._quiet) else exc
+            self._log.warning("%s failed: %s", self._what, exc, exc_info=trace)
         else:
             self._log.warning("%s still failing: %d failures in %.0f s, the last: %s",
                               self._what, count, lasted, exc)

@@ -246,12 +246,7 @@ class SqlIdempotencyStore:
         failures = FailureLog(LOG, "Renewing Idempotency-Key leases")
         while True:
             time.sleep(max(0.05, self.lease / 3))
-            try:
-                self.renew()
-            except Exception as exc:  # the database is away: the next pass tries again
-                failures.failed(exc)
-            else:
-                failures.ok()
+            failures.run(self.renew)  # the database away: the next pass tries again
 
     def _purge(self, now: float) -> None:
         if now < self._next_purge:

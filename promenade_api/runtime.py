@@ -95,13 +95,8 @@ def start_resumer(runs: DurableDecommission, interval: float) -> threading.Event
 
     def loop() -> None:
         failures = FailureLog(LOG, "Looking for decommission runs to resume")
-        while not stopping.wait(interval):
-            try:
-                runs.resume_lapsed()
-            except Exception as exc:  # the database away: the next look tries again
-                failures.failed(exc)
-            else:
-                failures.ok()
+        while not stopping.wait(interval):  # the database away: the next look tries again
+            failures.run(runs.resume_lapsed)
 
     threading.Thread(target=loop, name="decommission-resumer", daemon=True).start()
     return stopping

@@ -311,12 +311,7 @@ class RebootReconciler:
     def run(self) -> None:
         failures = FailureLog(LOG, "Reboot reconciler pass")
         while not self.stopping.is_set():
-            try:
-                self.pass_once()
-            except Exception as exc:
-                failures.failed(exc)
-            else:
-                failures.ok()
+            failures.run(self.pass_once)
             self.stopping.wait(self.settings.interval)
 
 

@@ -100,11 +100,7 @@ class TaintSweeper:
         return removed
 
     def run(self, interval: float, stopping: threading.Event) -> None:
-        failures = FailureLog(LOG, "Out-of-service taint sweep")
+        # Kubernetes away: its message says enough
+        failures = FailureLog(LOG, "Out-of-service taint sweep", quiet=(KubeApiError,))
         while not stopping.wait(interval):
-            try:
-                self.sweep()
-            except Exception as exc:  # Kubernetes away: its message says enough
-                failures.failed(exc, trace=not isinstance(exc, KubeApiError))
-            else:
-                failures.ok()
+            failures.run(self.sweep)

@@ -259,10 +259,5 @@ class SlotRenewer:
 
     def run(self, stop: threading.Event) -> None:
         failures = FailureLog(LOG, "Renewing failure-domain slots")
-        while not stop.wait(self.svc.settings.budget_lease / 4):
-            try:
-                self.renew_once()
-            except Exception as exc:  # keep renewing; the next round tries again
-                failures.failed(exc)
-            else:
-                failures.ok()
+        while not stop.wait(self.svc.settings.budget_lease / 4):  # the next round tries again
+            failures.run(self.renew_once)

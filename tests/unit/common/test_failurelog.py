@@ -50,13 +50,13 @@ def test_the_first_failure_is_logged_whole_then_a_line_a_minute_then_its_end(
     assert not failures.failing
 
 
-def test_a_new_kind_of_failure_is_logged_whole_at_once_and_without_a_trace_when_asked(
+def test_a_new_kind_of_failure_is_logged_whole_at_once_and_without_a_trace_when_quiet(
         caplog: pytest.LogCaptureFixture) -> None:
-    failures = FailureLog(LOG, "Sweep", clock=Clock())
+    failures = FailureLog(LOG, "Sweep", clock=Clock(), quiet=(TimeoutError,))
     caplog.set_level(logging.INFO, logger=LOG.name)
     failures.failed(ConnectionError("refused"))
     failures.failed(ConnectionError("refused"))
-    failures.failed(TimeoutError("timed out"), trace=False)
+    failures.failed(TimeoutError("timed out"))
     assert lines(caplog) == [("WARNING", "Sweep failed: refused", True),
                              ("WARNING", "Sweep failed: timed out", False)]
 
