@@ -53,6 +53,17 @@ def _start(service: str, work: Path, *args: str) -> tuple[ServiceProcess, dict[s
     return ServiceProcess(service, work, sections, args=args), tokens
 
 
+def _accept_queue(port: int) -> int:
+    """Connections waiting in the accept queue of the socket listening on 127.0.0.1:`port`
+    (the rx_queue of its LISTEN line in /proc/net/tcp); -1 when no such socket."""
+    local = f"0100007F:{port:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[3] == "0A":
+            return int(fields[4].split(":")[1], 16)
+    return -1
+
+
 def _connect(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=10)
 
@@ -123,7 +134,11 @@ def test_idle_and_slow_head_connections_leave_another_address_answered(
     try:
         idle = [_connect(proc.port) for _ in range(IDLE)]
         slow = SlowHeads(proc.port, SLOW)
-        time.sleep(1.0)  # the service has accepted them and the slow heads are dribbling
+        # the service has taken every connection off its accept queue (else the other
+        # address's connection waits behind them in the kernel, not in the service), and
+        # the slow heads are dribbling
+        wait_until(lambda: _accept_queue(proc.port) == 0, timeout=60, what="accepted all")
+        time.sleep(1.0)
         health = _from_other_address(proc.port, "/api/v1.0/health")
         authed = _from_other_address(proc.port, AUTHED[service], tokens["reader"])
         print(f"{service}: /health {health[1] * 1000:.0f} ms, GET {AUTHED[service]} "
