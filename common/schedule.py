@@ -1,12 +1,14 @@
 """The one scheduling loop of the services' durable work (Shipyard's actions, Drydock's tasks):
 a unit's attempts go to an executor when due; the loop waits for the first to end, the hold to
 change or be lost, the next due time or the first running attempt to pass its attempt timeout
-(it is then handed over as stuck and its late result discarded). A plan says what is due."""
+(looked for at least every CHECK_EVERY seconds; it is then handed over as stuck and its late
+result discarded). A plan says what is due."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Collection
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from typing import Generic, Protocol, TypeVar
 
 from common.runner import Hold
 
+CHECK_EVERY = 1.0  # running attempts are looked at for stuck ones at least this often (s)
 K = TypeVar("K")  # names one piece of work of the unit (a step, a node)
 T = TypeVar("T")  # what the work returns
 
@@ -114,6 +117,8 @@ class Schedule(Generic[K, T]):
         self.running: dict[Future[T], Watch[K]] = {}
         self.abandoned = False  # an attempt was found stuck: its thread ends when it ends
         self._lost_seen = False
+        self._ended: deque[Future[T]] = deque()  # told by each future as it ends
+        self._check_at = 0.0  # when the running attempts are next looked at for stuck ones
 
     def run(self) -> None:
         while True:
@@ -140,25 +145,31 @@ class Schedule(Generic[K, T]):
         watch: Watch[K] = Watch(start.key)
         if not start.marks:
             watch.begin(now, start.limit)
+            if start.limit is not None:
+                self._check_at = min(self._check_at, now + start.limit)
         future = self._pool.submit(start.work, watch)
         self.running[future] = watch
-        future.add_done_callback(lambda _: self._hold.wake())
+        future.add_done_callback(self._end)
+
+    def _end(self, future: Future[T]) -> None:
+        self._ended.append(future)
+        self._hold.wake()
 
     def _wait(self, now: float) -> None:
-        """Until work ends, the hold is lost (noticed once), the next due time, the first
-        running attempt would be stuck, or the slice is over."""
-        times = [t for w in self.running.values() if (t := w.stuck_at()) is not None]
+        """Until work ends, the hold is lost (noticed once), the next due time, the next look
+        for stuck attempts, or the slice is over."""
+        times = [self._check_at]
         due = None if self._hold.lost.is_set() else self._plan.next_due()
         times += [due] if due is not None else []
         times += [now + self._slice] if self._slice is not None else []
-        delay = max(0.0, min(times) - now) if times else None
+        delay = max(0.0, min(times) - now)
         with self._hold.changed:
-            if any(f.done() for f in self.running):
+            if self._ended:
                 return
             if self._hold.lost.is_set() and not self._lost_seen:
                 self._lost_seen = True
                 return
-            if delay is None or delay > 0:
+            if delay > 0:
                 self._hold.changed.wait(delay)
 
     def _pause(self, delay: float) -> None:
@@ -171,13 +182,28 @@ class Schedule(Generic[K, T]):
                 self._hold.changed.wait(delay)
 
     def _collect(self) -> None:
-        for future in [f for f in self.running if f.done()]:
-            watch = self.running.pop(future)
-            self._plan.ended(watch.key, future.result())
+        """The ended work to the plan; then, when it is time, the stuck attempts."""
+        while self._ended:
+            future = self._ended.popleft()
+            watch = self.running.pop(future, None)  # None: found stuck, its result discarded
+            if watch is not None:
+                self._plan.ended(watch.key, future.result())
         now = self._clock()
+        if now >= self._check_at:
+            self._check_stuck(now)
+
+    def _check_stuck(self, now: float) -> None:
+        """Hand the attempts past their attempt timeout to the plan as stuck, and say when to
+        look next: when the first running attempt would be stuck, and at least every
+        CHECK_EVERY seconds (work that marks its own attempts may begin one meanwhile). One
+        pass over the running work, not one at each end: a task runs hundreds of nodes."""
+        soonest = now + CHECK_EVERY
         for future, watch in list(self.running.items()):
             began = None if future.done() else watch.check(now)
             if began is not None:
                 del self.running[future]  # its late result is never looked at
                 self.abandoned = True
                 self._plan.stuck(watch.key, began, now)
+            elif (at := watch.stuck_at()) is not None:
+                soonest = min(soonest, at)
+        self._check_at = soonest

@@ -10,6 +10,8 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
+import pytest
+
 from common.runner import Hold
 from common.schedule import Schedule, Start, Watch
 
@@ -143,6 +145,35 @@ def test_work_marking_its_attempts_learns_it_was_found_stuck() -> None:
     go.set()
     pool.shutdown(wait=True)
     assert seen == [False, False] and plan.results == []
+
+
+def test_many_running_attempts_are_looked_at_for_stuck_ones_in_passes_not_at_each_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task runs hundreds of nodes at once: each end is collected alone, and the running
+    attempts are looked over once per CHECK_EVERY (here the clock stands still: once),
+    not all of them again at every end, which made the loop's work grow with the square."""
+    checks: list[str] = []
+    check = Watch.check
+
+    def counted(self: Watch[str], now: float) -> float | None:
+        checks.append(self.key)
+        return check(self, now)
+
+    monkeypatch.setattr(Watch, "check", counted)
+    n, clock = 100, Clock()
+    gates = {f"n{i:03d}": threading.Event() for i in range(n)}
+    plan = Plan(dict.fromkeys(gates, 1000.0), lambda key, _w: (gates[key].wait(10), key)[1],
+                limit=600.0)
+    pool = ThreadPoolExecutor(n)
+    thread = run_in_thread(Schedule(plan, pool, Hold("u"), clock=clock, sleep=clock.sleep))
+    time.sleep(0.2)
+    for gate in gates.values():  # the attempts end one after another
+        gate.set()
+        time.sleep(0.002)
+    thread.join(10)
+    assert not thread.is_alive() and sorted(plan.results) == [(k, k) for k in gates]
+    assert len(checks) <= n  # the one pass as the work started (before: about n * n / 2)
+    pool.shutdown()
 
 
 def test_a_lost_hold_submits_nothing_more_and_the_loop_ends_when_its_work_ends() -> None:
