@@ -1,8 +1,7 @@
 """The one scheduling loop of the services' durable work (Shipyard's actions, Drydock's tasks):
 a unit's attempts go to an executor when due; the loop waits for the first to end, the hold to
 change or be lost, the next due time or the first running attempt to pass its attempt timeout
-(looked for at least every CHECK_EVERY seconds; it is then handed over as stuck and its late
-result discarded). A plan says what is due."""
+(it is then handed over as stuck and its late result discarded). A plan says what is due."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from typing import Generic, Protocol, TypeVar
 
 from common.runner import Hold
 
-CHECK_EVERY = 1.0  # running attempts are looked at for stuck ones at least this often (s)
+CHECK_EVERY = 1.0  # running attempts are looked over for stuck ones at most this often (s)
 K = TypeVar("K")  # names one piece of work of the unit (a step, a node)
 T = TypeVar("T")  # what the work returns
 
@@ -118,7 +117,8 @@ class Schedule(Generic[K, T]):
         self.abandoned = False  # an attempt was found stuck: its thread ends when it ends
         self._lost_seen = False
         self._ended: deque[Future[T]] = deque()  # told by each future as it ends
-        self._check_at = 0.0  # when the running attempts are next looked at for stuck ones
+        self._stuck_at: float | None = None  # when the first running attempt known is stuck
+        self._scanned_at = float("-inf")  # when the running attempts were last looked over
 
     def run(self) -> None:
         while True:
@@ -146,7 +146,8 @@ class Schedule(Generic[K, T]):
         if not start.marks:
             watch.begin(now, start.limit)
             if start.limit is not None:
-                self._check_at = min(self._check_at, now + start.limit)
+                at = now + start.limit
+                self._stuck_at = at if self._stuck_at is None else min(self._stuck_at, at)
         future = self._pool.submit(start.work, watch)
         self.running[future] = watch
         future.add_done_callback(self._end)
@@ -156,20 +157,20 @@ class Schedule(Generic[K, T]):
         self._hold.wake()
 
     def _wait(self, now: float) -> None:
-        """Until work ends, the hold is lost (noticed once), the next due time, the next look
-        for stuck attempts, or the slice is over."""
-        times = [self._check_at]
+        """Until work ends, the hold is lost (noticed once), the next due time, the first
+        running attempt known would be stuck, or the slice is over."""
+        times = [self._stuck_at] if self._stuck_at is not None else []
         due = None if self._hold.lost.is_set() else self._plan.next_due()
         times += [due] if due is not None else []
         times += [now + self._slice] if self._slice is not None else []
-        delay = max(0.0, min(times) - now)
+        delay = max(0.0, min(times) - now) if times else None
         with self._hold.changed:
             if self._ended:
                 return
             if self._hold.lost.is_set() and not self._lost_seen:
                 self._lost_seen = True
                 return
-            if delay > 0:
+            if delay is None or delay > 0:
                 self._hold.changed.wait(delay)
 
     def _pause(self, delay: float) -> None:
@@ -182,22 +183,24 @@ class Schedule(Generic[K, T]):
                 self._hold.changed.wait(delay)
 
     def _collect(self) -> None:
-        """The ended work to the plan; then, when it is time, the stuck attempts."""
+        """The ended work to the plan; then the stuck attempts, when the first one known is
+        due or CHECK_EVERY seconds after the last look (work that marks its own attempts may
+        have begun one meanwhile): one pass over the running work, not one at each end (a
+        task runs hundreds of nodes at once)."""
         while self._ended:
             future = self._ended.popleft()
             watch = self.running.pop(future, None)  # None: found stuck, its result discarded
             if watch is not None:
                 self._plan.ended(watch.key, future.result())
         now = self._clock()
-        if now >= self._check_at:
+        if ((self._stuck_at is not None and now >= self._stuck_at)
+                or now - self._scanned_at >= CHECK_EVERY):
             self._check_stuck(now)
 
     def _check_stuck(self, now: float) -> None:
-        """Hand the attempts past their attempt timeout to the plan as stuck, and say when to
-        look next: when the first running attempt would be stuck, and at least every
-        CHECK_EVERY seconds (work that marks its own attempts may begin one meanwhile). One
-        pass over the running work, not one at each end: a task runs hundreds of nodes."""
-        soonest = now + CHECK_EVERY
+        """Hand the attempts past their attempt timeout to the plan as stuck; note when the
+        first of the others would be."""
+        soonest: float | None = None
         for future, watch in list(self.running.items()):
             began = None if future.done() else watch.check(now)
             if began is not None:
@@ -205,5 +208,5 @@ class Schedule(Generic[K, T]):
                 self.abandoned = True
                 self._plan.stuck(watch.key, began, now)
             elif (at := watch.stuck_at()) is not None:
-                soonest = min(soonest, at)
-        self._check_at = soonest
+                soonest = at if soonest is None else min(soonest, at)
+        self._stuck_at, self._scanned_at = soonest, now
