@@ -117,6 +117,7 @@ class Schedule(Generic[K, T]):
         self.abandoned = False  # an attempt was found stuck: its thread ends when it ends
         self._lost_seen = False
         self._ended: deque[Future[T]] = deque()  # told by each future as it ends
+        self._marking: set[Future[T]] = set()  # running work that marks its own attempts
         self._stuck_at: float | None = None  # when the first running attempt known is stuck
         self._scanned_at = float("-inf")  # when the running attempts were last looked over
 
@@ -150,6 +151,8 @@ class Schedule(Generic[K, T]):
                 self._stuck_at = at if self._stuck_at is None else min(self._stuck_at, at)
         future = self._pool.submit(start.work, watch)
         self.running[future] = watch
+        if start.marks:
+            self._marking.add(future)
         future.add_done_callback(self._end)
 
     def _end(self, future: Future[T]) -> None:
@@ -158,8 +161,11 @@ class Schedule(Generic[K, T]):
 
     def _wait(self, now: float) -> None:
         """Until work ends, the hold is lost (noticed once), the next due time, the first
-        running attempt known would be stuck, or the slice is over."""
+        running attempt known would be stuck, the next look for stuck attempts while work
+        that marks its own runs (it may have begun one since the last look), or the slice is
+        over."""
         times = [self._stuck_at] if self._stuck_at is not None else []
+        times += [self._scanned_at + CHECK_EVERY] if self._marking else []
         due = None if self._hold.lost.is_set() else self._plan.next_due()
         times += [due] if due is not None else []
         times += [now + self._slice] if self._slice is not None else []
@@ -190,6 +196,7 @@ class Schedule(Generic[K, T]):
         while self._ended:
             future = self._ended.popleft()
             watch = self.running.pop(future, None)  # None: found stuck, its result discarded
+            self._marking.discard(future)
             if watch is not None:
                 self._plan.ended(watch.key, future.result())
         now = self._clock()
@@ -205,6 +212,7 @@ class Schedule(Generic[K, T]):
             began = None if future.done() else watch.check(now)
             if began is not None:
                 del self.running[future]  # its late result is never looked at
+                self._marking.discard(future)
                 self.abandoned = True
                 self._plan.stuck(watch.key, began, now)
             elif (at := watch.stuck_at()) is not None:

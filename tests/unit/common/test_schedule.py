@@ -147,6 +147,28 @@ def test_work_marking_its_attempts_learns_it_was_found_stuck() -> None:
     assert seen == [False, False] and plan.results == []
 
 
+def test_an_attempt_the_work_marks_is_found_stuck_though_nothing_else_happens() -> None:
+    """Work that marks its own attempts (a Drydock node's steps) begins one after the loop
+    last looked; it hangs, and nothing else ends or comes due: the loop still looks again
+    within CHECK_EVERY and finds it stuck (real clock)."""
+    go = threading.Event()
+
+    def attempts(key: str, watch: Watch[str]) -> str:
+        time.sleep(0.1)  # the loop is waiting by now
+        watch.begin(time.time(), 0.2)
+        go.wait(10)
+        return "late"
+
+    plan = Plan({"a": time.time()}, attempts, marks=True)
+    pool = ThreadPoolExecutor(1)
+    thread = run_in_thread(Schedule(plan, pool, Hold("u")))
+    thread.join(5)
+    assert not thread.is_alive() and [k for k, _, _ in plan.stuck_calls] == ["a"]
+    go.set()
+    pool.shutdown(wait=True)
+    assert plan.results == []
+
+
 def test_many_running_attempts_are_looked_at_for_stuck_ones_in_passes_not_at_each_end(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A task runs hundreds of nodes at once: each end is collected alone, and the running

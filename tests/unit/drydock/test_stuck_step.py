@@ -40,7 +40,8 @@ def test_a_stuck_release_fails_its_node_once_and_its_late_answer_is_discarded(
     hold.wake()
     assert worker.active() == [body["task_id"]]  # within its attempt timeout: still running
     clock.advance(3.0)  # 7 s > 5 s; the worker is alive (its lease held)
-    hold.wake()
+    # nothing wakes the task's loop now (no other node, nothing due): it looks again by
+    # itself within a second (common.schedule.CHECK_EVERY) and finds the attempt stuck
     worker.join(30)
     assert worker.active() == []  # the task ended while the hung call still hangs
     task = site.runtime.service.get(body["task_id"])
