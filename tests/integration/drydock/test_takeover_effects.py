@@ -231,3 +231,33 @@ def test_the_redfish_driver_finds_an_erase_at_the_bmc_by_its_drive(
                what="the erase to end")
     assert driver.find_erase(bmc, drives[first]) == task  # done: the TaskService says so
     assert calls(dd_env, f"secure_erase:{first}", node) == 1
+
+
+def test_a_hung_power_off_fails_its_lone_node_as_stuck_and_nothing_follows(
+        dd_site: Site, tmp_path: Path) -> None:
+    """The BMC takes the power-off request and never answers; its request timeout (60 s) is
+    far off. With `[steps] attempt_timeout` at 2 s the node fails as StepStuck although it is
+    the task's only node (nothing else ends or comes due to wake the task's loop); when the
+    BMC answers late, nothing more is asked of it (no erase)."""
+    tokens = write_tokens(tmp_path / "tokens.yaml")
+    (tmp_path / "design.yaml").write_text(dd_site.design_yaml())
+    sections = drydock_sections(dd_site, tmp_path, steps={"attempt_timeout": 2.0},
+                                oob={"request_timeout": 60.0})
+    api = ServiceProcess("drydock", tmp_path, sections)
+    env, node = Env(dd_site, api.url, tokens["admin"], f"file://{tmp_path}/design.yaml",
+                    tmp_path), "rf-d"
+    try:
+        env.fault(node, "bmc.power", "hang")
+        task = env.wait(env.post_task([node]).json()["task_id"], timeout=50)
+        env.clear_faults()  # the hung request is answered now, late
+        time.sleep(1.0)
+        after = env.task(task["task_id"])
+    finally:
+        env.clear_faults()
+        api.stop()
+    assert task["result"]["status"] == "failure", task["result"]
+    stuck = [m["message"] for m in task["result"]["details"]["messageList"]
+             if "attempt timeout" in m["message"]]
+    assert stuck and f"power_off on {node}: an attempt has run" in stuck[0], stuck
+    assert after["result"]["status"] == "failure"  # the late answer is not heard
+    assert sum(calls(env, f"secure_erase:{d}", node) for d in disks(dd_site, node)) == 0
