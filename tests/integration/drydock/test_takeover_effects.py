@@ -249,8 +249,10 @@ def test_a_hung_power_off_fails_its_lone_node_as_stuck_and_nothing_follows(
     try:
         env.fault(node, "bmc.power", "hang")
         task = env.wait(env.post_task([node]).json()["task_id"], timeout=50)
-        env.clear_faults()  # the hung request is answered now, late
-        time.sleep(1.0)
+        env.clear_faults()  # the hung request is answered now, late, and carried out
+        wait_until(lambda: env.sim(f"/nodes/{node}")["power"] == "off", timeout=30,
+                   what="the late power-off")
+        time.sleep(1.0)  # time for a late attempt that went on to reach the erase
         after = env.task(task["task_id"])
     finally:
         env.clear_faults()
