@@ -4,6 +4,7 @@ Berth's finer ones beside them (`state` of an action, `step_state` of a step).""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from common.api import API_PREFIX
 from shipyard_api.actions import notes as N
@@ -12,7 +13,8 @@ from shipyard_api.workflow.models import ActionRow, AuditRow, StepRow
 from shipyard_api.workflow.states import ActionState as A
 from shipyard_api.workflow.states import StepState as S
 
-__all__ = ["action_view", "audit_view", "iso", "step_view", "step_summary"]
+__all__ = ["action_view", "audit_view", "iso", "step_counts", "step_summary", "step_view",
+           "steps_verbosity"]
 
 # Airship's action_lifecycle (its DAG_STATE_MAPPING) and the Airflow DAG run state it
 # derives from, for each of Berth's action states.
@@ -125,13 +127,22 @@ def action_view(row: ActionRow, steps: list[StepRow] | None = None,
         "notes": N.action_notes(row, verbosity),
     }
     if steps is not None:
-        step_verbosity = min(verbosity, N.MIN_VERBOSITY)  # as Airship: the step has more
-        view["steps"] = [step_view(row.id, s, action=row, verbosity=step_verbosity)
+        view["steps"] = [step_view(row.id, s, action=row, verbosity=steps_verbosity(verbosity))
                          for s in steps]
-        counts: dict[str, int] = {}
-        for s in steps:
-            counts[s.state] = counts.get(s.state, 0) + 1
-        view["step_counts"] = counts
+        view["step_counts"] = step_counts(s.state for s in steps)
     if audit is not None:
         view["command_audit"] = [audit_view(a) for a in audit]
     return view
+
+
+def steps_verbosity(verbosity: int) -> int:
+    """The notes of an action's steps are shown at most at MIN_VERBOSITY (as Airship: the
+    step itself shows more)."""
+    return min(verbosity, N.MIN_VERBOSITY)
+
+
+def step_counts(states: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
+    return counts

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict, Unpack
 
-from sqlalchemy import Engine, Table, bindparam, func, select, text, update
+from sqlalchemy import Engine, Table, Text, bindparam, cast, func, select, text, update
 from sqlalchemy.orm import Session, defer, sessionmaker
 
 from common.errors import Conflict, NotFound
@@ -35,6 +35,15 @@ ConflictCheck = Callable[[Sequence[ActionRow]], None]
 # GET /actions/{id} in other processes.
 CHANGES_CHANNEL = "berth_shipyard_changes"
 
+
+# A step's shown columns, its JSON ones as the text stored: GET /actions/{id} keeps each step's
+# encoded part of the view under them and parses and encodes again only a step that changed.
+STEP_SHOWN = (StepRow.step_id, StepRow.name, StepRow.node, StepRow.position, StepRow.state,
+              StepRow.attempts, StepRow.failures, StepRow.started_at, StepRow.ended_at,
+              StepRow.next_attempt_at, StepRow.reason)
+STEP_SHOWN_JSON = ("depends_on", "output", "details", "notes")
+SHOWN_STEPS = (select(*STEP_SHOWN, *(cast(getattr(StepRow, n), Text) for n in STEP_SHOWN_JSON))
+               .where(StepRow.action_id == bindparam("action_id")).order_by(StepRow.position))
 
 ACTIONS: Table = ActionRow.__table__  # type: ignore[assignment]
 STEPS: Table = StepRow.__table__  # type: ignore[assignment]
@@ -135,6 +144,19 @@ class ActionStore:
             steps = list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
                                    .options(defer(StepRow.memo))  # not shown; can be large
                                    .order_by(StepRow.position)).all())
+            audit = list(s.scalars(select(AuditRow).where(AuditRow.action_id == action_id)
+                                   .order_by(AuditRow.id)).all())
+            return row, steps, audit
+
+    def shown_rows(self, action_id: str) -> tuple[ActionRow, list[tuple[object, ...]],
+                                                  list[AuditRow]]:
+        """As `with_details`, each step as its STEP_SHOWN columns followed by its
+        STEP_SHOWN_JSON ones as stored text, unparsed."""
+        with self._sessions() as s:
+            row = s.get(ActionRow, action_id)
+            if row is None:
+                raise NotFound(f"No action {action_id}")
+            steps = [tuple(r) for r in s.execute(SHOWN_STEPS, {"action_id": action_id})]
             audit = list(s.scalars(select(AuditRow).where(AuditRow.action_id == action_id)
                                    .order_by(AuditRow.id)).all())
             return row, steps, audit

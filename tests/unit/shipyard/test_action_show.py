@@ -13,6 +13,8 @@ import pytest
 from common.context import RequestContext
 from common.errors import Conflict, NotFound
 from shipyard_api import config
+from shipyard_api.actions.shown import ShownAction
+from shipyard_api.actions.views import action_view
 from shipyard_api.app import create_app
 from shipyard_api.workflow.states import ActionState, StepState
 from tests.support.services import write_conf, write_tokens
@@ -91,3 +93,36 @@ def test_a_client_holding_the_current_version_gets_304(api: Api, harness: Harnes
     assert moved.headers["etag"] != etag
     nobody = client.simulate_get(path, headers={"If-None-Match": etag})
     assert nobody.status_code == 401  # authorization comes first
+
+
+def test_a_new_version_encodes_only_the_steps_that_changed(any_harness: Harness) -> None:
+    """The body is the very bytes of the whole view encoded at once, while each version
+    parses and encodes again only the changed steps (SQLite and PostgreSQL)."""
+    harness = any_harness
+    harness.commit(tag="site-action-success")
+    aid = harness.create("redeploy_server", {"target_nodes": "node01"})["id"]
+    store, shown = harness.store, ShownAction()
+
+    def encode() -> int:
+        before = shown.encoded
+        body = shown.encode(*store.shown_rows(aid))
+        whole = json.dumps(action_view(*store.with_details(aid)), ensure_ascii=False)
+        assert body == whole
+        return shown.encoded - before
+
+    steps = len(store.steps(aid))
+    assert steps > 5 and encode() == steps  # the first time: every step
+    assert encode() == 0  # nothing changed
+    assert store.claim("w1", harness.clock(), 30.0) == aid
+    assert store.transition(aid, ActionState.RUNNING, harness.clock())
+    assert encode() == 0  # the action's own fields: no step
+    first, second = (s.step_id for s in store.steps(aid)[:2])
+    store.save_step(aid, "w1", first, StepState.RUNNING, started_at=harness.clock())
+    assert encode() == 1
+    progress = {"task": {"status": "running", "note": "nœud prêt ✓", "nodes": ["node01"]}}
+    assert store.report_progress(aid, "w1", first, progress)
+    assert encode() == 1
+    store.save_step(aid, "w1", first, StepState.SUCCESS, ended_at=harness.clock(),
+                    output={"écrit": 1})
+    store.save_step(aid, "w1", second, StepState.RUNNING, started_at=harness.clock())
+    assert encode() == 2
