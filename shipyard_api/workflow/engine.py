@@ -163,7 +163,7 @@ class _Run:
         if self.hold.lost.is_set() or not self._renew(now):
             raise LeaseLost(self.action_id)
         action = e.store.get(self.action_id)
-        steps = self.steps = e.store.steps(self.action_id)
+        steps = self.steps = e.store.steps(self.action_id, details=False)
         state = ActionState(action.state)
         self._skip_unreachable(steps, now)
         if state == A.STOPPING:
@@ -328,7 +328,8 @@ class _Run:
                                     message="All steps succeeded")
         else:
             reason = first.reason if first else "FinishFailed"
-            text = failure_text(first) if first else message
+            text = (failure_text(self.e.store.step(self.action_id, first.step_id)) if first
+                    else message)  # the turn's rows are read without their details
             self.e.store.transition(self.action_id, A.FAILED, now, reason=reason,
                                     message=text)
         self.e.store.release(self.action_id, self.e.owner, now)

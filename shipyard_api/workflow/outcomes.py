@@ -45,7 +45,7 @@ class StepRecorder:
         self._clock, self._cap, self._ended, self._cancel = clock, cap, ended, cancel
 
     def step(self, sid: str) -> StepRow:
-        return next(s for s in self.store.steps(self.action_id) if s.step_id == sid)
+        return self.store.step(self.action_id, sid)
 
     def now(self) -> float:
         return self._clock()

@@ -45,6 +45,15 @@ STEP_SHOWN_JSON = ("depends_on", "output", "details", "notes")
 SHOWN_STEPS = (select(*STEP_SHOWN, *(cast(getattr(StepRow, n), Text) for n in STEP_SHOWN_JSON))
                .where(StepRow.action_id == bindparam("action_id")).order_by(StepRow.position))
 
+STEPS_OF = (select(StepRow).where(StepRow.action_id == bindparam("action_id"))
+            .order_by(StepRow.position))
+STEPS_OF_UNDETAILED = STEPS_OF.options(defer(StepRow.details, raiseload=True))
+# The memos of the running or waiting steps of the other unfinished actions (their keys).
+HELD_MEMOS = (select(StepRow.memo).join(ActionRow, ActionRow.id == StepRow.action_id)
+              .where(StepRow.state.in_([StepState.RUNNING.value, StepState.WAITING.value]),
+                     StepRow.action_id != bindparam("action_id"),
+                     ActionRow.state.not_in([a.value for a in TERMINAL_ACTION])))
+
 ACTIONS: Table = ActionRow.__table__  # type: ignore[assignment]
 STEPS: Table = StepRow.__table__  # type: ignore[assignment]
 # The statements of every step's start and end (save_step), built once as Core statements:
@@ -209,10 +218,21 @@ class ActionStore:
         row = self._version.one(action_id=action_id)
         return None if row is None else int(row[0])
 
-    def steps(self, action_id: str) -> list[StepRow]:
+    def steps(self, action_id: str, *, details: bool = True) -> list[StepRow]:
+        """The action's steps in order; without `details` (a running step's progress, a
+        Drydock task tree: tens of KB each) for the engine's turns, which never read them
+        (reading such a row's `details` raises)."""
         with self._sessions() as s:
-            return list(s.scalars(select(StepRow).where(StepRow.action_id == action_id)
-                                  .order_by(StepRow.position)).all())
+            return list(s.scalars(STEPS_OF if details else STEPS_OF_UNDETAILED,
+                                  {"action_id": action_id}).all())
+
+    def step(self, action_id: str, sid: str) -> StepRow:
+        with self._sessions() as s:
+            row = s.scalars(select(StepRow).where(StepRow.action_id == action_id,
+                                                  StepRow.step_id == sid)).one_or_none()
+            if row is None:
+                raise NotFound(f"Action {action_id} has no step {sid}", reason="StepNotFound")
+            return row
 
     def audit(self, action_id: str) -> list[AuditRow]:
         with self._sessions() as s:
@@ -327,13 +347,8 @@ class ActionStore:
 
     def held_keys(self, except_action: str) -> set[str]:
         """Exclusive keys held by running or waiting steps of other unfinished actions."""
-        live = [StepState.RUNNING.value, StepState.WAITING.value]
         with self._sessions() as s:
-            memos = s.scalars(select(StepRow.memo).join(ActionRow,
-                                                        ActionRow.id == StepRow.action_id)
-                              .where(StepRow.state.in_(live), StepRow.action_id != except_action,
-                                     ActionRow.state.not_in([a.value for a in TERMINAL_ACTION]))
-                              ).all()
+            memos = s.scalars(HELD_MEMOS, {"action_id": except_action}).all()
         return {str(k) for memo in memos for k in as_list((memo or {}).get("exclusive"))}
 
     def save_step(self, action_id: str, owner: str, sid: str, target: StepState,
