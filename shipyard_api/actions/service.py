@@ -178,13 +178,10 @@ class ActionService:
         return entry[:3]
 
     def step(self, action_id: str, sid: str, verbosity: int | None = None) -> dict[str, object]:
-        row = self.store.get(action_id)
-        for s in self.store.steps(action_id):
-            if s.step_id == sid:
-                if verbosity is None:
-                    return step_view(action_id, s, action=row)
-                return step_view(action_id, s, action=row, verbosity=verbosity)
-        raise NotFound(f"Action {action_id} has no step {sid}", reason="StepNotFound")
+        row, step = self.store.get(action_id), self.store.step(action_id, sid)
+        if verbosity is None:
+            return step_view(action_id, step, action=row)
+        return step_view(action_id, step, action=row, verbosity=verbosity)
 
     def control(self, action_id: str, verb: str, ctx: RequestContext) -> dict[str, object]:
         if verb not in CONTROLS:
