@@ -48,6 +48,8 @@ SHOWN_STEPS = (select(*STEP_SHOWN, *(cast(getattr(StepRow, n), Text) for n in ST
 STEPS_OF = (select(StepRow).where(StepRow.action_id == bindparam("action_id"))
             .order_by(StepRow.position))
 STEPS_OF_UNDETAILED = STEPS_OF.options(defer(StepRow.details, raiseload=True))
+ONE_STEP = select(StepRow).where(StepRow.action_id == bindparam("action_id"),
+                                 StepRow.step_id == bindparam("sid"))
 # The memos of the running or waiting steps of the other unfinished actions (their keys).
 HELD_MEMOS = (select(StepRow.memo).join(ActionRow, ActionRow.id == StepRow.action_id)
               .where(StepRow.state.in_([StepState.RUNNING.value, StepState.WAITING.value]),
@@ -228,8 +230,7 @@ class ActionStore:
 
     def step(self, action_id: str, sid: str) -> StepRow:
         with self._sessions() as s:
-            row = s.scalars(select(StepRow).where(StepRow.action_id == action_id,
-                                                  StepRow.step_id == sid)).one_or_none()
+            row = s.scalars(ONE_STEP, {"action_id": action_id, "sid": sid}).one_or_none()
             if row is None:
                 raise NotFound(f"Action {action_id} has no step {sid}", reason="StepNotFound")
             return row
