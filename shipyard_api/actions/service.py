@@ -28,7 +28,14 @@ from shipyard_api.workflow.states import CONTROLS, ActionState
 from shipyard_api.workflow.store import ActionStore
 
 ALLOW = "allow-intermediate-commits"
-SHOWN_CACHED = 256  # encoded actions kept for GET /actions/{id}, the least recently read go
+# Encoded actions kept for GET /actions/{id}, at most this many bytes of bodies and kept parts
+# (a redeploy's ~0.2 MB, a 300-step deploy_site's ~5 MB); the least recently read go first.
+SHOWN_BYTES = 128 * 2**20
+Shown = tuple[int, bytes, bytes, ShownAction]
+
+
+def shown_size(entry: Shown) -> int:
+    return len(entry[1]) + len(entry[2]) + entry[3].size
 
 
 # Airship's actions that Berth refuses, and why: both work on Armada's Helm releases.
@@ -56,7 +63,7 @@ class ActionService:
                  documents: DocumentsPort, *, clock: Callable[[], float] = time.time,
                  new_id: Callable[[], str] = new_ulid,
                  wake: Callable[[], None] | None = None,
-                 services: Services | None = None) -> None:
+                 services: Services | None = None, shown_bytes: int = SHOWN_BYTES) -> None:
         self.store = store
         self.services = services
         self.definitions = definitions
@@ -67,8 +74,7 @@ class ActionService:
         self.plans: PlanCheck | None = None  # set when plans are stored (actions from a plan)
         self._listed: tuple[tuple[int, int], bytes, bytes] | None = None
         self._listed_lock = threading.Lock()
-        self._shown: LRUCache[str, tuple[int, bytes, bytes, ShownAction]] = LRUCache(
-            SHOWN_CACHED)
+        self._shown: LRUCache[str, Shown] = LRUCache(shown_bytes, getsizeof=shown_size)
 
     def definition(self, name: object) -> ActionDefinition:
         if isinstance(name, str) and name in NOT_INCLUDED:
@@ -174,7 +180,8 @@ class ActionService:
         data = shown.encode(row, steps, audit).encode()
         entry = (row.version, data, gzip.compress(data, compresslevel=1, mtime=0), shown)
         with self._listed_lock:
-            self._shown[action_id] = entry
+            if shown_size(entry) <= self._shown.maxsize:  # else answered, not kept
+                self._shown[action_id] = entry
         return entry[:3]
 
     def step(self, action_id: str, sid: str, verbosity: int | None = None) -> dict[str, object]:

@@ -33,6 +33,7 @@ class ShownAction:
     def __init__(self) -> None:
         self._steps: dict[str, tuple[tuple[object, ...], str]] = {}
         self.encoded = 0  # steps encoded (not taken as kept): for tests
+        self.size = 0  # characters kept: the steps' raw text and encoded parts
 
     def encode(self, row: ActionRow, steps: Sequence[tuple[object, ...]],
                audit: Sequence[AuditRow]) -> str:
@@ -46,6 +47,8 @@ class ShownAction:
             fresh[sid] = hit
             parts.append(hit[1])
         self._steps = fresh  # one assignment: a concurrent encode sees the old or the new
+        self.size = sum(len(part) + sum(len(v) for v in raw if isinstance(v, str))
+                        for raw, part in fresh.values())
         head = _dumps(action_view(row))
         tail = _dumps({"step_counts": step_counts(str(r[STATE]) for r in steps),
                        "command_audit": [audit_view(a) for a in audit]})

@@ -13,9 +13,11 @@ import pytest
 from common.context import RequestContext
 from common.errors import Conflict, NotFound
 from shipyard_api import config
+from shipyard_api.actions.service import ActionService, shown_size
 from shipyard_api.actions.shown import ShownAction
 from shipyard_api.actions.views import action_view
 from shipyard_api.app import create_app
+from shipyard_api.catalog import definitions
 from shipyard_api.workflow.states import ActionState, StepState
 from tests.support.services import write_conf, write_tokens
 from tests.unit.shipyard.conftest import Harness
@@ -126,3 +128,32 @@ def test_a_new_version_encodes_only_the_steps_that_changed(any_harness: Harness)
                     output={"écrit": 1})
     store.save_step(aid, "w1", second, StepState.RUNNING, started_at=harness.clock())
     assert encode() == 2
+
+
+def test_the_kept_bodies_are_bounded_in_bytes(harness: Harness) -> None:
+    """Bodies and kept parts past `shown_bytes` go, the least recently read first; a body
+    larger than the whole bound is answered and not kept."""
+    harness.commit(tag="site-action-success")
+    ids = [harness.create("redeploy_server", {"target_nodes": node})["id"]
+           for node in ("node01", "node02", "node03")]
+    one = shown_size((0, *harness.api.get_json(ids[0])[1:], shown_part(harness, ids[0])))
+
+    def service(limit: float) -> ActionService:
+        return ActionService(harness.store, definitions(), harness.docs, clock=harness.clock,
+                             services=harness.services, shown_bytes=int(limit))
+
+    two = service(one * 2.5)
+    bodies = {aid: two.get_json(aid)[1] for aid in ids}  # the first one read goes
+    assert two.get_json(ids[2])[1] is bodies[ids[2]]
+    assert two.get_json(ids[1])[1] is bodies[ids[1]]
+    again = two.get_json(ids[0])[1]
+    assert again is not bodies[ids[0]] and again == bodies[ids[0]]
+    none = service(one / 2)
+    first = none.get_json(ids[0])[1]
+    assert first == bodies[ids[0]] and none.get_json(ids[0])[1] is not first
+
+
+def shown_part(harness: Harness, action_id: str) -> ShownAction:
+    shown = ShownAction()
+    shown.encode(*harness.store.shown_rows(action_id))
+    return shown
