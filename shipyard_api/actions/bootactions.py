@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from common.clients.generated.drydock import BootAction
 from common.jsontypes import as_float
-from common.workflow import Outcome, StepPolicy, done, failed, retry_after
+from common.workflow import Outcome, StepPolicy, backoff_delay, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
 from shipyard_api.workflow.definitions import StepContext
@@ -28,7 +28,11 @@ def _errors(actions: Sequence[BootAction]) -> str:
 def wait_boot_actions(ctx: StepContext) -> Outcome:
     """Done when every signaling boot action of the node's deploy reported success (or the
     node has none); failed at a failure report (its messages are the reason) or when no
-    report came within kubernetes.node_status_timeout (naming the missing ones)."""
+    report came within kubernetes.node_status_timeout (naming the missing ones). A host
+    reports seconds to minutes after MAAS deployed it: Drydock is asked again FIRST_POLL s
+    after the first look, then every tenth of the time waited, at most every
+    kubernetes.node_status_interval, so a report is seen at most 0.5 s or 10 % of the wait
+    late rather than a whole interval."""
     assert ctx.node is not None
     node, svc = ctx.node, services(ctx)
     view = svc.drydock.node(node, str(steps.design(ctx)["design_ref"]),
@@ -54,7 +58,9 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
         return failed("BootActionReportMissing", f"No report of boot action "
                       f"{_names(waiting)} from {node} within {limit:g} s{why}", details)
     seen = f" (Drydock refused the node: {refused[-1].get('reason')})" if refused else ""
-    return retry_after(steps.config_value(ctx, SECTION, INTERVAL), memo={"since": since},
+    delay = backoff_delay(steps.config_value(ctx, SECTION, INTERVAL), ctx.now - since,
+                          first=steps.FIRST_POLL, fraction=steps.POLL_FRACTION)
+    return retry_after(delay, memo={"since": since},
                        details=details, note=f"Waiting for {node}'s report of boot action "
                        f"{_names(waiting)}{seen}")
 

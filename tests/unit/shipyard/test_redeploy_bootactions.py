@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.unit.shipyard.conftest import Harness
+from tests.unit.shipyard.design import design
 
 
 def with_bootactions(harness: Harness, monkeypatch: pytest.MonkeyPatch,
@@ -62,3 +63,31 @@ def test_no_report_in_time_names_the_missing_report(harness: Harness, monkeypatc
     assert "BootActionReportMissing" in text
     assert "No report of boot action promjoin (01J0000000000000000000PROM)" in text
     assert "invalid X-Bootaction-Key" in text
+
+
+def test_a_late_report_is_seen_soon_not_a_whole_interval_later(harness: Harness,
+                                                                monkeypatch):
+    """The host reports 3 s after the step's first look; with node_status_interval 600 s the
+    step sees it at the next look of its backoff (0.5 s, then a tenth of the wait), not
+    600 s later."""
+    first: list[float] = []
+    seen: list[float] = []  # the looks that found the report
+    original = harness.drydock.node
+
+    def node(name: str, design_ref: str, *, ctx: Any) -> dict[str, Any]:
+        first[:] = first or [harness.clock()]
+        late = harness.clock() - first[0] < 3.0
+        seen.extend([] if late else [harness.clock()])
+        return {**original(name, design_ref, ctx=ctx), "bootaction_refusals": [],
+                "bootactions": [action("incomplete" if late else "success")]}
+
+    monkeypatch.setattr(harness.drydock, "node", node)
+    harness.commit(design(config={"kubernetes": {"node_status_interval": 600,
+                                                 "node_status_timeout": 3600}}),
+                   tag="site-action-success")
+    created = harness.create("redeploy_server", {"target_nodes": "node01"})
+    view = harness.drive(created["id"], rounds=3000)
+    assert view["state"] == "complete", view["message"]
+    step = harness.step(view["id"], "wait_boot_actions.node01")
+    assert step["attempts"] > 2  # it looked again while the report was missing
+    assert seen[0] - (first[0] + 3.0) <= 1.0
