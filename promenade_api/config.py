@@ -71,7 +71,9 @@ CLEAR_LABELS_OPTS: list[cfg.Opt] = [
 ]
 ETCD_OPTS: list[cfg.Opt] = [
     cfg.FloatOpt("poll_interval", default=30.0, min=0.01,
-                 help="Interval (s) of etcd stability checks during decommission."),
+                 help="Longest interval (s) between etcd checks during decommission (a "
+                      "refused removal, its confirmation, the clusters' stability): the "
+                      "first comes 0.5 s after the first look, each next one twice as late."),
     cfg.IntOpt("ready_timeout", default=600, min=0,
                help="Default etcd-ready-timeout (s) of decommission."),
     cfg.IntOpt("remove_timeout", default=1800, min=1,

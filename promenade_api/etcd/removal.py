@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from common.errors import BerthError
-from common.poll import NotYet, poll
+from common.poll import NotYet, doubling, poll
 from common.status import Message, health_message, simple_message
 from promenade_api.errors import EtcdNotAccessible, RemoveEtcdError
 from promenade_api.etcd.model import ClusterSpec, Member, MemberHealth
@@ -21,6 +21,7 @@ from promenade_api.etcd.port import (
 from promenade_api.etcd.quorum import project, stable
 
 LOG = logging.getLogger(__name__)
+FIRST_LOOK = 0.5  # the first wait of a backoff up to poll_interval (etcd heals in seconds)
 
 
 class Lock(Protocol):
@@ -35,13 +36,19 @@ class Lock(Protocol):
 
 
 class EtcdRemover:
-    """remove-etcd, etcd-cluster-health-statuses and decommission's stability wait."""
+    """remove-etcd, etcd-cluster-health-statuses and decommission's stability wait.
+
+    Its waits (a refused removal, the removal's confirmation, the clusters' stability) look
+    again FIRST_LOOK s after the first look, then twice as long each time, at most every
+    `poll_interval` s: etcd's refusals last seconds (a member connected for under 5 s), so
+    a 30 s interval is the bound of a long wait, not the delay of every one."""
 
     def __init__(self, etcd: EtcdPort, lock_for: Callable[[str], Lock], *,
                  clock: Callable[[], float], sleep: Callable[[float], None],
                  poll_interval: float = 1.0) -> None:
         self._etcd, self._lock_for = etcd, lock_for
         self._clock, self._sleep, self._poll = clock, sleep, poll_interval
+        self._backoff = doubling(min(FIRST_LOOK, poll_interval), poll_interval)
 
     def health(self, cluster: ClusterSpec) -> list[MemberHealth]:
         members = sorted(self._etcd.members(cluster), key=lambda m: (m.name, m.id))
@@ -175,7 +182,7 @@ class EtcdRemover:
             raise RemoveEtcdError(f"Removal of {member.name} from {cluster.name} was not "
                                   "confirmed before the timeout")
 
-        poll(gone, deadline=deadline, interval=self._poll, expire=unconfirmed,
+        poll(gone, deadline=deadline, interval=self._backoff, expire=unconfirmed,
              clock=self._clock, sleep=self._sleep)
 
     def _remove_retrying(self, cluster: ClusterSpec, member: Member, deadline: float,
@@ -202,7 +209,7 @@ class EtcdRemover:
             raise RemoveEtcdError(f"etcd refused to remove {member.name} from {cluster.name}",
                                   messages=[simple_message(exc.message)]) from exc
 
-        poll(remove, deadline=deadline, interval=self._poll, expire=give_up, whole=True,
+        poll(remove, deadline=deadline, interval=self._backoff, expire=give_up, whole=True,
              between=refused, clock=self._clock, sleep=self._sleep)
 
     # -- health statuses ---------------------------------------------------------------
@@ -241,7 +248,7 @@ class EtcdRemover:
             raise RemoveEtcdError(f"etcd clusters {', '.join(names)} did not become "
                                   f"stable within {timeout}s")
 
-        return poll(stable_now, deadline=deadline, interval=self._poll, expire=unstable,
+        return poll(stable_now, deadline=deadline, interval=self._backoff, expire=unstable,
                     between=lambda names: LOG.info("decommission %s: waiting for etcd "
                                                    "clusters %s", node, ", ".join(names)),
                     clock=self._clock, sleep=self._sleep)

@@ -141,3 +141,40 @@ def test_a_transient_etcd_refusal_is_retried_until_it_passes(svc, etcd, clock):
     clock.at(3, lambda: setattr(etcd, "refuse_removal", False))
     svc.remove_etcd("node01", clusters(), 60)
     assert etcd.removed == ["node01"]
+
+
+@pytest.fixture
+def slow(kube, etcd, clock, tmp_path):
+    """A Promenade whose etcd interval is the 30 s default."""
+    from dataclasses import replace
+
+    from common.designref import DesignResolver, RefPolicy
+    from promenade_api.service import Promenade
+
+    from .conftest import FAST
+    resolver = DesignResolver(RefPolicy(file_root=str(tmp_path)), cache_size=0)
+    return Promenade(kube, etcd, resolver, replace(FAST, etcd_poll=30.0), clock=clock,
+                     wall=clock, sleep=clock.sleep)
+
+
+def test_a_refusal_of_seconds_is_retried_within_seconds_not_an_interval(slow, etcd, clock):
+    """etcd refuses for 3 s; the next tries come 0.5, 1, 2 s apart (not the 30 s interval)."""
+    etcd.refuse_removal = True
+    start = clock.now
+    clock.at(3, lambda: setattr(etcd, "refuse_removal", False))
+    slow.remove_etcd("node01", clusters(), 600)
+    assert etcd.removed == ["node01"]
+    assert clock.now - start <= 4.0 and clock.slept[:3] == [0.5, 1.0, 2.0]
+
+
+def test_stability_is_seen_soon_after_it_returns_and_waits_stay_under_the_interval(
+        slow, etcd, clock):
+    etcd.down.add("node03")
+    start = clock.now
+    clock.at(5, lambda: etcd.down.discard("node03"))
+    slow.remover().wait_stable("node01", clusters(), 600)
+    assert clock.now - start <= 8.0
+    etcd.down.add("node03")
+    clock.at(200, lambda: etcd.down.discard("node03"))
+    slow.remover().wait_stable("node01", clusters(), 600)
+    assert max(clock.slept) == 30.0  # the interval bounds each wait
