@@ -161,10 +161,7 @@ def select_groups(drydock: DrydockPort, ref: str, strategy: Strategy,
 
 def _poll(ctx: StepContext, deployment: Deployment,
           pending: Mapping[str, Any]) -> Outcome | None:
-    """None once the call is settled; a Retry while its task still runs: looked at again
-    FIRST_POLL s after the task's creation, then every tenth of its age, at most every
-    `<phase>_interval` s, so a task's end is seen at most 0.5 s or 10 % of its duration late
-    and a long task is polled at the interval after its first minutes."""
+    """None once the call is settled; a Retry while its task still runs."""
     call = Call(pending["group"], pending["phase"], tuple(pending["nodes"]))
     if "ready" in pending:
         return _await_ready(ctx, deployment, call, pending)
@@ -201,9 +198,7 @@ def _poll(ctx: StepContext, deployment: Deployment,
     blocked = budget.waiting_in(task)  # Drydock holds back nodes of a full failure domain
     if blocked is not None:
         report["blocked"] = blocked
-    created = float(pending["deadline"]) - _config(ctx, PHASE_CONFIG[call.phase][1])  # _advance
-    return retry_after(backoff_delay(interval, ctx.now - created, first=steps.FIRST_POLL,
-                                     fraction=steps.POLL_FRACTION), details=report)
+    return retry_after(interval, details=report)
 
 
 def _await_ready(ctx: StepContext, deployment: Deployment, call: Call,
@@ -246,12 +241,12 @@ def _advance(ctx: StepContext, deployment: Deployment, note: str = "") -> Outcom
                 raise  # Drydock unreachable or busy: the engine retries this run
             deployment.record_failure(call, f"Drydock refused {call.action}: {exc.message}")
             continue
-        timeout = _config(ctx, PHASE_CONFIG[call.phase][1])
+        interval, timeout = (_config(ctx, k) for k in PHASE_CONFIG[call.phase])
         task_id = str(task.get("task_id"))
         pending = {"group": call.group, "phase": call.phase, "nodes": list(call.nodes),
                    "task_id": task_id, "deadline": ctx.now + timeout}
         memo = {MEMO: {"deployment": deployment.to_dict(), "call": pending}}
-        return retry_after(steps.FIRST_POLL, memo=memo, details=_report(deployment, task_id),
+        return retry_after(interval, memo=memo, details=_report(deployment, task_id),
                            note=note or f"{call.phase} {call.group}: Drydock task {task_id} "
                            f"for {len(call.nodes)} node(s)")
     return _finish(ctx, deployment)

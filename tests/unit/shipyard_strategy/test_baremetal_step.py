@@ -334,34 +334,3 @@ def test_promenade_unreachable_while_waiting_for_readiness_is_retried(
     assert view["state"] == "complete", view
     assert step["details"]["nodes"]["compute04"] == "success"
     assert views.reads["compute04"] == 3  # two failed reads retried, then Ready
-
-
-def test_a_task_end_is_seen_soon_not_a_whole_interval_later(harness: Harness) -> None:
-    """Drydock's tasks take 4 s; with 600 s intervals every task's end is seen at the next
-    look of the step's backoff (0.5 s after the creation, then a tenth of the task's age)."""
-    fake = drydock(harness)
-    created: dict[str, float] = {}
-    late: list[float] = []  # per task: seconds from its end to the look that saw it
-    create_task, get_task = fake.create_task, fake.get_task
-
-    def timed_create(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        task = create_task(*args, **kwargs)
-        created[str(task["task_id"])] = harness.clock()
-        return task
-
-    def timed_get(task_id: str, *, ctx: RequestContext) -> dict[str, Any]:
-        age = harness.clock() - created[task_id]
-        if age < 4.0:
-            return {**fake.tasks[task_id], "status": "running"}
-        task = get_task(task_id, ctx=ctx)
-        if task["status"] == "complete":
-            late.append(age - 4.0)
-        return task
-
-    fake.create_task, fake.get_task = timed_create, timed_get  # type: ignore[method-assign]
-    harness.commit(example_design(prepare_node_interval=600, deploy_interval=600,
-                                  prepare_node_timeout=3600, deploy_timeout=3600))
-    view, _ = run(harness)
-    assert view["state"] == "complete", view
-    assert len(late) == len(created) >= 8  # prepare and deploy of every group
-    assert max(late) <= 1.0
