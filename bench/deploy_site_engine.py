@@ -55,6 +55,13 @@ class TimedDrydock(FakeDrydock):
                      ctx: RequestContext) -> list[str]:
         return select_nodes(node_filter, self.defs)
 
+    def nodes(self, design_ref: str | None, *, ctx: RequestContext,
+              retired: bool | None = None) -> list[dict[str, Any]]:
+        """The design's nodes as Drydock's listing shows them (the step plans from it)."""
+        return [{"hostname": d.name, "rack": d.rack, "tags": list(d.tags),
+                 "labels": dict(d.labels), "retired": False}
+                for d in self.defs.values() if not retired]
+
     def create_task(self, action: str, design_ref: str, node_filter: dict[str, Any] | None,
                     options: Mapping[str, Any], *, ctx: RequestContext,
                     key: str) -> dict[str, Any]:
@@ -116,6 +123,9 @@ def run_engine(nodes: int, groups: int, task_seconds: float = 60.0) -> None:
         db.dispose()
     simulated = clock() - start_sim
     tasks = len(drydock.tasks)
+    if not tasks:  # a deploy that created no task measured nothing
+        raise SystemExit(f"deploy_site created no Drydock task ({view['state']}: "
+                         f"{view.get('message')})")
     print(f"engine orchestration: {nodes} nodes, {groups} groups, {tasks} Drydock tasks of "
           f"{task_seconds:g} s simulated each: action {view['state']}; simulated site time "
           f"{simulated:.0f} s; Shipyard overhead (wall time, the clock being simulated) "
