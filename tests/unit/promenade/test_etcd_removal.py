@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
+from common.designref import DesignResolver, RefPolicy
 from promenade_api.errors import EtcdNotAccessible, RemoveEtcdError
 from promenade_api.etcd.design import load_clusters
 from promenade_api.kube.lease import LeaseLock
 from promenade_api.kube.model import Lease
+from promenade_api.service import Promenade
 
-from .conftest import etcd_doc, kubernetes_cluster
+from .conftest import FAST, etcd_doc, kubernetes_cluster
 
 
 def clusters(threshold=2):
@@ -146,12 +149,6 @@ def test_a_transient_etcd_refusal_is_retried_until_it_passes(svc, etcd, clock):
 @pytest.fixture
 def slow(kube, etcd, clock, tmp_path):
     """A Promenade whose etcd interval is the 30 s default."""
-    from dataclasses import replace
-
-    from common.designref import DesignResolver, RefPolicy
-    from promenade_api.service import Promenade
-
-    from .conftest import FAST
     resolver = DesignResolver(RefPolicy(file_root=str(tmp_path)), cache_size=0)
     return Promenade(kube, etcd, resolver, replace(FAST, etcd_poll=30.0), clock=clock,
                      wall=clock, sleep=clock.sleep)
