@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from common.clients.promenade import DrainProgress
 from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
-from common.jsontypes import JSONObject
+from common.jsontypes import JSONObject, as_float
 from common.status import validation_message
-from common.workflow import Outcome, StepPolicy, done, failed, retry_after
+from common.workflow import Outcome, StepPolicy, backoff_delay, done, failed, retry_after
 from shipyard_api.actions import (
     bootactions,
     budget,
@@ -236,9 +236,12 @@ def deploy_node(ctx: StepContext) -> Outcome:
 
 def wait_ready(ctx: StepContext) -> Outcome:
     """Until the Kubernetes node is Ready: each attempt long-polls Promenade (answered when
-    the Node changes); a Promenade that cannot is asked every node_status_interval."""
+    the Node changes). A Promenade that cannot (without versions, or too busy to hold the
+    request) is asked again FIRST_POLL s after the step's first look, then every tenth of the
+    time waited, at most every node_status_interval."""
     svc = services(ctx)
     since = ctx.memo.get("version")
+    first = as_float(ctx.memo.get("first_look"), ctx.now)
     watch = svc.promenade.watch_node(_node(ctx), since=None if since is None else str(since),
                                      wait=svc.settings.long_poll_wait,
                                      ctx=ctx.request_context())
@@ -246,9 +249,13 @@ def wait_ready(ctx: StepContext) -> Outcome:
     if node_ready(status):
         return done(details={"node": status or {}}, note="The Kubernetes node is Ready")
     if watch.version is None or watch.busy or svc.settings.long_poll_wait <= 0:
-        return retry_after(steps.config_value(ctx, "kubernetes", "node_status_interval"),
-                           memo={"version": None}, details={"node": status or {}})
-    return retry_after(0, memo={"version": watch.version}, details={"node": status or {}})
+        delay = backoff_delay(steps.config_value(ctx, "kubernetes", "node_status_interval"),
+                              ctx.now - first, first=steps.FIRST_POLL,
+                              fraction=steps.POLL_FRACTION)
+        return retry_after(delay, memo={"version": None, "first_look": first},
+                           details={"node": status or {}})
+    return retry_after(0, memo={"version": watch.version, "first_look": first},
+                       details={"node": status or {}})
 
 
 def relabel(ctx: StepContext) -> Outcome:

@@ -115,11 +115,44 @@ def test_the_join_wait_long_polls_promenade_from_the_last_version(harness: Harne
     assert promenade.since == [None, "1", "2"]  # each look waits from the previous answer
 
 
-def test_without_node_versions_the_join_wait_polls_at_the_interval(harness: Harness) -> None:
+def test_without_node_versions_the_join_wait_polls_soon_after_its_first_look(
+        harness: Harness) -> None:
     harness.drydock.versions = True
     harness.promenade.ready_after = 2
     slow_design(harness)
     start = harness.clock()
     view = redeploy(harness)
     assert view["state"] == "complete"
-    assert harness.clock() - start >= INTERVAL
+    assert FIRST_POLL <= harness.clock() - start < INTERVAL  # one wait: FIRST_POLL
+
+
+@dataclass
+class BusyPromenade(FakePromenade):
+    """Versions, but every long-poll refused as over the cap; the node joins `after` s after
+    the first look at it."""
+
+    after: float = 3.0
+    looks: list[float] = field(default_factory=list)
+    now: Any = None
+
+    def watch_node(self, node: str, *, since: str | None, wait: float,
+                   ctx: RequestContext) -> NodeWatch:
+        self.looks.append(self.now())
+        ready = "True" if self.now() - self.looks[0] >= self.after else "Unknown"
+        status: Any = {**(self.node_status(node, ctx=ctx) or {}),
+                       "kubelet": {"ready": ready, "ready_since": None}}
+        return NodeWatch(status, "7", busy=True)
+
+
+def test_a_busy_promenade_is_asked_again_soon_and_at_most_every_interval(
+        harness: Harness) -> None:
+    harness.drydock.versions = True
+    promenade = BusyPromenade(now=harness.clock, after=3.0)
+    harness.promenade = harness.services.promenade = promenade
+    slow_design(harness)
+    view = redeploy(harness)
+    assert view["state"] == "complete"
+    ready = promenade.looks[0] + 3.0
+    assert 0 <= promenade.looks[-1] - ready <= 1.0  # not a whole INTERVAL later
+    gaps = [b - a for a, b in zip(promenade.looks, promenade.looks[1:], strict=False)]
+    assert gaps[0] == FIRST_POLL and max(gaps) <= INTERVAL
