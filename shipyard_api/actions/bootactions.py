@@ -13,6 +13,9 @@ from shipyard_api.actions.ports import services
 from shipyard_api.workflow.definitions import StepContext
 
 SECTION, TIMEOUT, INTERVAL = "kubernetes", "node_status_timeout", "node_status_interval"
+# Each look reads Drydock's node view, which asks the node's BMC for its power state: looks
+# are at least this far apart (Ironic's default spacing of commands to one BMC).
+BMC_PACE = 5.0
 
 
 def _names(actions: Sequence[BootAction]) -> str:
@@ -29,9 +32,9 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
     """Done when every signaling boot action of the node's deploy reported success (or the
     node has none); failed at a failure report (its messages are the reason) or when no
     report came within kubernetes.node_status_timeout (naming the missing ones). A host
-    reports seconds to minutes after MAAS deployed it: Drydock is asked again FIRST_POLL s
+    reports seconds to minutes after MAAS deployed it: Drydock is asked again BMC_PACE s
     after the first look, then every tenth of the time waited, at most every
-    kubernetes.node_status_interval, so a report is seen at most 0.5 s or 10 % of the wait
+    kubernetes.node_status_interval, so a report is seen at most 5 s or 10 % of the wait
     late rather than a whole interval."""
     assert ctx.node is not None
     node, svc = ctx.node, services(ctx)
@@ -59,7 +62,7 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
                       f"{_names(waiting)} from {node} within {limit:g} s{why}", details)
     seen = f" (Drydock refused the node: {refused[-1].get('reason')})" if refused else ""
     delay = backoff_delay(steps.config_value(ctx, SECTION, INTERVAL), ctx.now - since,
-                          first=steps.FIRST_POLL, fraction=steps.POLL_FRACTION)
+                          first=BMC_PACE, fraction=steps.POLL_FRACTION)
     return retry_after(delay, memo={"since": since},
                        details=details, note=f"Waiting for {node}'s report of boot action "
                        f"{_names(waiting)}{seen}")
