@@ -106,9 +106,13 @@ instance_master_path = {workdir / 'pxe-master'}
 http_root = {workdir / 'http'}
 http_url = http://127.0.0.1:1/ipxe
 
+# Ironic runs each ipmitool with one try and a 1 s reply timeout (-R 1 -N 1) and retries any
+# failure until command_retry_timeout (its default, 60 s). An ipmi_sim BMC starts a program
+# for each power read, so on a loaded machine reads fail for seconds on end ("Unable to get
+# Chassis Power Status"): 10 s of retries was not always enough.
 [ipmi]
 min_command_interval = 1
-command_retry_timeout = 10
+command_retry_timeout = 60
 
 [redfish]
 connection_attempts = 2
