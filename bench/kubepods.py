@@ -1,10 +1,14 @@
-"""The kubelet-shutdown pod's life as the Kubernetes API records it, for the redeploy bench.
+"""The kubelet-shutdown pod's life and the drained pods' termination as the Kubernetes API
+records them, for the redeploy bench.
 
 Promenade labels the node; from then on the DaemonSet controller creates the pod, the
 scheduler binds it and the node's kubelet (kwok) starts it: the site's control plane at work,
-not Berth's. The bench watches the API itself (a watch of the node and one of the pods) and
-stamps each event as it arrives; the objects' own timestamps (creationTimestamp, the
-conditions' lastTransitionTime) are kept beside them, though they are whole seconds only.
+not Berth's. Before that, Promenade's drain evicts the node's pods: from the moment a pod is
+marked for deletion (its deletionTimestamp) to its removal, the node's kubelet is terminating
+it, also the site's work. The bench watches the API itself (the node, the kubelet-shutdown
+pods and the node's pods) and stamps each event as it arrives; the objects' own timestamps
+(creationTimestamp, the conditions' lastTransitionTime) are kept beside them, though they are
+whole seconds only.
 """
 
 from __future__ import annotations
@@ -68,9 +72,11 @@ class KubePods:
         self._stop = threading.Event()
         self.label_seen: float | None = None
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> first-seen times and the object's
+        self.terminating: dict[str, dict[str, Any]] = {}  # uid -> name, marked, removed
         self._threads = [threading.Thread(target=self._watch, args=args, daemon=True) for args in (
             ("/api/v1/nodes", f"fieldSelector=metadata.name%3D{node}", self._on_node),
-            ("/api/v1/pods", f"labelSelector={POD_SELECTOR}", self._on_pod))]
+            ("/api/v1/pods", f"labelSelector={POD_SELECTOR}", self._on_pod),
+            ("/api/v1/pods", f"fieldSelector=spec.nodeName%3D{node}", self._on_node_pod))]
 
     def __enter__(self) -> KubePods:
         for thread in self._threads:
@@ -127,6 +133,24 @@ class KubePods:
                        "PodScheduled": condition_time(pod, "PodScheduled"),
                        "Ready": condition_time(pod, "Ready"),
                        "startTime": stamp((pod.get("status") or {}).get("startTime"))}
+
+    def _on_node_pod(self, pod: dict[str, Any], now: float, kind: str) -> None:
+        meta = pod["metadata"]
+        if (meta.get("labels") or {}).get("application") == "kubelet-shutdown" or kind == "LIST":
+            return
+        if meta.get("deletionTimestamp") or kind == "DELETED":
+            seen = self.terminating.setdefault(meta["uid"], {"name": meta["name"],
+                                                             "marked": now})
+            if kind == "DELETED":
+                seen.setdefault("removed", now)
+
+    def drained(self) -> list[dict[str, Any]]:
+        """Each pod the drain evicted (marked for deletion before the node was labelled for
+        the kubelet shutdown), from its mark to its removal, as a site operation."""
+        return [{"system": "kube", "op": "pod_terminates", "start": seen["marked"],
+                 "end": seen["removed"]} for seen in self.terminating.values()
+                if "removed" in seen
+                and (self.label_seen is None or seen["marked"] < self.label_seen)]
 
     def ops(self) -> list[dict[str, Any]]:
         """The intervals above as site operations (system "kube")."""

@@ -219,8 +219,8 @@ def _await_ready(ctx: StepContext, deployment: Deployment, call: Call,
     pending = {**pending, "ready": {**ready, "joined": joined}}
     interval = steps.config_value(ctx, "kubernetes", "node_status_interval")
     # soon after the deploy (a node joins seconds to minutes after it), then every interval
-    return retry_after(backoff_delay(interval, ctx.now - float(ready["since"]), first=0.5,
-                                     fraction=0.1),
+    return retry_after(backoff_delay(interval, ctx.now - float(ready["since"]),
+                                     first=steps.FIRST_POLL, fraction=steps.POLL_FRACTION),
                        memo={MEMO: {"deployment": deployment.to_dict(), "call": pending}},
                        details=_report(deployment, str(pending["task_id"])),
                        note=f"deploy {call.group}: {len(joined)} node(s) Ready in Kubernetes, "

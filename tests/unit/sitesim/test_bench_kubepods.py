@@ -1,4 +1,5 @@
-"""The redeploy bench counts the kubelet-shutdown pod's Kubernetes time as the site's."""
+"""The redeploy bench counts the kubelet-shutdown pod's Kubernetes time and the drained pods'
+termination as the site's."""
 
 from __future__ import annotations
 
@@ -42,3 +43,30 @@ def test_label_to_running_pod_is_the_sites_time(tmp_path: Path) -> None:
     assert ops == {"daemonset_creates_pod": (10.0, 10.02), "scheduler_binds_pod": (10.02, 10.03),
                    "kubelet_starts_pod": (10.03, 11.5), "shutdown_pod_runs": (11.5, 12.0)}
     assert any("creationTimestamp" in line for line in kube.describe(10.0))
+
+
+def workload(uid: str, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"uid": uid, "name": f"web-{uid}", "labels": {"app": "web"}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-28T01:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": "node05"}, "status": {"phase": "Running"}}
+
+
+def test_a_drained_pods_termination_is_the_sites_time_until_the_kubelet_shutdown(
+        tmp_path: Path) -> None:
+    kube = watcher(tmp_path)
+    kube._on_node_pod(workload("old", deleting=True), 1.0, "LIST")  # before the action: not ours
+    kube._on_node_pod(workload("a"), 2.0, "MODIFIED")  # cordoned, not evicted yet
+    kube._on_node_pod(workload("a", deleting=True), 3.0, "MODIFIED")  # evicted: marked
+    kube._on_node_pod(workload("a", deleting=True), 3.5, "MODIFIED")
+    kube._on_node_pod(workload("a", deleting=True), 7.0, "DELETED")  # the kubelet is done
+    kube._on_node_pod(workload("b", deleting=True), 4.0, "MODIFIED")  # still there at the end
+    shutdown = {"metadata": {"uid": "k", "name": "kubelet-shutdown-k", "deletionTimestamp": "x",
+                             "labels": {"application": "kubelet-shutdown"}}}
+    kube._on_node_pod(shutdown, 8.5, "MODIFIED")  # the shutdown pod is counted by ops()
+    kube._on_node({"metadata": {"labels": {"promenade-decomission": "enabled"}}}, 8.0,
+                  "MODIFIED")
+    kube._on_node_pod(workload("late", deleting=True), 9.0, "MODIFIED")  # after the drain:
+    kube._on_node_pod(workload("late", deleting=True), 9.5, "DELETED")  # not the drain's
+    assert kube.drained() == [
+        {"system": "kube", "op": "pod_terminates", "start": 3.0, "end": 7.0}]
