@@ -215,9 +215,10 @@ class IronicOob:
         self.client, self.direct = client, direct
 
     def _node(self, bmc: BmcAccess) -> IronicNode:
+        """The node whose BMC this is, from one listing of Ironic's nodes (with their
+        driver_info), not one read per node."""
         for node in self.client.nodes():
-            info = self.client.bm.get_node(node.uuid, fields=["driver_info"]).driver_info or {}
-            if _same_bmc(info, bmc):
+            if _same_bmc(node.bmc, bmc):
                 return node
         raise OobError(f"Ironic has no node with BMC {bmc.describe()}")
 

@@ -39,9 +39,14 @@ AS_MAAS_STATUS = {
 }
 
 
+# The keys of a node's driver_info that say where its BMC is (no credentials).
+BMC_KEYS = ("redfish_address", "redfish_system_id", "ipmi_address", "ipmi_port")
+
+
 @dataclass(frozen=True)
 class IronicNode:
-    """An Ironic node as Drydock needs it (no credentials: driver_info is not kept)."""
+    """An Ironic node as Drydock needs it (no credentials: of driver_info only the BMC's
+    address is kept, `bmc`)."""
 
     uuid: str
     name: str
@@ -62,6 +67,7 @@ class IronicNode:
     reservation: str | None = None
     has_agent_ramdisk: bool = False
     extra: JSONObject = field(default_factory=dict, repr=False)
+    bmc: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -102,4 +108,5 @@ def from_sdk(node: Node) -> IronicNode:
         inspect_interface=str(node.inspect_interface or ""), instance_uuid=node.instance_id,
         automated_clean=node.is_automated_clean_enabled, reservation=node.reservation,
         has_agent_ramdisk=bool(info.get("deploy_ramdisk") and info.get("deploy_kernel")),
-        extra=dict(node.extra or {}))
+        extra=dict(node.extra or {}),
+        bmc={k: str(info[k]) for k in BMC_KEYS if info.get(k) is not None})
