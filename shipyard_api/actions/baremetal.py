@@ -22,7 +22,6 @@ from common.workflow import (
     Failed,
     Outcome,
     StepPolicy,
-    backoff_delay,
     done,
     failed,
     retry_after,
@@ -217,10 +216,8 @@ def _await_ready(ctx: StepContext, deployment: Deployment, call: Call,
                           f"{float(ready['deadline']) - float(ready['since']):g} s")
         return None
     pending = {**pending, "ready": {**ready, "joined": joined}}
-    interval = steps.config_value(ctx, "kubernetes", "node_status_interval")
     # soon after the deploy (a node joins seconds to minutes after it), then every interval
-    return retry_after(backoff_delay(interval, ctx.now - float(ready["since"]),
-                                     first=steps.FIRST_POLL, fraction=steps.POLL_FRACTION),
+    return retry_after(steps.node_status_backoff(ctx, float(ready["since"])),
                        memo={MEMO: {"deployment": deployment.to_dict(), "call": pending}},
                        details=_report(deployment, str(pending["task_id"])),
                        note=f"deploy {call.group}: {len(joined)} node(s) Ready in Kubernetes, "

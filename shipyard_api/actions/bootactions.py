@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 from common.clients.generated.drydock import BootAction
 from common.jsontypes import as_float
-from common.workflow import Outcome, StepPolicy, backoff_delay, done, failed, retry_after
+from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import steps
 from shipyard_api.actions.ports import services
 from shipyard_api.workflow.definitions import StepContext
 
-SECTION, TIMEOUT, INTERVAL = "kubernetes", "node_status_timeout", "node_status_interval"
+SECTION, TIMEOUT = "kubernetes", "node_status_timeout"
 # Each look reads Drydock's node view, which asks the node's BMC for its power state: looks
 # are at least this far apart (Ironic's default spacing of commands to one BMC).
 BMC_PACE = 5.0
@@ -61,9 +61,7 @@ def wait_boot_actions(ctx: StepContext) -> Outcome:
         return failed("BootActionReportMissing", f"No report of boot action "
                       f"{_names(waiting)} from {node} within {limit:g} s{why}", details)
     seen = f" (Drydock refused the node: {refused[-1].get('reason')})" if refused else ""
-    delay = backoff_delay(steps.config_value(ctx, SECTION, INTERVAL), ctx.now - since,
-                          first=BMC_PACE, fraction=steps.POLL_FRACTION)
-    return retry_after(delay, memo={"since": since},
+    return retry_after(steps.node_status_backoff(ctx, since, first=BMC_PACE), memo={"since": since},
                        details=details, note=f"Waiting for {node}'s report of boot action "
                        f"{_names(waiting)}{seen}")
 

@@ -9,7 +9,7 @@ from common.context import RequestContext
 from common.errors import BadGateway, BerthError, Conflict, NotFound, ValidationFailed
 from common.jsontypes import JSONObject, as_float
 from common.status import validation_message
-from common.workflow import Outcome, StepPolicy, backoff_delay, done, failed, retry_after
+from common.workflow import Outcome, StepPolicy, done, failed, retry_after
 from shipyard_api.actions import (
     bootactions,
     budget,
@@ -249,10 +249,8 @@ def wait_ready(ctx: StepContext) -> Outcome:
     if node_ready(status):
         return done(details={"node": status or {}}, note="The Kubernetes node is Ready")
     if watch.version is None or watch.busy or svc.settings.long_poll_wait <= 0:
-        delay = backoff_delay(steps.config_value(ctx, "kubernetes", "node_status_interval"),
-                              ctx.now - first, first=steps.FIRST_POLL,
-                              fraction=steps.POLL_FRACTION)
-        return retry_after(delay, memo={"version": None, "first_look": first},
+        return retry_after(steps.node_status_backoff(ctx, first),
+                           memo={"version": None, "first_look": first},
                            details={"node": status or {}})
     return retry_after(0, memo={"version": watch.version, "first_look": first},
                        details={"node": status or {}})

@@ -91,6 +91,14 @@ def config_value(ctx: StepContext, section: str, key: str) -> float:
     return float((cfg.get(section) or {}).get(key, 30))
 
 
+def node_status_backoff(ctx: StepContext, since: float, *, first: float = FIRST_POLL) -> float:
+    """How long a wait on a (re)deployed node (Ready in Kubernetes, its boot action reports)
+    sleeps before looking again: `first` after its first look (at `since`), then a tenth of
+    the time waited, at most every kubernetes.node_status_interval."""
+    return backoff_delay(config_value(ctx, "kubernetes", "node_status_interval"),
+                         ctx.now - since, first=first, fraction=POLL_FRACTION)
+
+
 def drydock_task(ctx: StepContext, action: str, node_filter: NodeFilter | None,
                  options: Mapping[str, JSON], interval: float) -> Outcome:
     """Create the Drydock task once (idempotency key), then follow it until it ends: each
