@@ -291,7 +291,7 @@ class GuardedSocket(socket.socket):
         idle = now - max(self.idle_since, self.last_send)
         if not self.framing.started:
             limit = limits.header_timeout if self.requests == 0 else limits.keepalive
-            return b"" if idle > limit else None
+            return b"" if idle > limit and not self._waiting() else None
         waited = now - self.first_byte
         head_waited = idle if self.requests == 0 else waited
         if self.framing.in_head and head_waited > limits.header_timeout:
@@ -301,6 +301,15 @@ class GuardedSocket(socket.socket):
             return answer(408, "Request Timeout",
                           f"The request did not arrive within {limits.read_timeout:g} s")
         return None
+
+    def _waiting(self) -> bool:
+        """Whether bytes have arrived that the server has not read yet: a kept-alive
+        connection's next request sent just as its idle time ran out is served, not cut off
+        unanswered (its head is then timed as any other)."""
+        try:
+            return bool(super().recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:  # BlockingIOError: nothing waiting; any other: the connection is gone
+            return False
 
     def refuse(self, response: bytes) -> None:
         """Send `response` (if any) and end the connection; the server then sees it closed.

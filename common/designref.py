@@ -43,6 +43,7 @@ from common.documents import (
     parse_json_documents,
 )
 from common.errors import BadGateway, BadRequest, NotFound, PayloadTooLarge, Timeout
+from common.httpclient import DROPPED_GET, retrying_session
 
 SCHEMES = ("deckhand+http", "deckhand+https", "http", "https", "file")
 REVISIONS_PATH = f"{API_PREFIX}/revisions/"
@@ -232,7 +233,7 @@ class DesignResolver:
         self._max_bytes = max_bytes
         self._timeout = timeout
         self._token = token
-        self._session = session or requests.Session()
+        self._session = session or retrying_session(DROPPED_GET)
         self._ttl = cache_ttl
         self._cache: TLRUCache[str, list[Document]] | None = TLRUCache(
             maxsize=cache_size, ttu=self._expires, timer=clock) if cache_size > 0 else None

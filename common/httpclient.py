@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
-from typing import Any, TypedDict, Unpack
+from typing import Any, Self, TypedDict, Unpack
 
 import requests
 import urllib3
@@ -68,7 +68,7 @@ class PeerRetry(Retry):
         super().__init__(**kwargs)
         self.pause, self.jitter = pause, jitter
 
-    def new(self, **kw: object) -> PeerRetry:
+    def new(self, **kw: object) -> Self:
         kw.setdefault("pause", self.pause)
         kw.setdefault("jitter", self.jitter)
         return super().new(**kw)
@@ -88,11 +88,32 @@ class PeerRetry(Retry):
     def increment(self, method: str | None = None, url: str | None = None,
                   response: BaseHTTPResponse | None = None, error: Exception | None = None,
                   _pool: ConnectionPool | None = None,
-                  _stacktrace: TracebackType | None = None) -> PeerRetry:
+                  _stacktrace: TracebackType | None = None) -> Self:
         if method is not None and not self._is_method_retryable(method):
             return Retry.increment(self.new(total=0), method, url, response, error, _pool,
                                    _stacktrace)
         return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+class DroppedRetry(PeerRetry):
+    """Sends a request again when its connection closed before any answer (a server may
+    close an idle kept-alive connection just as the next request is sent: RFC 9112 9.3.1),
+    but never one that timed out waiting for its answer: a silent server costs one timeout,
+    not one per attempt."""
+
+    def increment(self, method: str | None = None, url: str | None = None,
+                  response: BaseHTTPResponse | None = None, error: Exception | None = None,
+                  _pool: ConnectionPool | None = None,
+                  _stacktrace: TracebackType | None = None) -> Self:
+        if isinstance(error, urllib3.exceptions.ReadTimeoutError):
+            raise error
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+# Reads of documents by URL (designs, boot action assets): a GET whose kept-alive connection
+# dropped unanswered is sent once more, on a new connection; nothing else is retried.
+DROPPED_GET = DroppedRetry(total=1, connect=0, read=1, status=0, redirect=False,
+                           allowed_methods=frozenset({"GET"}))
 
 
 def timed_out(exc: requests.RequestException) -> bool:

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import requests
 
 from common.errors import BerthError
-from common.httpclient import ServiceClient
+from common.httpclient import DROPPED_GET, ServiceClient, retrying_session
 from drydock_api.bootactions.render import AssetError
 
 SCHEMES = ("http", "https", "promenade+http", "promenade+https")
@@ -20,7 +20,7 @@ class LocationFetcher:
                  session: requests.Session | None = None) -> None:
         self._promenade = promenade
         self._timeout = timeout
-        self._session = session or requests.Session()
+        self._session = session or retrying_session(DROPPED_GET)
 
     def __call__(self, location: str) -> bytes:
         parts = urlsplit(location)
