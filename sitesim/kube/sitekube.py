@@ -21,6 +21,7 @@ from typing import Any
 import requests
 import yaml
 
+from common.httpclient import DROPPED_GET, retrying_session
 from sitesim.hooks import SiteHooks
 from sitesim.kube import workloads
 from sitesim.kube.controlplane import KWOK_LABEL, KWOK_VALUE, ControlPlane, kwok_node
@@ -87,7 +88,8 @@ class AdminClient:
 
     def __init__(self, plane: ControlPlane) -> None:
         self.base = plane.server
-        self.session = requests.Session()
+        # a GET on a connection the apiserver closed as idle is sent again
+        self.session = retrying_session(DROPPED_GET)
         self.session.cert = (str(plane.pki.admin_cert), str(plane.pki.admin_key))
         self.session.verify = str(plane.pki.ca_cert)
         self.session.trust_env = False  # no proxy or CA bundle from the environment

@@ -12,6 +12,7 @@ import pytest
 import requests
 import yaml
 
+from common.httpclient import DROPPED_GET, retrying_session
 from sitesim.kube.binaries import KubeBinariesMissing, kube_binaries
 from sitesim.kube.controlplane import KWOK_LABEL, KWOK_VALUE, ControlPlane, kwok_node
 from sitesim.kube.sitekube import DEPLOY_BASE, RBAC_KINDS
@@ -45,7 +46,8 @@ class Admin:
 
     def __init__(self, plane: ControlPlane) -> None:
         self.base = plane.server
-        self.session = requests.Session()
+        # a GET on a connection the apiserver closed as idle is sent again
+        self.session = retrying_session(DROPPED_GET)
         self.session.cert = (str(plane.pki.admin_cert), str(plane.pki.admin_key))
         # Per request: REQUESTS_CA_BUNDLE in the environment would override a session's verify.
         self.verify = str(plane.pki.ca_cert)
