@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Select, Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from common.errors import NotFound
@@ -15,6 +26,7 @@ from common.jsontypes import JSON, JSONObject
 from common.prepared import PreparedRead
 from common.status import Message
 from drydock_api.db import audit
+from drydock_api.db.messages import DecodedMessages
 from drydock_api.db.models import MessageRow, NodeRecord, TaskRow
 from drydock_api.db.states import TaskResult, TaskStatus
 from drydock_api.db.store import TaskStore, touch_root, touch_tree
@@ -38,6 +50,8 @@ RETRY, STATE = "retry", "state"  # a running step's row data: its saved retry an
 TASKS: Table = TaskRow.__table__  # type: ignore[assignment]
 NODES: Table = NodeRecord.__table__  # type: ignore[assignment]
 MESSAGES: Table = MessageRow.__table__  # type: ignore[assignment]
+# a message as stored, its body as JSON text (drydock_api.db.messages decodes it once)
+STORED = (MESSAGES.c.id, MESSAGES.c.root_id, cast(MESSAGES.c.body, Text), MESSAGES.c.ts)
 SAVE_STEP = update(TASKS).where(TASKS.c.id == bindparam("task_id")).values(
     data=bindparam("data"))
 ADD_TASK, ADD_MESSAGES, ADD_NODE = insert(TASKS), insert(MESSAGES), insert(NODES)
@@ -84,6 +98,7 @@ class ProgressStore:
         self.reads = tasks.reads
         self._tree_key = PreparedRead(tasks.engine, TREE_KEY)
         self.clock = tasks.clock
+        self.decoded = DecodedMessages()
 
     def _child(self, parent: TaskRow, *, action: str, node: str | None,
                step: str | None) -> TaskRow:
@@ -277,22 +292,23 @@ class ProgressStore:
             cond = MESSAGES.c.root_id == task.id
         else:
             cond = or_(MESSAGES.c.task_id == task.id, MESSAGES.c.node_task_id == task.id)
-        # Two columns on the connection: a large task's messages are never ORM objects.
-        query = select(MESSAGES.c.body, MESSAGES.c.ts).where(cond)
+        # On the connection, the bodies as text: only messages not read before are parsed.
+        query = select(*STORED).where(cond)
         if errors_only:
             query = query.where(MESSAGES.c.error.is_(True))
         with self.reads() as s:
-            rows = s.connection().execute(query.order_by(MESSAGES.c.id))
-            return [dict(body, ts=_iso(ts)) for body, ts in rows]
+            rows = s.connection().execute(query.order_by(MESSAGES.c.id)).all()
+        return self.decoded.of(rows)
 
     def tree_messages(self, root_id: str) -> TreeMessages:
         """Every message of a task tree in one query, to list each level's own from."""
-        query = (select(MessageRow.id, MessageRow.task_id, MessageRow.node_task_id,
-                        MessageRow.ts, MessageRow.body)
-                 .where(MessageRow.root_id == root_id).order_by(MessageRow.id))
+        query = (select(MESSAGES.c.task_id, MESSAGES.c.node_task_id, *STORED)
+                 .where(MESSAGES.c.root_id == root_id).order_by(MESSAGES.c.id))
         with self.reads() as s:
-            return TreeMessages(root_id, [(mid, tid, ntid, dict(body, ts=_iso(ts)))
-                                          for mid, tid, ntid, ts, body in s.execute(query)])
+            rows = s.connection().execute(query).all()
+        found = self.decoded.of(row[2:] for row in rows)
+        return TreeMessages(root_id, [(row[2], row[0], row[1], m)
+                                      for row, m in zip(rows, found, strict=True)])
 
     def tree_key(self, task_id: str) -> tuple[int, int | None]:
         """What the body of a tree holding `task_id` depends on: (changes of the tree, last
@@ -333,7 +349,3 @@ class TreeMessages:
         if task.parent_id is None and task.id == self._root_id:
             return list(self._all)
         return [m for _, m in sorted(self._by_task.get(task.id, []), key=lambda p: p[0])]
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat()

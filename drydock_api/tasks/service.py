@@ -241,8 +241,8 @@ class TaskService:
         """`get()` as JSON (and gzipped JSON for trees) with the version it is of, encoded
         again only once a task of its tree or their messages changed: a body depends on
         nothing else, and its key (`tree_key`) is one small query, read once per call. A
-        200-node task's own body is 0.6 MB and takes ~40 ms to load and encode (with
-        subtaskerrors ~1 s); its tree 3.7 MB."""
+        200-node destroy's own body is 0.6 MB (1,800 messages): ~14 ms to read and encode
+        once its messages were read before (db.messages), ~23 ms when every one is parsed."""
         key = self._progress.tree_key(task_id)
         form = (task_id, layers, subtask_errors)
         with self._trees_lock:
