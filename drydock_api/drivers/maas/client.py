@@ -7,13 +7,13 @@ import binascii
 import time
 from collections.abc import Callable
 
-import ijson
 import requests
 from oauthlib.oauth1 import SIGNATURE_PLAINTEXT
 from requests_oauthlib import OAuth1
 
 from common.httpclient import PeerRetry, retrying_session
 from common.jsontypes import JSON, JSONObject, as_int, as_list, as_object, as_str, member
+from drydock_api.drivers.maas.listing import ArrayItems, NotWholeJson
 from drydock_api.drivers.ports import (
     BlockDevice,
     MaasError,
@@ -142,26 +142,20 @@ class MaasClient:
     def list_machines(self) -> list[Machine]:
         """Every machine, decoded as the listing arrives. MAAS describes each machine in ~7 KB
         (74 MB at 10,000): one json.loads of that holds the interpreter for about a second,
-        stalling every request the process serves meanwhile; decoded a chunk at a time, no
-        step holds it for more than a few milliseconds, and no whole copy is kept."""
+        stalling every request the process serves meanwhile; decoded a machine at a time as
+        the bytes arrive (maas.listing), no step holds it for longer than one machine, and no
+        whole copy is kept."""
         with self._call("GET", "/machines/", stream=True) as resp:
             self._check(resp, "GET", "/machines/")
             machines: list[Machine] = []
-            parsed = ijson.sendable_list()
-            decoder = ijson.items_coro(parsed, "item", use_float=True)
-            empty = True
+            items = ArrayItems()
             try:
                 for chunk in resp.iter_content(CHUNK):
-                    empty = empty and not chunk.strip()
-                    decoder.send(chunk)
-                    machines.extend(to_machine(m) for m in parsed)
-                    del parsed[:]
-                if not empty:
-                    decoder.close()  # raises on a listing cut short
-                    machines.extend(to_machine(m) for m in parsed)
+                    machines.extend(to_machine(m) for m in items.feed(chunk))
+                machines.extend(to_machine(m) for m in items.close())  # raises if cut short
             except requests.RequestException as exc:
                 raise MaasError(f"MAAS broke off GET /machines/: {exc}", transient=True) from exc
-            except ijson.JSONError as exc:
+            except NotWholeJson as exc:
                 raise MaasError(f"MAAS answered GET /machines/ with a listing that is not "
                                 f"whole JSON: {exc}", transient=True) from exc
         return machines
