@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import uuid
+from itertools import islice
 from pathlib import Path
 
 from sitesim.processes import terminate
 from sitesim.siteconfig import NodeSpec
 
 IPMI_SIM = "ipmi_sim"
+START_ATTEMPTS = 3
 
 EMU = """mc_setbmc 0x20
 mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
 mc_enable 0x20
 """
+
+
+def udp_bound(port: int) -> bool:
+    """Whether a UDP socket is bound to 127.0.0.1:`port` (Linux's /proc/net/udp)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/udp") as table:
+        return any(line.split()[1] == wanted for line in islice(table, 1, None))
 
 
 class IpmiSimError(Exception):
@@ -69,31 +77,45 @@ class IpmiSimBmc:
         return lan
 
     def start(self) -> None:
+        """Start ipmi_sim and wait until it listens; a process that exits first is started
+        again (at most START_ATTEMPTS times in all) and then reported with its log's end."""
         lan = self._write_config()
-        log = open(self._dir / "ipmi_sim.log", "ab")  # noqa: SIM115 - the child keeps it
-        try:
-            self.process = subprocess.Popen(
-                [IPMI_SIM, "-c", str(lan), "-f", str(self._dir / "bmc.emu"),
-                 "-s", str(self._dir / "state"), "-n"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        except OSError as exc:
-            raise IpmiSimError(f"cannot start ipmi_sim for {self.node.name}: {exc}") from exc
-        finally:
-            log.close()
-        self._wait_bound()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            log = open(self._dir / "ipmi_sim.log", "ab")  # noqa: SIM115 - the child keeps it
+            try:
+                self.process = subprocess.Popen(
+                    [IPMI_SIM, "-c", str(lan), "-f", str(self._dir / "bmc.emu"),
+                     "-s", str(self._dir / "state"), "-n"],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            except OSError as exc:
+                raise IpmiSimError(f"cannot start ipmi_sim for {self.node.name}: {exc}") from exc
+            finally:
+                log.close()
+            if self._wait_bound():
+                return
+            if attempt < START_ATTEMPTS:
+                time.sleep(0.2 * attempt)
+        raise IpmiSimError(f"ipmi_sim for {self.node.name} exited {START_ATTEMPTS} times before "
+                           f"listening on UDP port {self.port}; its log ends: {self._log_tail()}")
 
-    def _wait_bound(self, timeout: float = 10.0) -> None:
+    def _wait_bound(self, timeout: float = 10.0) -> bool:
+        """True once the port is bound (read from the kernel's table, never by binding it,
+        which would take the port from ipmi_sim for that instant); False if it exited."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise IpmiSimError(f"ipmi_sim for {self.node.name} exited; see {self._dir}")
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-                try:
-                    probe.bind(("127.0.0.1", self.port))
-                except OSError:
-                    return  # the port is taken: ipmi_sim listens
+                return False
+            if udp_bound(self.port):
+                return True
             time.sleep(0.02)
         raise IpmiSimError(f"ipmi_sim for {self.node.name} did not bind port {self.port}")
+
+    def _log_tail(self) -> str:
+        try:
+            return (self._dir / "ipmi_sim.log").read_text(errors="replace")[-500:].strip() \
+                or "(empty)"
+        except OSError as exc:
+            return f"(unreadable: {exc})"
 
     def switch(self, running: bool) -> None:
         """Restart the process (same port and state) or kill it as a power cut would."""
